@@ -1,0 +1,16 @@
+#include "bindings/register.hpp"
+
+#ifndef PYTPS_VERSION
+#define PYTPS_VERSION "0+unknown"
+#endif
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "pytps native core: clock, SSE parsing, stream recording, histograms.";
+    m.attr("__version__") = PYTPS_VERSION;
+    pytps_bindings::register_errors(m);
+    pytps_bindings::register_clock(m);
+    pytps_bindings::register_sse(m);
+    pytps_bindings::register_recorder(m);
+    pytps_bindings::register_histogram(m);
+    pytps_bindings::register_emulator(m);
+}

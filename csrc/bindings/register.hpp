@@ -1,0 +1,18 @@
+// One register_* per concept, called from module.cpp (boost-histogram style).
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace pytps_bindings {
+namespace py = pybind11;
+
+void register_errors(py::module_& m);
+void register_clock(py::module_& m);
+void register_sse(py::module_& m);
+void register_recorder(py::module_& m);
+void register_histogram(py::module_& m);
+void register_emulator(py::module_& m);
+
+// Raises pytps.errors.ProtocolError (a Python class, so the whole error family lives in one place).
+[[noreturn]] void raise_protocol_error(const std::string& message);
+
+}  // namespace pytps_bindings

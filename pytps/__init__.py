@@ -1,0 +1,30 @@
+"""pytps: a token-timing engine for streaming LLM inference endpoints.
+
+The hot path (clock, SSE parsing, stream recording, histograms) is the compiled module
+pytps._core; this package re-exports it and adds the Python layer.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+
+from ._native import _core
+from .errors import BuildError, ProtocolError, PytpsError
+
+try:
+    __version__: str = _dist_version("pytps")
+except PackageNotFoundError:  # pragma: no cover - running from a tree that was never installed
+    __version__ = "0+unknown"
+
+now_ns = _core.now_ns
+clock_info = _core.clock_info
+
+__all__ = [
+    "BuildError",
+    "ProtocolError",
+    "PytpsError",
+    "__version__",
+    "clock_info",
+    "now_ns",
+]

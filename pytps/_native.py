@@ -1,0 +1,17 @@
+"""Loads the compiled module, or says how to build it."""
+
+from __future__ import annotations
+
+from .errors import BuildError
+
+try:
+    from . import _core
+except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
+    raise BuildError(
+        "pytps's compiled module pytps._core could not be imported "
+        f"({exc}). Did you build it? From the source tree run:\n"
+        "    pip install --no-build-isolation -Cbuild-dir=build -ve .\n"
+        "(or `pip install .`), which compiles the C++ core with CMake and pybind11."
+    ) from exc
+
+__all__ = ["_core"]

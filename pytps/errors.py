@@ -1,0 +1,15 @@
+"""Every public pytps error is a class here; the CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class PytpsError(Exception):
+    """Base class of all pytps errors."""
+
+
+class ProtocolError(PytpsError, ValueError):
+    """The byte stream breaks its protocol beyond local recovery (e.g. a line over the parser's bound)."""
+
+
+class BuildError(PytpsError, ImportError):
+    """The compiled module pytps._core is missing or does not match this package."""
