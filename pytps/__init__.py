@@ -19,11 +19,15 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that was 
 
 now_ns = _core.now_ns
 clock_info = _core.clock_info
+SSEParser = _core.SSEParser
+SSEEvent = _core.SSEEvent
 
 __all__ = [
     "BuildError",
     "ProtocolError",
     "PytpsError",
+    "SSEEvent",
+    "SSEParser",
     "__version__",
     "clock_info",
     "now_ns",
