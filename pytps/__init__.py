@@ -18,10 +18,12 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that was 
     __version__ = "0+unknown"
 
 now_ns = _core.now_ns
+Histogram = _core.Histogram
 clock_info = _core.clock_info
 
 __all__ = [
     "BuildError",
+    "Histogram",
     "ProtocolError",
     "PytpsError",
     "__version__",
