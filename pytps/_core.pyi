@@ -1,6 +1,7 @@
 """Hand-written stubs of the compiled module pytps._core."""
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -147,12 +148,6 @@ class StreamRecorder:
         """How many events were malformed."""
 
 # ---- histogram --------------------------------------------------------------
-
-# Imported here, not at the top, so this section stays self-contained.
-from collections.abc import Sequence  # noqa: E402
-from typing import SupportsIndex  # noqa: E402
-
-import numpy.typing as npt  # noqa: E402
 
 class Histogram:
     """HdrHistogram-style latency histogram over int64 values (typically ns).
