@@ -79,6 +79,7 @@ public:
     const char* error() const noexcept { return error_ ? error_ : ""; }
     size_t error_offset() const noexcept { return error_offset_; }
     size_t offset() const noexcept { return static_cast<size_t>(p_ - begin_); }
+    std::string_view input() const noexcept { return {begin_, static_cast<size_t>(end_ - begin_)}; }
 
 private:
     bool fail(const char* what) noexcept;
