@@ -6,7 +6,10 @@ any way of splitting the body, and so compute the t_ns every event must be stamp
 
 An event "ends" at the byte whose arrival completes it: for SSE the first byte of the
 line terminator of the blank line that dispatches it (a lone CR already ends a line, so
-for CRLF it is the CR), for NDJSON the first byte of the line's terminator.
+for CRLF it is the CR), for NDJSON the first byte of the line's terminator. JSON Lines
+makes the last line separator optional (jsonlines.org: "The last character in a file
+following the last JSON value may be a line separator"), so an unterminated last NDJSON
+line is still a line: it is read at close() and ends at the body's last byte.
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ def frame_ndjson(raw: bytes) -> tuple[list[tuple[int, str]], bool]:
     events: list[tuple[int, str]] = []
     for line, term in _lines(raw):
         if term is None:
-            return events, line.strip() != b""
+            if line.strip():
+                events.append((len(raw) - 1, line.decode("utf-8", "replace")))
+            break
         if line.strip():
             events.append((term, line.decode("utf-8", "replace")))
     return events, False

@@ -232,6 +232,58 @@ def test_ndjson_times():
     assert rec.end_ns == 40 and rec.done and rec.finish_reason == "stop"
 
 
+def test_ndjson_last_line_without_newline_is_read_at_close():
+    # jsonlines.org: "The last character in a file following the last JSON value may be a line
+    # separator" -- so it may also be missing. The line's bytes all came with the last chunk.
+    body = b'{"model":"m","response":"a","done":false}\n{"model":"m","response":"b","done":true,"done_reason":"stop"}'
+    rec = pytps.StreamRecorder("ollama")
+    assert rec.feed(body[:30], 10) == 0
+    assert rec.feed(body[30:], 20) == 1
+    assert rec.events == 1 and not rec.done
+    rec.close(30)
+    assert rec.events == 2 and rec.text == "ab" and rec.done and rec.error is None
+    assert rec.output_times_ns.tolist() == [20, 20]
+    assert rec.end_ns == 20
+
+
+def test_sse_data_line_without_blank_line_is_not_dispatched():
+    # WHATWG: at end of stream an event whose blank line never came is discarded.
+    rec, _ = feed_all("openai-chat", [(b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n', 10)], close_t=20)
+    assert rec.events == 0 and rec.text == ""
+    assert rec.error["kind"] == "protocol" and rec.error["event_index"] == 0
+
+
+@pytest.mark.parametrize(
+    "dialect, body, chars",
+    [
+        (
+            "anthropic",
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}\n\n'
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\\"a\\":1}"}}\n\n',
+            [11, 7],
+        ),
+        (
+            "openai-responses",
+            b'event: response.output_item.added\ndata: {"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}}\n\n'
+            b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\\"a\\":1}"}\n\n',
+            [11, 7],
+        ),
+        (
+            "openai-chat",
+            chat_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]})
+            + chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a":1}'}}]}),
+            [11, 7],
+        ),
+    ],
+)
+def test_the_tool_name_is_generated_text(dialect, body, chars):
+    # READING: the event that brings a tool's name is output-bearing and its chars count the name.
+    rec, _ = feed_all(dialect, [(body, 1)], 2)
+    assert rec.output_kinds.tolist() == [pytps.KIND_TOOL] * 2
+    assert rec.output_chars.tolist() == chars
+    assert [(t["name"], t["arguments"]) for t in rec.tool_calls] == [("get_weather", '{"a":1}')]
+
+
 @pytest.mark.parametrize(
     "dialect, body, events",
     [
