@@ -358,6 +358,16 @@ def test_a_tool_call_is_an_answer():
     assert rec.tool_calls == [{"index": 0, "id": "call_1", "name": "f", "arguments": "{}"}]
 
 
+def test_reasoning_sent_in_both_fields_counts_once():
+    # vLLM's DeltaMessage copies `reasoning` into the deprecated `reasoning_content`, so both arrive
+    # with the same text (also MiniMax, StepFun). The contract reads either field; the text is one.
+    chunks = [(chat_chunk({"reasoning": "abc", "reasoning_content": "abc"}), 10),
+              (chat_chunk({"reasoning": "d", "reasoning_content": "d"}), 20)]
+    rec, _ = feed_all("openai-chat", chunks, close_t=30)
+    assert rec.reasoning_text == "abcd"
+    assert rec.output_chars.tolist() == [3, 1]
+
+
 def test_only_reasoning_means_no_answer():
     rec, _ = feed_all("openai-chat", [(chat_chunk({"reasoning_content": "..."}), 10)], close_t=20)
     assert rec.first_output_ns == 10 and rec.first_answer_ns is None
