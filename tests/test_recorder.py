@@ -160,6 +160,38 @@ def test_corpus_split_anywhere_reads_the_same(path, data):
     check_times(rec, returns, raw, dialect, exp, bounds)
 
 
+def _reversed_keys(value):
+    if isinstance(value, dict):
+        return {k: _reversed_keys(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed_keys(v) for v in value]
+    return value
+
+
+CLEAN_CASES = [p for p in CASES if load(p)[2]["error"] is None]
+
+
+@pytest.mark.parametrize("path", CLEAN_CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CLEAN_CASES])
+def test_corpus_key_order_and_json_spelling_do_not_matter(path):
+    # RFC 8259: an object is an unordered collection. Each event is re-written with its keys in
+    # reverse order (recursively), compact, non-ASCII written raw, one data: line, no event: field.
+    dialect, raw, exp = load(path)
+    framed, _ = frame_events(raw, dialect)
+    parts = []
+    for _, data in framed:
+        if data != "[DONE]":
+            data = json.dumps(_reversed_keys(json.loads(data)), ensure_ascii=False, separators=(",", ":"))
+        parts.append((data + "\n") if dialect == "ollama" else f"data: {data}\n\n")
+    body = "".join(parts).encode()
+    rec, _ = record(dialect, body, [len(body)])
+    got, want = readouts(rec), readouts(record(dialect, raw, [len(raw)])[0])
+    if dialect == "ollama":  # arguments are the server's JSON text (its length kept, its order not)
+        for calls in (got["tool_calls"], want["tool_calls"]):
+            for call in calls:
+                call["arguments"] = json.loads(call["arguments"])
+    assert got == want
+
+
 # ---- hand-made streams --------------------------------------------------------------------------
 
 
@@ -428,6 +460,23 @@ def test_malformed_json_is_a_protocol_error_and_timing_goes_on():
     assert rec.events == 5 and returns == [1, 0, 0, 1, 0]
     assert rec.output_times_ns.tolist() == [10, 30]
     assert rec.text == "ac" and rec.done and rec.end_ns == 40
+
+
+def test_a_malformed_event_contributes_nothing():
+    # READING: an event that cannot be read is not half-read: its text is dropped (the implementation
+    # takes it back), and so must be the usage, finish_reason, id and model it would have set.
+    body = (b'data: {"id":"x1","model":"mm","usage":{"prompt_tokens":5,"completion_tokens":3},'
+            b'"choices":[{"index":0,"finish_reason":"stop","delta":{"content":"a"}}],\n\n')
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.error["kind"] == "protocol" and rec.output_events == 0 and rec.text == ""
+    assert rec.usage == {}
+    assert (rec.finish_reason, rec.response_id, rec.model) == (None, None, None)
+
+
+def test_a_malformed_terminal_event_does_not_end_the_stream():
+    body = b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r","status":"completed"}} x\n\n'
+    rec, _ = feed_all("openai-responses", [(body, 1)], 2)
+    assert not rec.done and rec.end_ns == 2 and rec.error["kind"] == "protocol"
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "openai-responses", "ollama"])
