@@ -62,7 +62,7 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
     } else {
         ndjson_.feed(
             data, n,
-            [this](std::string_view line) {
+            [this](std::string_view line, bool) {
                 if (!is_blank(line)) handle_event(std::string_view(), line);
             },
             [this] { record_protocol_error("NDJSON line longer than max_line_bytes"); });
@@ -72,12 +72,7 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
 
 void StreamRecorder::handle_event(std::string_view type, std::string_view data) {
     const int64_t index = events_++;
-    result_.content_chars = result_.reasoning_chars = result_.tool_chars = 0;
-    result_.cumulative_completion_tokens = -1;
-    result_.terminal = false;
-    result_.malformed = nullptr;
-    result_.in_stream_error = false;
-    result_.error_message.clear();
+    result_.reset();
 
     // Tool-call state is only snapshotted when there is some (rare); text is two sizes.
     const size_t text_len = state_.text.size();
