@@ -479,6 +479,82 @@ def test_a_malformed_terminal_event_does_not_end_the_stream():
     assert not rec.done and rec.end_ns == 2 and rec.error["kind"] == "protocol"
 
 
+def _compact_event(obj) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+
+
+def test_a_shared_prefix_does_not_hide_a_longer_number():
+    # Both events are valid JSON (RFC 8259). The second starts with the same bytes as the first up
+    # to and including `"created":1`, but its number goes on (12): it must still be read.
+    head = {"id": "chatcmpl-abcdefghijklmnop", "object": "chat.completion.chunk"}
+    body = (_compact_event({**head, "created": 1, "choices": [{"index": 0, "delta": {"content": "a"}}]})
+            + _compact_event({**head, "created": 12, "choices": [{"index": 0, "delta": {"content": "b"}}]})
+            + _compact_event({**head, "created": 1.5, "choices": [{"index": 0, "delta": {"content": "c"}}]})
+            + _compact_event({**head, "created": 1e5, "choices": [{"index": 0, "delta": {"content": "d"}}]}))
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.error is None and rec.protocol_errors == 0
+    assert rec.text == "abcd" and rec.output_events == 4
+
+
+_json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+)
+_json_values = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+_extra_keys = st.dictionaries(st.sampled_from(["object", "created", "system_fingerprint", "x", "obfuscation", "service_tier"]), _json_values, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=_extra_keys, after=_extra_keys, contents=st.lists(st.text(max_size=10), min_size=1, max_size=6), vary=st.booleans())
+def test_random_valid_chunks_are_read_exactly(before, after, contents, vary):
+    # Chunks that share (or, with vary, almost share) their bytes, as real streams do, with arbitrary
+    # JSON around the choices: the reader and its caches must read every one of them exactly.
+    body = b""
+    for i, text in enumerate(contents):
+        obj = {"id": "chatcmpl-0123456789abcdef0123", **before}
+        if vary:
+            obj["created"] = 10 ** i  # 1, 10, 100: each number extends the previous one's digits
+        obj["choices"] = [{"index": 0, "delta": {"content": text}, "finish_reason": None}]
+        obj.update({k: v for k, v in after.items() if k not in obj})
+        body += _compact_event(obj)
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.error is None
+    assert rec.text == "".join(contents)
+    assert rec.output_chars.tolist() == [len(t) for t in contents if t]
+
+
+def _strict_loads(text: str):
+    def reject(constant):
+        raise ValueError(constant)
+    return json.loads(text, parse_constant=reject)
+
+
+_MUTATION_BYTES = [c for c in range(0x20, 0x7F)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_mutated_event_is_rejected_exactly_when_it_is_not_json(data):
+    # Differential check of the strict JSON reader (and its caches) against Python's json module:
+    # events 0 and 2 teach the caches the stream's shape; event 1 gets one byte replaced.
+    chunk = {"id": "chatcmpl-0123456789abcdef0123", "object": "chat.completion.chunk", "created": 1694268190,
+             "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": {"content": "Hello"}, "logprobs": None, "finish_reason": None}]}
+    good = json.dumps(chunk, separators=(",", ":"))
+    pos = data.draw(st.integers(0, len(good) - 1), label="pos")
+    new = data.draw(st.sampled_from(_MUTATION_BYTES), label="byte")
+    bad = good[:pos] + chr(new) + good[pos + 1:]
+    try:
+        _strict_loads(bad)
+        valid = True
+    except ValueError:
+        valid = False
+    body = ("data: " + good + "\n\n" + "data: " + bad + "\n\n" + "data: " + good + "\n\n").encode()
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.events == 3
+    assert (rec.protocol_errors == 0) == valid, f"event 1: {bad!r}"
+    assert rec.text.startswith("Hello") and rec.text.endswith("Hello")
+
+
 @pytest.mark.parametrize("dialect", ["anthropic", "openai-responses", "ollama"])
 def test_malformed_json_in_other_dialects(dialect):
     bad = b"{bad\n" if dialect == "ollama" else b"event: x\ndata: {bad\n\n"
