@@ -85,6 +85,8 @@ class StreamRecorder:
     @property
     def dialect(self) -> str: ...
     @property
+    def closed(self) -> bool: ...
+    @property
     def output_times_ns(self) -> npt.NDArray[np.int64]:
         """Arrival t_ns of each output-bearing event."""
     @property
@@ -115,7 +117,8 @@ class StreamRecorder:
     def reasoning_text(self) -> str: ...
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
-        """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order."""
+        """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order
+        (id is None when the server sent none, as Ollama does)."""
     @property
     def usage(self) -> dict[str, int]:
         """What the server reported, under normalized names (only those reported):

@@ -103,18 +103,36 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
         if (key == "delta" && j.peek() == Type::Object) {
             j.begin_object();
             std::string_view k;
+            // vLLM (and others) send the same text in both reasoning_content and reasoning:
+            // it is one reasoning delta, so only one of them is read.
+            std::string_view reasoning_raw;
+            bool has_reasoning = false, reasoning_is_primary = false;
             while (j.next_key(k)) {
                 if (k == "content") {
                     read_text_value(j, st, r);
-                } else if (k == "reasoning_content" || k == "reasoning") {
+                } else if (k == "refusal") {
                     ++r.effects;
-                    r.reasoning_chars += append_string(j, st.reasoning_text);
+                    r.content_chars += append_string(j, st.text);
+                } else if (k == "reasoning_content" || k == "reasoning") {
+                    std::string_view raw;
+                    if (!capture(j, raw)) break;
+                    const bool primary = k == "reasoning_content";
+                    if (raw != "null" && (!has_reasoning || (primary && !reasoning_is_primary))) {
+                        reasoning_raw = raw;
+                        has_reasoning = true;
+                        reasoning_is_primary = primary;
+                    }
                 } else if (k == "tool_calls") {
                     ++r.effects;
                     read_tool_call_deltas(j, st, r);
                 } else {
                     j.skip_value();
                 }
+            }
+            if (has_reasoning && !j.failed()) {
+                ++r.effects;
+                JsonReader rr(reasoning_raw);
+                r.reasoning_chars += append_string(rr, st.reasoning_text);
             }
         } else if (key == "text") {  // completions
             read_text_value(j, st, r);
@@ -171,8 +189,12 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
             j.begin_array();
             while (j.next_element()) read_chat_choice(j, st, r);
         } else if (key == "usage") {
-            ++r.effects;
-            read_usage(j, st.usage, &r.cumulative_completion_tokens);
+            if (j.peek() == Type::Null) {
+                j.skip_value();  // "usage": null on every chunk changes nothing
+            } else {
+                ++r.effects;
+                read_usage(j, st.usage, &r.cumulative_completion_tokens);
+            }
         } else if (key == "id" && st.response_id.empty()) {
             ++r.effects;
             read_string_into(j, st.response_id);

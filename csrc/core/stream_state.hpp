@@ -48,7 +48,14 @@ struct PrefixCache {
     bool valid = false;
 
     bool matches(std::string_view data) const {
-        return valid && data.size() > prefix.size() && std::memcmp(data.data(), prefix.data(), prefix.size()) == 0;
+        if (!valid || data.size() <= prefix.size() ||
+            std::memcmp(data.data(), prefix.data(), prefix.size()) != 0)
+            return false;
+        // The prefix ends right after a value. Strings and literals end themselves, but a
+        // number could go on ("created":1 vs "created":12): then it is another value.
+        const char next = data[prefix.size()];
+        return !((next >= '0' && next <= '9') || next == '.' || next == 'e' || next == 'E' || next == '+' ||
+                 next == '-');
     }
     void store(std::string_view data, const json::Checkpoint& cp) {
         prefix.assign(data.data(), cp.offset);
