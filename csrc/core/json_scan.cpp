@@ -68,6 +68,46 @@ inline int utf8_sequence(const unsigned char* s, const unsigned char* end, int* 
     return need + 1;
 }
 
+inline bool has_high_byte(std::string_view s) noexcept {
+    for (const char c : s) {
+        if (static_cast<unsigned char>(c) >= 0x80) return true;
+    }
+    return false;
+}
+
+// For a JSON number whose magnitude does not fit a double: true when it is too large
+// (it becomes an infinity), false when too small (it becomes zero). Such a number is
+// at least 1e308 or below 1e-323, so the sign of its decimal exponent decides.
+bool magnitude_is_huge(const char* p, const char* end) noexcept {
+    if (p < end && *p == '-') ++p;
+    int64_t int_digits = 0;  // digits before the point, leading zeros excluded
+    int64_t frac_zeros = 0;  // zeros after the point before the first non-zero digit
+    bool seen_nonzero = false;
+    for (; p < end && is_digit(*p); ++p) {
+        if (*p != '0') seen_nonzero = true;
+        if (seen_nonzero && int_digits < (int64_t(1) << 40)) ++int_digits;
+    }
+    if (p < end && *p == '.') {
+        for (++p; p < end && is_digit(*p); ++p) {
+            if (!seen_nonzero && *p == '0' && frac_zeros < (int64_t(1) << 40)) ++frac_zeros;
+            else seen_nonzero = true;
+        }
+    }
+    int64_t exp = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        ++p;
+        const bool neg = p < end && *p == '-';
+        if (p < end && (*p == '+' || *p == '-')) ++p;
+        for (; p < end && is_digit(*p); ++p) {
+            if (exp < (int64_t(1) << 40)) exp = exp * 10 + (*p - '0');
+        }
+        if (neg) exp = -exp;
+    }
+    // The decimal exponent of the leading digit.
+    const int64_t e10 = (int_digits > 0 ? int_digits - 1 : -(frac_zeros + 1)) + exp;
+    return e10 > 0;
+}
+
 }  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -196,6 +236,11 @@ bool JsonReader::next_key(std::string_view& key) noexcept {
     if (had_escape) {
         JsonReader sub(std::string_view(start - 1, raw.size() + 2));
         if (!sub.read_string(key_scratch_)) return fail("invalid key");
+        key = key_scratch_;
+    } else if (has_high_byte(raw)) {
+        // Found by fuzzing: invalid UTF-8 in a key without escapes used to be returned
+        // raw, breaking the promise that every decoded string is valid UTF-8.
+        append_utf8_sanitized(key_scratch_, raw);
         key = key_scratch_;
     } else {
         key = raw;
@@ -362,9 +407,11 @@ bool JsonReader::scan_number(double* d, int64_t* i, bool* is_int) noexcept {
         double v = 0;
         const auto r = std::from_chars(start, p_, v);
         // Out-of-range magnitudes are valid JSON; report them as infinities/zero
-        // rather than failing the event.
+        // rather than failing the event. (from_chars leaves v alone then, and says
+        // result_out_of_range for both directions: underflow used to become infinity.)
         if (r.ec == std::errc::result_out_of_range) {
-            v = (*start == '-') ? -__builtin_huge_val() : __builtin_huge_val();
+            v = magnitude_is_huge(start, p_) ? __builtin_huge_val() : 0.0;
+            if (*start == '-') v = -v;
         }
         *d = v;
     }

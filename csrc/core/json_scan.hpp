@@ -51,7 +51,9 @@ public:
 
     // Objects: begin_object() consumes '{'; next_key() then yields each key (its value
     // must be read or skipped before the next call) and returns false after consuming
-    // the closing '}' (or on error: check failed()).
+    // the closing '}' (or on error: check failed()). The key is decoded like a string
+    // value; it may point into an internal buffer, so it is valid only until the next
+    // call that reads a key (next_key, or skip_value over an object): compare it first.
     bool begin_object() noexcept;
     bool next_key(std::string_view& key) noexcept;
 
