@@ -170,3 +170,15 @@ def test_parser_is_reusable_after_close():
         assert p.close() is False
         p.feed(b"data: half")
         assert p.close() is True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_close_gives_back_the_memory_of_a_huge_event():
+    mib = 1 << 20
+    p = pytps.SSEParser()
+    block = (b"data: " + b"y" * 1000 + b"\n") * 8192  # an 8 MiB event, never dispatched
+    before = _rss_bytes()
+    p.feed(block)
+    assert _rss_bytes() - before > 4 * mib  # the data buffer really held it
+    assert p.close() is True
+    assert _rss_bytes() - before < 2 * mib
