@@ -13,3 +13,8 @@ class ProtocolError(PytpsError, ValueError):
 
 class BuildError(PytpsError, ImportError):
     """The compiled module pytps._core is missing or does not match this package."""
+
+
+class ConfigError(PytpsError, ValueError):
+    """A run is configured in a way that cannot work (a bad length spec, an unknown API, an unreadable
+    dataset). Raised before any request is sent, with the bad value and the accepted forms."""
