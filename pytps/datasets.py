@@ -32,7 +32,8 @@ def estimate_tokens(text: str, tokens_per_word: float = DEFAULT_TOKENS_PER_WORD)
     larger of the two estimates keeps any of these from being grossly undercounted.
     """
     words = len(text.split())
-    non_ascii = sum(1 for ch in text if ord(ch) > 127 and not ch.isspace())
+    # C-speed count (a ShareGPT dump has ~100 MB of replies to measure).
+    non_ascii = 0 if text.isascii() else len(text) - len(text.encode("ascii", "ignore"))
     by_chars = (len(text) - non_ascii) / 4 + non_ascii
     return max(1, round(max(words * tokens_per_word, by_chars)))
 

@@ -136,7 +136,8 @@ class SyntheticWorkload:
     calibrate() fixes both from the prompt_tokens the server reports: with >= 3 reports of varied
     size it fits reported = overhead + slope x planned by weighted least squares (the overhead being the
     chat template), and later prompts are sized through that fit.
-    The short instruction at the end asks for a long answer, so models without ignore_eos tend
+    A prompt is never shorter than the shared prefix plus its id and one word, even when the
+    sampled length is. The short instruction at the end asks for a long answer, so models without ignore_eos tend
     to use their max_tokens; it is left out when the prompt is too short to afford it.
     """
 
@@ -206,6 +207,10 @@ class SyntheticWorkload:
         x, y = float(planned_tokens), float(reported_prompt_tokens)
         if not (x > 0 and y > 0 and math.isfinite(x) and math.isfinite(y)):
             return
+        if self._base >= 1:
+            # planned_tokens is round(words x base); with base >= 1 the word count is recoverable,
+            # and fitting on the unrounded value removes up to half a token of noise per report.
+            x = max(1, round(x / self._base)) * self._base
         with self._lock:
             self._n += 1
             self._sx += x
@@ -250,9 +255,7 @@ class SyntheticWorkload:
         body = total_words - len(prefix) - self._ID_WORDS
         tail = self._instruction if body >= 3 * len(self._instruction) else []
         body = max(1, body - len(tail))
-        # choices() draws one random() per word, so a longer prompt extends a shorter one: the
-        # words of request i stay the same whatever the calibration does to its length.
-        words = random.Random(f"pytps:{self.seed}:{i}:words").choices(WORDS, k=body)
+        words = _shuffled_words(random.Random(f"pytps:{self.seed}:{i}:words"), body)
         parts = [*prefix, f"[{self.salt}{i}]", *words, *tail]
         text = " ".join(parts)
         return Prompt(i, None, text, target, max_tokens, round(len(parts) * self._base))
@@ -263,7 +266,7 @@ class SyntheticWorkload:
         with self._lock:
             if len(self._prefix_pool) < k:
                 rng = random.Random(f"pytps:{self.seed}:prefix")
-                self._prefix_pool = rng.choices(WORDS, k=max(k, 2 * len(self._prefix_pool)))
+                self._prefix_pool = _shuffled_words(rng, max(k, 2 * len(self._prefix_pool)))
             return self._prefix_pool[:k]
 
     def describe(self) -> dict[str, Any]:
@@ -278,6 +281,21 @@ class SyntheticWorkload:
             "overhead_tokens": round(self._overhead, 2),
             "calibration_reports": self._n,
         }
+
+
+def _shuffled_words(rng: random.Random, k: int) -> list[str]:
+    """k words from a stream of shuffled copies of the whole word list.
+
+    Drawing without replacement makes every prompt's mix of short and long words nearly the
+    same, so its token count varies little around words x ratio (independent draws scatter it by
+    ~sqrt(k) and blur the calibration). The stream only depends on rng, so a longer prompt
+    extends a shorter one: request i keeps its words whatever calibration does to its length.
+    """
+    words: list[str] = []
+    while len(words) < k:
+        words += rng.sample(WORDS, len(WORDS))
+    del words[k:]
+    return words
 
 
 class DatasetWorkload:
