@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
-from .errors import BuildError, ProtocolError, PytpsError
+from .errors import BuildError, ConfigError, ProtocolError, PytpsError
 
 try:
     __version__: str = _dist_version("pytps")
@@ -30,6 +30,7 @@ KIND_TOOL = _core.KIND_TOOL
 
 __all__ = [
     "BuildError",
+    "ConfigError",
     "Histogram",
     "ProtocolError",
     "PytpsError",
