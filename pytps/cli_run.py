@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ def add_run_parser(sub: Any) -> None:
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
     wl.add_argument("--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON")
     wl.add_argument("--seed", type=int, default=0)
+    wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ld = p.add_argument_group("load")
     ld.add_argument("--concurrency", type=int, help="closed loop with N users (default 1)")
     ld.add_argument("--rate", type=float, metavar="R", help="open loop: R requests per second")
@@ -91,15 +93,19 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
     from .schedule import LoadPlan
     from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
 
-    output = LengthSpec.parse(args.output_tokens)
+    output = LengthSpec.parse(args.output_tokens, name="--output-tokens")
     if args.dataset:
         workload: Any = DatasetWorkload.from_file(args.dataset, output_tokens=output, seed=args.seed)
         described = {"dataset": str(args.dataset), "output_tokens": str(output)}
     else:
-        inp = LengthSpec.parse(args.input_tokens)
-        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=args.shared_prefix_tokens, seed=args.seed)
+        inp = LengthSpec.parse(args.input_tokens, name="--input-tokens")
+        # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
+        # it is recorded, so the prompts can be rebuilt.
+        salt = args.salt if args.salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=args.shared_prefix_tokens, seed=args.seed,
+                                     salt=salt)
         described = {"input_tokens": str(inp), "output_tokens": str(output),
-                     "shared_prefix_tokens": args.shared_prefix_tokens}
+                     "shared_prefix_tokens": args.shared_prefix_tokens, "salt": salt}
     if args.max_error_rate is not None and not 0 <= args.max_error_rate <= 1:
         raise ConfigError(f"--max-error-rate {args.max_error_rate} is outside 0..1")
     plan = LoadPlan(
@@ -111,8 +117,6 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
     if args.rate is not None and args.concurrency is not None:
         raise ConfigError("--concurrency and --rate are two load modes; for a cap on in-flight requests in rate "
                           "mode use --max-concurrency")
-    if plan.mode == "concurrency" and plan.concurrency is None:
-        plan.concurrency = 1
     plan.validate()
     key_env = args.api_key_env or apis.default_api_key_env(args.api)
     if args.api_key_env and args.api_key_env not in os.environ:
