@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
+from .emulator import Emulator
 from .errors import BuildError, ProtocolError, PytpsError
 
 try:
@@ -22,6 +23,7 @@ clock_info = _core.clock_info
 
 __all__ = [
     "BuildError",
+    "Emulator",
     "ProtocolError",
     "PytpsError",
     "__version__",

@@ -1,0 +1,375 @@
+#include "net/emu_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/clock.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+constexpr uint64_t kListenTag = ~uint64_t(0) - 1;
+
+struct Route {
+    const char* path;
+    Api api;
+};
+const Route kRoutes[] = {
+    {"/v1/chat/completions", Api::chat}, {"/v1/completions", Api::completions},
+    {"/v1/responses", Api::responses},   {"/v1/messages", Api::messages},
+    {"/api/chat", Api::ollama_chat},     {"/api/generate", Api::ollama_generate},
+};
+}  // namespace
+
+Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_) {}
+
+Server::~Server() { stop(); }
+
+int Server::start() {
+    if (started_) throw std::runtime_error("this emulator was already started; create a new one");
+    started_ = true;
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) throw std::runtime_error(std::string("socket() failed: ") + std::strerror(errno));
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(cfg_.port));
+    if (inet_pton(AF_INET, cfg_.host.c_str(), &addr.sin_addr) != 1) {
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        throw std::runtime_error("host '" + cfg_.host + "' is not an IPv4 address; use 127.0.0.1");
+    }
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 1024) != 0) {
+        const int e = errno;
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        throw std::runtime_error("cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port) + ": " +
+                                 std::strerror(e) + (e == EADDRINUSE ? " (pick another port, or 0 for a free one)" : ""));
+    }
+    socklen_t len = sizeof addr;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    if (!cfg_.truth_log.empty()) truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
+    loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
+    loop_->add(listen_fd_, EPOLLIN, kListenTag);
+    running_ = true;
+    thread_ = std::thread(&Server::loop_main, this);
+    return port_;
+}
+
+void Server::stop() {
+    if (!running_.load()) return;
+    stopping_ = true;
+    loop_->wake();
+    if (thread_.joinable()) thread_.join();
+    running_ = false;
+    truth_.close_log();
+}
+
+Conn* Server::find(uint64_t id) {
+    auto it = conns_.find(id);
+    return it == conns_.end() ? nullptr : it->second.get();
+}
+
+void Server::loop_main() {
+    // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    std::vector<epoll_event> ready;
+    std::vector<Deadline> due;
+    ready.reserve(256);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        loop_->wait(ready, due);
+        // Deadlines first: they are what the emulator promises to keep.
+        for (const Deadline& d : due) {
+            Conn* c = find(d.tag);
+            if (c && c->timer_gen == d.gen && c->stream) on_stream_timer(*c);
+        }
+        for (const epoll_event& ev : ready) {
+            if (ev.data.u64 == EventLoop::kWakeTag) {
+                loop_->drain_wake();
+                continue;
+            }
+            if (ev.data.u64 == kListenTag) {
+                on_accept();
+                continue;
+            }
+            Conn* c = find(ev.data.u64);
+            if (!c) continue;
+            if (ev.events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) on_writable(*c);
+            c = find(ev.data.u64);
+            if (c && (ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(*c);
+        }
+    }
+    // Shutdown: open streams go to the truth as incomplete.
+    std::vector<uint64_t> ids;
+    for (auto& kv : conns_) ids.push_back(kv.first);
+    for (uint64_t id : ids)
+        if (Conn* c = find(id)) close_conn(*c);
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+}
+
+void Server::on_accept() {
+    for (;;) {
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;  // EAGAIN, or a transient error: the next readiness retries
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        auto c = std::make_unique<Conn>();
+        c->id = next_conn_id_++;
+        c->fd = fd;
+        c->interest = EPOLLIN;
+        loop_->add(fd, EPOLLIN, c->id);
+        conns_.emplace(c->id, std::move(c));
+        n_accepted_.fetch_add(1, std::memory_order_relaxed);
+        n_open_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void Server::update_interest(Conn& c) {
+    uint32_t want = (c.peer_eof ? 0u : static_cast<uint32_t>(EPOLLIN)) | (c.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    if (want != c.interest) {
+        loop_->modify(c.fd, want, c.id);
+        c.interest = want;
+    }
+}
+
+void Server::close_conn(Conn& c) {
+    if (c.stream) {
+        c.stream->rec.client_closed = !stopping_.load();
+        finish_stream(c, false);
+    }
+    loop_->remove(c.fd);
+    ::close(c.fd);
+    n_open_.fetch_sub(1, std::memory_order_relaxed);
+    conns_.erase(c.id);  // destroys c
+}
+
+void Server::on_readable(Conn& c) {
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            c.in.append(buf, static_cast<size_t>(n));
+            if (static_cast<size_t>(n) < sizeof buf) break;
+            continue;
+        }
+        if (n == 0) {
+            c.peer_eof = true;
+            break;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        close_conn(c);  // ECONNRESET and the like
+        return;
+    }
+    const uint64_t id = c.id;
+    if (!c.stream) try_requests(c);
+    Conn* still = find(id);
+    if (!still) return;
+    if (still->peer_eof && !still->stream && still->out_off >= still->out.size()) {
+        close_conn(*still);
+        return;
+    }
+    update_interest(*still);
+}
+
+void Server::on_writable(Conn& c) {
+    if (!flush(c)) return;
+    after_output(c);
+}
+
+void Server::queue(Conn& c, const std::string& bytes) {
+    c.out += bytes;
+    c.queued_total += bytes.size();
+}
+
+void Server::add_mark(Conn& c, Mark::Kind kind, uint32_t first, uint32_t count) {
+    c.marks.push_back(Mark{kind, c.queued_total, first, count});
+}
+
+bool Server::flush(Conn& c) {
+    bool blocked = false;
+    while (c.out_off < c.out.size()) {
+        ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+        if (n > 0) {
+            c.out_off += static_cast<size_t>(n);
+            c.written_total += static_cast<uint64_t>(n);
+            n_writes_.fetch_add(1, std::memory_order_relaxed);
+            n_bytes_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            blocked = true;
+            n_blocked_.fetch_add(1, std::memory_order_relaxed);
+            break;
+        }
+        if (c.stream) c.stream->rec.client_closed = true;
+        close_conn(c);
+        return false;
+    }
+    resolve_marks(c, now_ns());
+    if (c.out_off >= c.out.size()) {
+        c.out.clear();
+        c.out_off = 0;
+    }
+    c.want_write = blocked;
+    update_interest(c);
+    return true;
+}
+
+void Server::resolve_marks(Conn& c, int64_t t) {
+    while (!c.marks.empty() && c.marks.front().end <= c.written_total) {
+        const Mark m = c.marks.front();
+        c.marks.pop_front();
+        if (!c.stream) continue;
+        Stream& s = *c.stream;
+        if (m.kind == Mark::headers) {
+            s.rec.headers_sent_ns = t;
+        } else if (m.kind == Mark::events) {
+            for (uint32_t i = m.first; i < m.first + m.count; ++i) s.rec.sent_ns[i] = t;
+            s.sent_events = m.first + m.count;
+            n_events_.fetch_add(m.count, std::memory_order_relaxed);
+        } else {
+            s.rec.done_ns = t;
+        }
+    }
+}
+
+// Called whenever output may have drained: ends a finished response and serves what the
+// client pipelined behind it.
+void Server::after_output(Conn& c) {
+    if (c.out_off < c.out.size()) return;
+    const uint64_t id = c.id;
+    if (c.stream && c.stream->ended) finish_stream(c, true);
+    if (c.stream) return;
+    if (c.close_after || c.peer_eof) {
+        close_conn(c);
+        return;
+    }
+    try_requests(c);
+    if (Conn* still = find(id)) update_interest(*still);
+}
+
+void Server::try_requests(Conn& c) {
+    const uint64_t id = c.id;
+    while (!c.stream && !c.close_after && !c.in.empty()) {
+        HttpRequest req;
+        size_t consumed = 0;
+        int status = 0;
+        std::string message;
+        HttpParse r = parse_http_request(c.in, req, consumed, status, message);
+        if (r == HttpParse::need_more) {
+            if (req.headers_done && req.expect_continue && !c.sent_continue) {
+                c.sent_continue = true;
+                queue(c, "HTTP/1.1 100 Continue\r\n\r\n");
+                flush(c);
+            }
+            return;
+        }
+        if (r == HttpParse::error) {
+            c.in.clear();
+            n_requests_.fetch_add(1, std::memory_order_relaxed);
+            send_simple(c, status, error_body(ErrorFamily::openai, status, message), "", false);
+            return;
+        }
+        const int64_t received = now_ns();
+        c.in.erase(0, consumed);
+        c.sent_continue = false;
+        n_requests_.fetch_add(1, std::memory_order_relaxed);
+        handle_request(c, req, received);
+        if (!find(id)) return;
+    }
+}
+
+void Server::send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
+                         bool keep_alive) {
+    std::string& h = scratch_;
+    h.clear();
+    append_status_line(h, status);
+    h += "Content-Type: application/json\r\nContent-Length: ";
+    json_int(h, static_cast<int64_t>(body.size()));
+    h += "\r\n";
+    h += extra_headers;
+    if (!keep_alive) h += "Connection: close\r\n";
+    h += "\r\n";
+    h += body;
+    queue(c, h);
+    if (!keep_alive) c.close_after = true;
+    if (!flush(c)) return;
+    if (c.close_after && c.out_off >= c.out.size()) close_conn(c);
+}
+
+void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
+    c.keep_alive = req.keep_alive;
+    for (const Route& r : kRoutes) {
+        if (req.path != r.path) continue;
+        if (req.method != "POST") {
+            send_simple(c, 405, error_body(error_family(req.path), 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
+                        "Allow: POST\r\n", req.keep_alive);
+            return;
+        }
+        start_generation(c, r.api, req, received_ns);
+        return;
+    }
+    if (req.path == "/health" || req.path == "/v1/models") {
+        if (req.method != "GET") {
+            send_simple(c, 405, error_body(ErrorFamily::openai, 405, "Method " + req.method + " is not allowed on " + req.path + "; use GET."),
+                        "Allow: GET\r\n", req.keep_alive);
+            return;
+        }
+        std::string body;
+        if (req.path == "/health") {
+            body = "{\"status\":\"ok\"}";
+        } else {
+            body = "{\"object\":\"list\",\"data\":[{\"id\":";
+            json_str(body, cfg_.model);
+            body += ",\"object\":\"model\",\"created\":0,\"owned_by\":\"pytps\"}]}";
+        }
+        send_simple(c, 200, body, "", req.keep_alive);
+        return;
+    }
+    send_simple(c, 404, error_body(error_family(req.path), 404, "Invalid URL (" + req.method + " " + req.path + ")"), "",
+                req.keep_alive);
+}
+
+EmulatorStats Server::stats() const {
+    EmulatorStats s;
+    s.connections_accepted = n_accepted_.load();
+    s.connections_open = n_open_.load();
+    s.requests = n_requests_.load();
+    s.generation_requests = n_gen_.load();
+    s.streams_active = n_streams_.load();
+    s.events_sent = n_events_.load();
+    s.writes = n_writes_.load();
+    s.bytes_sent = n_bytes_.load();
+    s.write_blocked = n_blocked_.load();
+    s.faults = n_faults_.load();
+    s.spins = loop_ ? loop_->spins() : 0;
+    return s;
+}
+
+// ---- public facade ----
+
+Emulator::Emulator(EmulatorConfig config) : server_(std::make_unique<Server>(std::move(config))) {}
+Emulator::~Emulator() { server_->stop(); }
+int Emulator::start() { return server_->start(); }
+void Emulator::stop() { server_->stop(); }
+bool Emulator::running() const { return server_->running(); }
+int Emulator::port() const { return server_->port(); }
+const EmulatorConfig& Emulator::config() const { return server_->config(); }
+std::vector<TruthRecord> Emulator::truth(bool clear) { return server_->truth().snapshot(clear); }
+EmulatorStats Emulator::stats() const { return server_->stats(); }
+
+}  // namespace pytps
