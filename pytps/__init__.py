@@ -20,12 +20,26 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that was 
 
 now_ns = _core.now_ns
 clock_info = _core.clock_info
+SSEParser = _core.SSEParser
+SSEEvent = _core.SSEEvent
+StreamRecorder = _core.StreamRecorder
+DIALECTS = _core.DIALECTS
+KIND_CONTENT = _core.KIND_CONTENT
+KIND_REASONING = _core.KIND_REASONING
+KIND_TOOL = _core.KIND_TOOL
 
 __all__ = [
     "BuildError",
     "Emulator",
     "ProtocolError",
     "PytpsError",
+    "SSEEvent",
+    "SSEParser",
+    "StreamRecorder",
+    "DIALECTS",
+    "KIND_CONTENT",
+    "KIND_REASONING",
+    "KIND_TOOL",
     "__version__",
     "clock_info",
     "now_ns",

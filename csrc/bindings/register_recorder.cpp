@@ -1,7 +1,156 @@
+#include <pybind11/numpy.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings/buffer.hpp"
 #include "bindings/register.hpp"
+#include "core/stream_recorder.hpp"
 
 namespace pytps_bindings {
+namespace {
 
-void register_recorder(py::module_&) {}
+using pytps::StreamRecorder;
+
+template <class T>
+py::array_t<T> to_array(const std::vector<T>& v) {
+    py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+    if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
+    return out;
+}
+
+py::object time_or_none(int64_t t) {
+    if (t == StreamRecorder::kNoTime) return py::none();
+    return py::int_(t);
+}
+
+std::string dialect_list() {
+    std::string s;
+    for (auto d : pytps::kAllDialects) {
+        if (!s.empty()) s += ", ";
+        s += pytps::dialect_name(d);
+    }
+    return s;
+}
+
+py::dict usage_dict(const pytps::Usage& u) {
+    py::dict d;
+    auto put = [&](const char* k, int64_t v) {
+        if (v >= 0) d[k] = v;
+    };
+    put("prompt_tokens", u.prompt_tokens);
+    put("completion_tokens", u.completion_tokens);
+    put("total_tokens", u.total_tokens);
+    put("reasoning_tokens", u.reasoning_tokens);
+    put("cached_tokens", u.cached_tokens);
+    return d;
+}
+
+}  // namespace
+
+void register_recorder(py::module_& m) {
+    m.attr("KIND_CONTENT") = static_cast<int>(pytps::kContent);
+    m.attr("KIND_REASONING") = static_cast<int>(pytps::kReasoning);
+    m.attr("KIND_TOOL") = static_cast<int>(pytps::kTool);
+    py::tuple names(std::size(pytps::kAllDialects));
+    for (size_t i = 0; i < std::size(pytps::kAllDialects); ++i) names[i] = pytps::dialect_name(pytps::kAllDialects[i]);
+    m.attr("DIALECTS") = names;
+
+    py::class_<StreamRecorder>(
+        m, "StreamRecorder",
+        "StreamRecorder(dialect)\n\n"
+        "The per-request hot path: frames one response stream (SSE, or NDJSON for ollama), extracts\n"
+        "what each event generated and stamps every event with the t_ns of the chunk that completed it.\n"
+        "No Python object is created per event; read-outs are built when asked for.")
+        .def(py::init([](const std::string& dialect) {
+                 pytps::Dialect d;
+                 if (!pytps::parse_dialect(dialect, d))
+                     throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + dialect_list());
+                 return new StreamRecorder(d);
+             }),
+             py::arg("dialect"))
+        .def(
+            "feed",
+            [](StreamRecorder& self, py::handle data, int64_t t_ns) {
+                if (self.closed()) throw py::value_error("feed() after close(): call reset() to record a new stream");
+                BytesArg bytes(data);
+                return self.feed(bytes.data(), bytes.size(), t_ns);
+            },
+            py::arg("data"), py::arg("t_ns"),
+            "feed(data, t_ns) -> int\n\n"
+            "Consume one chunk (bytes, bytearray or memoryview, split anywhere) read at t_ns\n"
+            "(CLOCK_MONOTONIC ns). Returns the number of output-bearing events it completed.\n"
+            "Raises ValueError after close().")
+        .def("close", &StreamRecorder::close, py::arg("t_ns"),
+             "close(t_ns)\n\nEnd of the body at t_ns: sets end_ns when no terminal marker was seen, records a\n"
+             "protocol error when the stream ended inside an SSE event, and takes an unterminated last\n"
+             "NDJSON line as an event. Only the first call counts.")
+        .def("reset", &StreamRecorder::reset, "Forget everything, ready for a new stream of the same dialect.")
+        .def_property_readonly("dialect", [](const StreamRecorder& r) { return pytps::dialect_name(r.dialect()); })
+        .def_property_readonly("closed", &StreamRecorder::closed)
+        .def_property_readonly("output_times_ns", [](const StreamRecorder& r) { return to_array(r.output_times_ns()); },
+                               "int64 array: arrival t_ns of each output-bearing event.")
+        .def_property_readonly("output_kinds", [](const StreamRecorder& r) { return to_array(r.output_kinds()); },
+                               "uint8 array: KIND_CONTENT, KIND_REASONING or KIND_TOOL per output-bearing event.")
+        .def_property_readonly("output_chars", [](const StreamRecorder& r) { return to_array(r.output_chars()); },
+                               "int32 array: code points of generated text per output-bearing event.")
+        .def_property_readonly("output_tokens", [](const StreamRecorder& r) { return to_array(r.output_tokens()); },
+                               "int32 array: tokens per output-bearing event from per-chunk usage, else -1.")
+        .def_property_readonly("first_output_ns", [](const StreamRecorder& r) { return time_or_none(r.first_output_ns()); })
+        .def_property_readonly("first_answer_ns", [](const StreamRecorder& r) { return time_or_none(r.first_answer_ns()); },
+                               "First output-bearing event that is not reasoning, or None.")
+        .def_property_readonly("last_output_ns", [](const StreamRecorder& r) { return time_or_none(r.last_output_ns()); })
+        .def_property_readonly("end_ns", [](const StreamRecorder& r) { return time_or_none(r.end_ns()); },
+                               "Terminal marker's arrival, else close()'s t_ns, else None.")
+        .def_property_readonly("text", [](const StreamRecorder& r) { return decode_text(r.state().text); })
+        .def_property_readonly("reasoning_text", [](const StreamRecorder& r) { return decode_text(r.state().reasoning_text); })
+        .def_property_readonly("tool_calls",
+                               [](const StreamRecorder& r) {
+                                   std::vector<const pytps::ToolCall*> calls;
+                                   for (const auto& c : r.state().tool_calls) calls.push_back(&c);
+                                   std::stable_sort(calls.begin(), calls.end(),
+                                                    [](auto a, auto b) { return a->index < b->index; });
+                                   py::list out;
+                                   for (const auto* c : calls) {
+                                       py::dict d;
+                                       d["index"] = c->index;
+                                       d["id"] = decode_text(c->id);
+                                       d["name"] = decode_text(c->name);
+                                       d["arguments"] = decode_text(c->arguments);
+                                       out.append(d);
+                                   }
+                                   return out;
+                               })
+        .def_property_readonly("usage", [](const StreamRecorder& r) { return usage_dict(r.state().usage); })
+        .def_property_readonly("finish_reason",
+                               [](const StreamRecorder& r) -> py::object {
+                                   if (!r.state().has_finish_reason) return py::none();
+                                   return decode_text(r.state().finish_reason);
+                               })
+        .def_property_readonly("response_id",
+                               [](const StreamRecorder& r) -> py::object {
+                                   if (r.state().response_id.empty()) return py::none();
+                                   return decode_text(r.state().response_id);
+                               })
+        .def_property_readonly("model",
+                               [](const StreamRecorder& r) -> py::object {
+                                   if (r.state().model.empty()) return py::none();
+                                   return decode_text(r.state().model);
+                               })
+        .def_property_readonly("done", [](const StreamRecorder& r) { return r.state().done; })
+        .def_property_readonly("events", &StreamRecorder::events)
+        .def_property_readonly("output_events", [](const StreamRecorder& r) { return r.output_times_ns().size(); })
+        .def_property_readonly("protocol_errors", &StreamRecorder::protocol_errors)
+        .def_property_readonly("error", [](const StreamRecorder& r) -> py::object {
+            const auto& e = r.error();
+            if (!e.present) return py::none();
+            py::dict d;
+            d["kind"] = e.kind;
+            d["message"] = decode_text(e.message);
+            d["event_index"] = e.event_index;
+            d["payload"] = e.has_payload ? py::object(decode_text(e.payload)) : py::object(py::none());
+            return d;
+        });
+}
 
 }  // namespace pytps_bindings

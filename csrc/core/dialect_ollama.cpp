@@ -1,0 +1,122 @@
+// Ollama /api/chat and /api/generate: newline-delimited JSON objects, the last with
+// "done": true and the counts.
+#include "core/dialects.hpp"
+
+namespace pytps {
+
+using json::JsonReader;
+using json::Type;
+using namespace dialect_util;
+
+namespace {
+
+// message.tool_calls[]: {function: {name, arguments: {...}}}; Ollama sends each call
+// whole, with arguments as an object, which is kept as its JSON text.
+void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
+    if (j.peek() != Type::Array) {
+        j.skip_value();
+        return;
+    }
+    j.begin_array();
+    while (j.next_element()) {
+        if (j.peek() != Type::Object) {
+            j.skip_value();
+            continue;
+        }
+        ToolCall& call = st.tool(static_cast<int64_t>(st.tool_calls.size()));
+        j.begin_object();
+        std::string_view key;
+        while (j.next_key(key)) {
+            if (key == "function" && j.peek() == Type::Object) {
+                j.begin_object();
+                std::string_view k;
+                while (j.next_key(k)) {
+                    if (k == "name") {
+                        r.tool_chars += append_string(j, call.name);
+                    } else if (k == "arguments") {
+                        if (j.peek() == Type::String) {
+                            r.tool_chars += append_string(j, call.arguments);
+                        } else {
+                            std::string_view raw;
+                            if (capture(j, raw)) {
+                                call.arguments.append(raw.data(), raw.size());
+                                r.tool_chars += count_code_points(raw);
+                            }
+                        }
+                    } else {
+                        j.skip_value();
+                    }
+                }
+            } else if (key == "id") {
+                read_string_into(j, call.id);
+            } else {
+                j.skip_value();
+            }
+        }
+    }
+}
+
+void read_message(JsonReader& j, StreamState& st, EventResult& r) {
+    if (j.peek() != Type::Object) {
+        j.skip_value();
+        return;
+    }
+    j.begin_object();
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "content") r.content_chars += append_string(j, st.text);
+        else if (key == "thinking") r.reasoning_chars += append_string(j, st.reasoning_text);
+        else if (key == "tool_calls") read_tool_calls(j, st, r);
+        else j.skip_value();
+    }
+}
+
+}  // namespace
+
+void extract_ollama(std::string_view, std::string_view data, StreamState& st, EventResult& r) {
+    JsonReader j(data);
+    if (!j.begin_object()) {
+        check(j, r);
+        return;
+    }
+    bool done = false, has_error = false;
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "message") {
+            read_message(j, st, r);
+        } else if (key == "response") {  // /api/generate
+            r.content_chars += append_string(j, st.text);
+        } else if (key == "thinking") {  // /api/generate with think
+            r.reasoning_chars += append_string(j, st.reasoning_text);
+        } else if (key == "done") {
+            if (!j.read_bool(done)) j.skip_value();
+        } else if (key == "done_reason" && j.peek() == Type::String) {
+            st.finish_reason.clear();
+            j.read_string(st.finish_reason);
+            st.has_finish_reason = true;
+        } else if (key == "prompt_eval_count") {
+            int64_t v;
+            if (j.read_int(v)) st.usage.prompt_tokens = v;
+            else j.skip_value();
+        } else if (key == "eval_count") {
+            int64_t v;
+            if (j.read_int(v)) st.usage.completion_tokens = v;
+            else j.skip_value();
+        } else if (key == "model" && st.model.empty()) {
+            read_string_into(j, st.model);
+        } else if (key == "error") {
+            has_error = true;
+            j.skip_value();
+        } else {
+            j.skip_value();
+        }
+    }
+    if (!j.finish()) {
+        check(j, r);
+        return;
+    }
+    if (done) r.terminal = true;
+    if (has_error) mark_error(data, r);
+}
+
+}  // namespace pytps

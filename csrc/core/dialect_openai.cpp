@@ -1,0 +1,250 @@
+// OpenAI-style streams: Chat Completions, (legacy) Completions and the Responses API.
+// The same shapes are served by vLLM, SGLang, TGI, llama.cpp and most gateways.
+#include "core/dialects.hpp"
+
+namespace pytps {
+
+using json::JsonReader;
+using json::Type;
+using namespace dialect_util;
+
+namespace {
+
+// choices[].delta.tool_calls[]: {index, id, type, function: {name, arguments}}
+void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
+    if (j.peek() != Type::Array) {
+        j.skip_value();
+        return;
+    }
+    j.begin_array();
+    while (j.next_element()) {
+        if (j.peek() != Type::Object) {
+            j.skip_value();
+            continue;
+        }
+        // The index may come after the fields it indexes: collect, then apply.
+        int64_t index = 0;
+        std::string_view id_raw, function_raw;
+        bool has_id = false, has_function = false;
+        j.begin_object();
+        std::string_view key;
+        while (j.next_key(key)) {
+            if (key == "index") {
+                if (!j.read_int(index)) j.skip_value();
+            } else if (key == "id") {
+                has_id = capture(j, id_raw);
+            } else if (key == "function") {
+                has_function = capture(j, function_raw);
+            } else {
+                j.skip_value();
+            }
+        }
+        if (j.failed()) return;
+        ToolCall& call = st.tool(index);
+        if (has_id) {
+            JsonReader idr(id_raw);
+            std::string id;
+            read_string_into(idr, id);
+            if (!id.empty()) call.id = id;
+        }
+        if (has_function) {
+            JsonReader fr(function_raw);
+            if (fr.peek() == Type::Object) {
+                fr.begin_object();
+                std::string_view k;
+                while (fr.next_key(k)) {
+                    if (k == "name") r.tool_chars += append_string(fr, call.name);
+                    else if (k == "arguments") r.tool_chars += append_string(fr, call.arguments);
+                    else fr.skip_value();
+                }
+            }
+        }
+    }
+}
+
+void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
+    if (j.peek() != Type::Object) {
+        j.skip_value();
+        return;
+    }
+    j.begin_object();
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "delta" && j.peek() == Type::Object) {
+            j.begin_object();
+            std::string_view k;
+            while (j.next_key(k)) {
+                if (k == "content") r.content_chars += append_string(j, st.text);
+                else if (k == "reasoning_content" || k == "reasoning") r.reasoning_chars += append_string(j, st.reasoning_text);
+                else if (k == "tool_calls") read_tool_call_deltas(j, st, r);
+                else j.skip_value();
+            }
+        } else if (key == "text") {  // completions
+            r.content_chars += append_string(j, st.text);
+        } else if (key == "finish_reason") {
+            if (j.peek() == Type::String) {
+                st.finish_reason.clear();
+                j.read_string(st.finish_reason);
+                st.has_finish_reason = true;
+            } else {
+                j.skip_value();
+            }
+        } else {
+            j.skip_value();
+        }
+    }
+}
+
+// Chat chunks and completion chunks differ only in what a choice holds, and
+// read_chat_choice reads both.
+void extract_openai_chunk(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
+    if (data == "[DONE]") {
+        r.terminal = true;
+        return;
+    }
+    JsonReader j(data);
+    if (!j.begin_object()) {
+        check(j, r);
+        return;
+    }
+    bool has_error = event_type == "error";
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "choices") {
+            if (j.peek() != Type::Array) {
+                j.skip_value();
+                continue;
+            }
+            j.begin_array();
+            while (j.next_element()) read_chat_choice(j, st, r);
+        } else if (key == "usage") {
+            read_usage(j, st.usage, &r.cumulative_completion_tokens);
+        } else if (key == "id" && st.response_id.empty()) {
+            read_string_into(j, st.response_id);
+        } else if (key == "model" && st.model.empty()) {
+            read_string_into(j, st.model);
+        } else if (key == "error") {
+            has_error = true;
+            j.skip_value();
+        } else {
+            j.skip_value();
+        }
+    }
+    if (!j.finish()) {
+        check(j, r);
+        return;
+    }
+    if (has_error) mark_error(data, r);
+}
+
+// The Responses API's `response` object (in created/in_progress/completed/failed/incomplete).
+void read_response_object(std::string_view raw, StreamState& st, EventResult& r, bool take_status) {
+    JsonReader j(raw);
+    if (j.peek() != Type::Object) return;
+    j.begin_object();
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "id" && st.response_id.empty()) {
+            read_string_into(j, st.response_id);
+        } else if (key == "model" && st.model.empty()) {
+            read_string_into(j, st.model);
+        } else if (key == "usage") {
+            read_usage(j, st.usage, nullptr);
+        } else if (key == "status" && take_status && j.peek() == Type::String) {
+            st.finish_reason.clear();
+            j.read_string(st.finish_reason);
+            st.has_finish_reason = true;
+        } else if (key == "error" && j.peek() == Type::Object) {
+            std::string_view err;
+            capture(j, err);
+            r.in_stream_error = true;
+            r.error_message = error_message(std::string("{\"error\":") + std::string(err) + "}");
+        } else {
+            j.skip_value();
+        }
+    }
+}
+
+}  // namespace
+
+void extract_openai_chat(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
+    extract_openai_chunk(event_type, data, st, r);
+}
+
+void extract_openai_completions(std::string_view event_type, std::string_view data, StreamState& st,
+                                EventResult& r) {
+    extract_openai_chunk(event_type, data, st, r);
+}
+
+void extract_openai_responses(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
+    if (data == "[DONE]") {
+        r.terminal = true;
+        return;
+    }
+    JsonReader j(data);
+    if (!j.begin_object()) {
+        check(j, r);
+        return;
+    }
+    // Keys may come in any order, so the values are captured and read once the type is known.
+    std::string type;
+    std::string_view delta, response, item;
+    bool has_delta = false, has_response = false, has_item = false;
+    int64_t output_index = 0;
+    std::string_view key;
+    while (j.next_key(key)) {
+        if (key == "type") read_string_into(j, type);
+        else if (key == "delta") has_delta = capture(j, delta);
+        else if (key == "response") has_response = capture(j, response);
+        else if (key == "item") has_item = capture(j, item);
+        else if (key == "output_index") {
+            if (!j.read_int(output_index)) j.skip_value();
+        } else {
+            j.skip_value();
+        }
+    }
+    if (!j.finish()) {
+        check(j, r);
+        return;
+    }
+    if (type.empty()) type.assign(event_type.data(), event_type.size());
+
+    JsonReader d(has_delta ? delta : std::string_view("null"));
+    if (type == "response.output_text.delta" || type == "response.refusal.delta") {
+        r.content_chars += append_string(d, st.text);
+    } else if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") {
+        r.reasoning_chars += append_string(d, st.reasoning_text);
+    } else if (type == "response.function_call_arguments.delta") {
+        r.tool_chars += append_string(d, st.tool(output_index).arguments);
+    } else if (type == "response.output_item.added" && has_item) {
+        // A function call's name (and call id) arrive when its item is added.
+        JsonReader it(item);
+        std::string item_type, name, call_id;
+        if (it.peek() == Type::Object) {
+            it.begin_object();
+            std::string_view k;
+            while (it.next_key(k)) {
+                if (k == "type") read_string_into(it, item_type);
+                else if (k == "name") read_string_into(it, name);
+                else if (k == "call_id") read_string_into(it, call_id);
+                else it.skip_value();
+            }
+        }
+        if (item_type == "function_call") {
+            ToolCall& call = st.tool(output_index);
+            call.id = call_id;
+            call.name += name;
+            r.tool_chars += count_code_points(name);
+        }
+    } else if (type == "response.created" || type == "response.in_progress") {
+        if (has_response) read_response_object(response, st, r, false);
+    } else if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+        if (has_response) read_response_object(response, st, r, true);
+        r.terminal = true;
+        if (type == "response.failed" && !r.in_stream_error) mark_error(data, r);
+    } else if (type == "error") {
+        mark_error(data, r);
+    }
+}
+
+}  // namespace pytps

@@ -1,0 +1,70 @@
+// Stream dialects: how each API's events say what was generated.
+//
+// One extractor per API (dialect_openai.cpp, dialect_anthropic.cpp, dialect_ollama.cpp).
+// An extractor reads one event's data (JSON), appends generated text to the StreamState
+// and says in the EventResult what the event carried. It never throws: malformed JSON
+// is reported through EventResult::malformed and the recorder moves on.
+#pragma once
+
+#include <string_view>
+
+#include "core/json_scan.hpp"
+#include "core/stream_state.hpp"
+
+namespace pytps {
+
+enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama };
+
+constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
+                                    Dialect::Anthropic, Dialect::Ollama};
+
+const char* dialect_name(Dialect d);
+bool parse_dialect(std::string_view name, Dialect& out);
+// True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
+inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama; }
+
+// event_type is the SSE event: field ("message" by default; empty for NDJSON).
+void extract_openai_chat(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+void extract_openai_completions(std::string_view event_type, std::string_view data, StreamState& st,
+                                EventResult& r);
+void extract_openai_responses(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+void extract_anthropic(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+void extract_ollama(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+
+// Shared by the extractors (dialect_common.cpp).
+namespace dialect_util {
+
+// Code points in valid UTF-8 (every decoded string is): the bytes that do not continue one.
+size_t count_code_points(std::string_view s);
+
+// Reads a JSON string value (or null) and appends it to dest; returns the code points
+// appended. A value of another type is skipped and counts nothing.
+size_t append_string(json::JsonReader& r, std::string& dest);
+
+// Reads a string value into out (replacing it); null or another type leaves out empty.
+void read_string_into(json::JsonReader& r, std::string& out);
+
+// The raw text of the next value (validated), for a second look once the type is known.
+bool capture(json::JsonReader& r, std::string_view& raw);
+
+// Reads a usage object in any of the APIs' namings into st.usage. Returns false on
+// malformed JSON. Sets *completion to the completion/output tokens it carried, if any.
+bool read_usage(json::JsonReader& r, Usage& usage, int64_t* completion);
+
+// The human message of an error payload: error.message, message, or error as a string.
+std::string error_message(std::string_view data);
+
+// Marks the event as an in-stream error carrying data as its payload.
+void mark_error(std::string_view data, EventResult& r);
+
+// Sets r.malformed from the reader's error when it failed.
+inline bool check(const json::JsonReader& r, EventResult& res) {
+    if (r.failed()) {
+        res.malformed = r.error();
+        return false;
+    }
+    return true;
+}
+
+}  // namespace dialect_util
+}  // namespace pytps

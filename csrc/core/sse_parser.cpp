@@ -1,0 +1,32 @@
+#include "core/sse_parser.hpp"
+
+#include <limits>
+
+namespace pytps {
+
+void SSEParser::set_retry(std::string_view value) {
+    if (value.empty()) return;
+    int64_t v = 0;
+    for (const char c : value) {
+        if (c < '0' || c > '9') return;
+        const int d = c - '0';
+        if (v > (std::numeric_limits<int64_t>::max() - d) / 10) return;  // does not fit: ignored
+        v = v * 10 + d;
+    }
+    retry_ms_ = v;
+}
+
+bool SSEParser::close() {
+    const std::string_view partial = lines_.partial();
+    const bool partial_line = lines_.undecided_bom_bytes() > 0 || (!partial.empty() && partial[0] != ':');
+    const bool incomplete = !discarding_ && (!data_.empty() || partial_line);
+    lines_.reset();
+    data_.clear();
+    type_.clear();
+    last_id_.clear();
+    retry_ms_ = -1;
+    discarding_ = false;
+    return incomplete;
+}
+
+}  // namespace pytps

@@ -1,0 +1,175 @@
+#include "core/stream_recorder.hpp"
+
+#include <array>
+#include <optional>
+
+namespace pytps {
+
+namespace {
+
+using Extractor = void (*)(std::string_view, std::string_view, StreamState&, EventResult&);
+
+Extractor extractor_for(Dialect d) {
+    switch (d) {
+        case Dialect::OpenAIChat: return &extract_openai_chat;
+        case Dialect::OpenAICompletions: return &extract_openai_completions;
+        case Dialect::OpenAIResponses: return &extract_openai_responses;
+        case Dialect::Anthropic: return &extract_anthropic;
+        case Dialect::Ollama: return &extract_ollama;
+    }
+    return &extract_openai_chat;
+}
+
+bool is_blank(std::string_view line) {
+    for (const char c : line)
+        if (c != ' ' && c != '\t') return false;
+    return true;
+}
+
+// The text a malformed event may have appended before its error was found, so that it
+// can be taken back: a malformed event contributes nothing.
+struct TextMark {
+    size_t text, reasoning, tools;
+    std::vector<std::array<size_t, 3>> tool_lengths;
+
+    explicit TextMark(const StreamState& st)
+        : text(st.text.size()), reasoning(st.reasoning_text.size()), tools(st.tool_calls.size()) {
+        for (const auto& t : st.tool_calls) tool_lengths.push_back({t.id.size(), t.name.size(), t.arguments.size()});
+    }
+    void restore(StreamState& st) const {
+        st.text.resize(text);
+        st.reasoning_text.resize(reasoning);
+        st.tool_calls.resize(tools);
+        for (size_t i = 0; i < tools; ++i) {
+            st.tool_calls[i].id.resize(tool_lengths[i][0]);
+            st.tool_calls[i].name.resize(tool_lengths[i][1]);
+            st.tool_calls[i].arguments.resize(tool_lengths[i][2]);
+        }
+    }
+};
+
+}  // namespace
+
+StreamRecorder::StreamRecorder(Dialect dialect, size_t max_line_bytes)
+    : dialect_(dialect), extract_(extractor_for(dialect)), sse_(max_line_bytes), ndjson_(max_line_bytes) {}
+
+size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
+    if (closed_) return 0;
+    now_ns_ = t_ns;
+    const size_t before = times_.size();
+    if (dialect_uses_sse(dialect_)) {
+        sse_.feed(data, n, *this);
+    } else {
+        ndjson_.feed(
+            data, n,
+            [this](std::string_view line) {
+                if (!is_blank(line)) handle_event(std::string_view(), line);
+            },
+            [this] { record_protocol_error("NDJSON line longer than max_line_bytes"); });
+    }
+    return times_.size() - before;
+}
+
+void StreamRecorder::handle_event(std::string_view type, std::string_view data) {
+    const int64_t index = events_++;
+    result_.content_chars = result_.reasoning_chars = result_.tool_chars = 0;
+    result_.cumulative_completion_tokens = -1;
+    result_.terminal = false;
+    result_.malformed = nullptr;
+    result_.in_stream_error = false;
+    result_.error_message.clear();
+
+    // Tool-call state is only snapshotted when there is some (rare); text is two sizes.
+    const size_t text_len = state_.text.size();
+    const size_t reasoning_len = state_.reasoning_text.size();
+    std::optional<TextMark> tool_mark;
+    if (!state_.tool_calls.empty()) tool_mark.emplace(state_);
+
+    extract_(type, data, state_, result_);
+
+    if (result_.malformed) {
+        if (tool_mark) {
+            tool_mark->restore(state_);
+        } else {
+            state_.tool_calls.clear();
+            state_.text.resize(text_len);
+            state_.reasoning_text.resize(reasoning_len);
+        }
+        ++protocol_errors_;
+        if (!error_.present) {
+            record_error("protocol", std::string("malformed JSON in event ") + std::to_string(index) + ": " +
+                                         result_.malformed,
+                         data, true);
+            error_.event_index = index;
+        }
+        return;
+    }
+    if (result_.in_stream_error && !error_.present) {
+        record_error("in_stream", result_.error_message, data, true);
+        error_.event_index = index;
+    }
+    if (result_.output_bearing()) {
+        const OutputKind kind = result_.kind();
+        times_.push_back(now_ns_);
+        kinds_.push_back(kind);
+        chars_.push_back(static_cast<int32_t>(result_.content_chars + result_.reasoning_chars + result_.tool_chars));
+        tokens_.push_back(result_.cumulative_completion_tokens >= 0
+                              ? static_cast<int32_t>(result_.cumulative_completion_tokens - last_completion_tokens_)
+                              : -1);
+        if (kind != kReasoning && first_answer_ns_ == kNoTime) first_answer_ns_ = now_ns_;
+    }
+    if (result_.cumulative_completion_tokens >= 0) last_completion_tokens_ = result_.cumulative_completion_tokens;
+    if (result_.terminal && !state_.done) {
+        state_.done = true;
+        end_ns_ = now_ns_;
+    }
+}
+
+void StreamRecorder::record_error(const char* kind, std::string message, std::string_view payload, bool has_payload) {
+    error_.present = true;
+    error_.kind = kind;
+    error_.message = std::move(message);
+    error_.has_payload = has_payload;
+    if (has_payload) error_.payload.assign(payload.data(), payload.size());
+    error_.event_index = events_;
+}
+
+void StreamRecorder::record_protocol_error(const char* message) {
+    ++protocol_errors_;
+    if (!error_.present) record_error("protocol", message, std::string_view(), false);
+}
+
+void StreamRecorder::close(int64_t t_ns) {
+    if (closed_) return;
+    closed_ = true;
+    if (dialect_uses_sse(dialect_)) {
+        if (sse_.close()) record_protocol_error("the stream ended inside an event");
+    } else {
+        // NDJSON: a last object without its newline is still whole; it is taken as an event
+        // stamped with the chunk that delivered its last byte.
+        const std::string line(ndjson_.partial());
+        ndjson_.reset();
+        if (!is_blank(line)) handle_event(std::string_view(), line);
+    }
+    if (!state_.done) end_ns_ = t_ns;
+}
+
+void StreamRecorder::reset() {
+    sse_.close();
+    ndjson_.reset();
+    now_ns_ = kNoTime;
+    state_ = StreamState{};
+    error_ = StreamError{};
+    times_.clear();
+    kinds_.clear();
+    chars_.clear();
+    tokens_.clear();
+    first_answer_ns_ = kNoTime;
+    end_ns_ = kNoTime;
+    events_ = 0;
+    protocol_errors_ = 0;
+    last_completion_tokens_ = 0;
+    closed_ = false;
+}
+
+}  // namespace pytps
