@@ -251,6 +251,15 @@ class Emulator:
         """
         return self._native.truth(clear)
 
+    def wait_truth(self, n: int, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+        """Waits until at least ``n`` records are kept (or ``timeout_s`` passes), then returns truth().
+
+        A client holds a response's last bytes a moment before the emulator publishes its record
+        (the record needs the time the last write returned), so read the truth through this.
+        """
+        self._native.wait_truth(n, timeout_s)
+        return self.truth()
+
     def truth_by_id(self) -> dict[str, dict[str, Any]]:
         """truth() keyed by response id."""
         return {r["id"]: r for r in self.truth()}

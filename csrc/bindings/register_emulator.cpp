@@ -163,6 +163,16 @@ void register_emulator(py::module_& m) {
             "truth(clear=False) -> list[dict]\n\nOne record per finished generation request, in finishing order\n"
             "(see pytps.Emulator.truth for the fields). clear=True hands the records over and forgets them.")
         .def(
+            "wait_truth",
+            [](pytps::Emulator& e, size_t n, double timeout_s) {
+                py::gil_scoped_release release;
+                return e.wait_truth(n, static_cast<int64_t>(timeout_s * 1e9));
+            },
+            py::arg("n"), py::arg("timeout_s") = 5.0,
+            "wait_truth(n, timeout_s=5.0) -> int\n\nWaits until at least n records are kept (or the timeout\n"
+            "passes) and returns how many there are. The client has a response's last bytes a moment\n"
+            "before its record is published.")
+        .def(
             "stats",
             [](const pytps::Emulator& e) {
                 const pytps::EmulatorStats s = e.stats();

@@ -370,6 +370,7 @@ bool Emulator::running() const { return server_->running(); }
 int Emulator::port() const { return server_->port(); }
 const EmulatorConfig& Emulator::config() const { return server_->config(); }
 std::vector<TruthRecord> Emulator::truth(bool clear) { return server_->truth().snapshot(clear); }
+size_t Emulator::wait_truth(size_t n, int64_t timeout_ns) { return server_->truth().wait_for(n, timeout_ns); }
 EmulatorStats Emulator::stats() const { return server_->stats(); }
 
 }  // namespace pytps

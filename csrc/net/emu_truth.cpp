@@ -1,6 +1,7 @@
 #include "net/emu_truth.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -123,6 +124,13 @@ void TruthStore::publish(TruthRecord&& r) {
         }
     }
     if (logging_) cv_.notify_one();
+    added_.notify_all();
+}
+
+size_t TruthStore::wait_for(size_t n, int64_t timeout_ns) {
+    std::unique_lock<std::mutex> lk(mu_);
+    added_.wait_for(lk, std::chrono::nanoseconds(timeout_ns), [&] { return kept_.size() >= n; });
+    return kept_.size();
 }
 
 std::vector<TruthRecord> TruthStore::snapshot(bool clear) {

@@ -51,10 +51,15 @@ public:
     void publish(TruthRecord&& r);
     std::vector<TruthRecord> snapshot(bool clear);
     size_t size();
+    // Waits until at least `n` records are kept or `timeout_ns` passes; returns the count.
+    // (A client has the last bytes as soon as the write happens, a moment before the record
+    // is published, so tests and tools wait for it.)
+    size_t wait_for(size_t n, int64_t timeout_ns);
 
 private:
     std::mutex mu_;
     std::condition_variable cv_;
+    std::condition_variable added_;
     std::vector<TruthRecord> kept_;
     std::vector<TruthRecord> to_log_;
     bool keep_ = true;

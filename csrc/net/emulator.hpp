@@ -44,6 +44,7 @@ public:
     const EmulatorConfig& config() const;
 
     std::vector<TruthRecord> truth(bool clear);
+    size_t wait_truth(size_t n, int64_t timeout_ns);
     EmulatorStats stats() const;
 
 private:
