@@ -52,6 +52,7 @@ private:
     int64_t spin_ns_;
     std::atomic<uint64_t> spins_{0};
     bool have_pwait2_ = true;
+    int64_t last_io_poll_ns_ = 0;
     std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> heap_;
 
     int poll(std::vector<epoll_event>& ready, int64_t timeout_ns);  // timeout < 0: forever
