@@ -101,7 +101,8 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     const size_t ne = s->events.size();
     const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
     if (s->fault != FaultKind::none && s->fault != FaultKind::slow_headers) {
-        const size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
+        size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
+        if (s->fault == FaultKind::malformed && at == ne && ne > 0) at = ne - 1;  // it needs an event to precede
         s->fault_at = at == ne ? ne : at / group * group;
         if (s->fault == FaultKind::stall) {
             const int64_t stall = static_cast<int64_t>(fault->seconds * 1e9);
