@@ -9,6 +9,9 @@ scheduled = start + TTFT + i x ITL), driven by a raw-socket client in this scrip
 3. the highest sustained events per second of the single timing thread: every event due at
    once (ITL 0), so the thread writes as fast as it can; target >= 200,000 events/s.
 
+Each runs with the default settings and, where permitted, with realtime=True (SCHED_FIFO,
+spin 20 µs), which keeps other load on the emulator's core from preempting it.
+
 The emulator's thread is pinned to CPU 0 and the client to the other CPUs, so "one core"
 means one core. Run it on a quiet machine: other load shows up as lateness.
 Usage: python bench/bench_emulator.py [--quick]
@@ -105,10 +108,10 @@ def pin_server_thread_then_client(start):
     return emu, f"emulator on CPU {cpus[0]}, client on CPU {','.join(map(str, cpus[1:]))}"
 
 
-def bench_single(quick: bool) -> float:
+def bench_single(quick: bool, mode: dict) -> float:
     n = 4_000 if quick else 20_000
     emu, where = pin_server_thread_then_client(
-        lambda: pytps.Emulator(ttft_ms=5, itl_us=50, max_output_tokens=n).start())
+        lambda: pytps.Emulator(ttft_ms=5, itl_us=50, max_output_tokens=n, **mode).start())
     try:
         (rec,) = run_streams(emu, 1, n, poll_s=0.0)
     finally:
@@ -119,12 +122,12 @@ def bench_single(quick: bool) -> float:
     return float(np.percentile(late, 99))
 
 
-def bench_concurrent(quick: bool) -> float:
+def bench_concurrent(quick: bool, mode: dict) -> float:
     seconds = 2 if quick else 10
     n_streams, itl_us = 256, 1000
     n = int(seconds * 1e6 / itl_us)
     emu, where = pin_server_thread_then_client(
-        lambda: pytps.Emulator(ttft_ms=20, itl_us=itl_us, max_output_tokens=n).start())
+        lambda: pytps.Emulator(ttft_ms=20, itl_us=itl_us, max_output_tokens=n, **mode).start())
     try:
         recs = run_streams(emu, n_streams, n, poll_s=0.005)
         stats = emu.stats()
@@ -146,11 +149,11 @@ def bench_concurrent(quick: bool) -> float:
     return float(np.percentile(late, 99))
 
 
-def bench_throughput(quick: bool, coalesce: int = 1) -> float:
+def bench_throughput(quick: bool, mode: dict, coalesce: int = 1) -> float:
     n_streams = 64
     n = 4_000 if quick else 20_000
     emu, where = pin_server_thread_then_client(
-        lambda: pytps.Emulator(ttft_ms=0, itl_us=0, max_output_tokens=n, coalesce=coalesce).start())
+        lambda: pytps.Emulator(ttft_ms=0, itl_us=0, max_output_tokens=n, coalesce=coalesce, **mode).start())
     try:
         recs = run_streams(emu, n_streams, n, poll_s=0.002)
     finally:
@@ -165,18 +168,40 @@ def bench_throughput(quick: bool, coalesce: int = 1) -> float:
     return rate
 
 
+def realtime_allowed() -> bool:
+    try:
+        pytps.Emulator(realtime=True).start().stop()
+        return True
+    except ValueError:
+        return False
+
+
+def run_mode(quick: bool, name: str, mode: dict) -> None:
+    print(f"--- {name}: {mode}")
+    p99_single = bench_single(quick, mode)
+    p99_conc = bench_concurrent(quick, mode)
+    rate = bench_throughput(quick, mode)
+    rate8 = bench_throughput(quick, mode, coalesce=8)
+    print(f"ratios to target: single p99 {p99_single / 50:.2f}x of 50 µs, concurrent p99 {p99_conc / 200:.2f}x "
+          f"of 200 µs, throughput {rate / 200_000:.2f}x of 200k events/s (coalesce 8: {rate8 / 200_000:.2f}x)")
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shorter runs (2 s instead of 10 s)")
+    ap.add_argument("--mode", choices=["default", "realtime", "both"], default="both",
+                    help="default settings (spin 60 µs), realtime (SCHED_FIFO, spin 20 µs), or both")
     args = ap.parse_args()
     print(f"pytps {pytps.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
-    p99_single = bench_single(args.quick)
-    p99_conc = bench_concurrent(args.quick)
-    rate = bench_throughput(args.quick)
-    rate8 = bench_throughput(args.quick, coalesce=8)
     print()
-    print(f"ratios to target: single p99 {p99_single / 50:.2f}x of 50 µs, concurrent p99 {p99_conc / 200:.2f}x "
-          f"of 200 µs, throughput {rate / 200_000:.2f}x of 200k events/s (coalesce 8: {rate8 / 200_000:.2f}x)")
+    if args.mode in ("default", "both"):
+        run_mode(args.quick, "default settings", {})
+    if args.mode in ("realtime", "both"):
+        if realtime_allowed():
+            run_mode(args.quick, "realtime timing thread", {"realtime": True, "spin_us": 20})
+        else:
+            print("--- realtime: not permitted here (needs root or CAP_SYS_NICE); skipped")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             faults=args.fault,
             seed=args.seed,
             spin_us=args.spin_us,
+            realtime=args.realtime,
             truth_log=args.truth_log,
             keep_truth=False,  # a long-running server keeps no records in memory; --truth-log has them
         )
@@ -94,6 +95,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
                    help="inject a fault, e.g. 429:p=0.1 or stall:every=5,seconds=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the timing and fault draws")
     p.add_argument("--spin-us", type=float, default=60.0, help="busy-wait this long before each deadline (µs)")
+    p.add_argument("--realtime", action="store_true",
+                   help="SCHED_FIFO for the timing thread (root/CAP_SYS_NICE); keep --spin-us small with it")
     p.add_argument("--truth-log", default=None, metavar="FILE", help="write ground truth as JSON lines to FILE")
     p.set_defaults(func=_cmd_serve)
 

@@ -109,7 +109,9 @@ class Emulator:
     (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``, or cycled from
     ``itl_replay_us``). Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
     in one write. ``spin_us`` is how long before a deadline the timing thread stops sleeping
-    and busy-waits (precision for CPU). See docs/emulator.md for every setting and rule.
+    and busy-waits (precision for CPU); ``realtime=True`` gives the timing thread SCHED_FIFO
+    (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See docs/emulator.md
+    for every setting and rule.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class Emulator:
         faults: Iterable[str | Mapping[str, Any]] | None = None,
         seed: int = 0,
         spin_us: float = 60.0,
+        realtime: bool = False,
         truth_log: str | None = None,
         keep_truth: bool = True,
     ) -> None:
@@ -194,6 +197,7 @@ class Emulator:
             "faults": fault_list,
             "seed": seed,
             "spin_ns": _ns(spin_us, "spin_us", 1e3),
+            "realtime": bool(realtime),
             "truth_log": "" if truth_log is None else str(truth_log),
             "keep_truth": bool(keep_truth),
         }
@@ -201,7 +205,8 @@ class Emulator:
 
     # ---- lifecycle ----
     def start(self) -> Emulator:
-        """Binds and starts serving in the background; returns self. Raises ValueError if the port is taken."""
+        """Binds and starts serving in the background; returns self. Raises ValueError if the port is
+        taken, or realtime=True is refused."""
         self._native.start()
         return self
 

@@ -105,3 +105,17 @@ def test_serve_reports_bad_options():
     out = subprocess.run([sys.executable, "-m", "pytps", "serve", "--port", "0", "--fault", "nope:p=1"],
                          capture_output=True, text=True, timeout=20)
     assert out.returncode == 2 and "unknown fault kind" in out.stderr
+
+
+def test_realtime_is_granted_or_refused_clearly():
+    emu = pytps.Emulator(realtime=True, spin_us=10, ttft_ms=0, itl_us=10, default_output_tokens=2)
+    try:
+        emu.start()
+    except ValueError as e:
+        assert "SCHED_FIFO" in str(e) and "CAP_SYS_NICE" in str(e)
+        return
+    try:
+        r = call(emu.port, "POST", "/v1/completions", {"prompt": "x", "stream": True})
+        assert r.sse()[-1] == (None, "[DONE]")
+    finally:
+        emu.stop()

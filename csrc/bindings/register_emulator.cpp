@@ -52,6 +52,7 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "model") c.model = v.cast<std::string>();
         else if (k == "seed") c.seed = v.cast<uint64_t>();
         else if (k == "spin_ns") c.spin_ns = v.cast<int64_t>();
+        else if (k == "realtime") c.realtime = v.cast<bool>();
         else if (k == "truth_log") c.truth_log = v.cast<std::string>();
         else if (k == "keep_truth") c.keep_truth = v.cast<bool>();
         else if (k == "faults") {

@@ -60,6 +60,7 @@ struct EmulatorConfig {
     std::vector<FaultSpec> faults;
     uint64_t seed = 0;
     int64_t spin_ns = 60'000;    // busy-wait this close to a due time instead of sleeping
+    bool realtime = false;       // SCHED_FIFO for the timing thread (needs root / CAP_SYS_NICE)
     std::string truth_log;       // JSON lines file, written by a side thread; empty: none
     bool keep_truth = true;      // keep records for truth(); false with a log keeps memory flat
 };

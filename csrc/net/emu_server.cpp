@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,6 +66,18 @@ int Server::start() {
     loop_->add(listen_fd_, EPOLLIN, kListenTag);
     running_ = true;
     thread_ = std::thread(&Server::loop_main, this);
+    if (cfg_.realtime) {
+        // A CPU hog on the same core preempts a normal thread for whole time slices (ms);
+        // a SCHED_FIFO thread preempts it instead. Set from here so a refusal is an error.
+        sched_param sp{};
+        sp.sched_priority = 10;
+        const int rc = pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &sp);
+        if (rc != 0) {
+            stop();
+            throw std::runtime_error(std::string("realtime=True: the timing thread cannot get SCHED_FIFO (") +
+                                     std::strerror(rc) + "); it needs root or CAP_SYS_NICE");
+        }
+    }
     return port_;
 }
 
