@@ -84,7 +84,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
                    metavar="G1,G2,...", help="gaps in µs to cycle through (implies --itl-dist replay)")
     p.add_argument("--prefill-us-per-token", type=float, default=0.0, help="extra TTFT per prompt token in µs")
     p.add_argument("--tokens-per-event", type=int, default=1, help="tokens each event carries (default 1)")
-    p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1)")
+    p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1; 0: all events already due)")
     p.add_argument("--reasoning-tokens", type=int, default=0, help="reasoning tokens before the answer")
     p.add_argument("--tool-calls", action="store_true", help="answer with one streamed tool call")
     p.add_argument("--keepalive-ms", type=float, default=None, help="SSE keep-alive after this much silence")

@@ -108,7 +108,7 @@ class Emulator:
     tokens) after the request was fully received; each next event one inter-event gap later
     (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``, or cycled from
     ``itl_replay_us``). Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
-    in one write. ``spin_us`` is how long before a deadline the timing thread stops sleeping
+    in one write (0: whatever is due when a write is made). ``spin_us`` is how long before a deadline the timing thread stops sleeping
     and busy-waits (precision for CPU); ``realtime=True`` gives the timing thread SCHED_FIFO
     (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See docs/emulator.md
     for every setting and rule.
@@ -167,7 +167,7 @@ class Emulator:
         if itl_dist == "lognormal" and itl_us <= 0:
             raise ValueError("itl_dist='lognormal' needs itl_us > 0")
         _int(tokens_per_event, "tokens_per_event", 1)
-        _int(coalesce, "coalesce", 1)
+        _int(coalesce, "coalesce", 0)
         _int(reasoning_tokens, "reasoning_tokens", 0)
         _int(max_output_tokens, "max_output_tokens", 1)
         _int(default_output_tokens, "default_output_tokens", 1)

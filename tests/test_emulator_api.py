@@ -30,6 +30,7 @@ from emu_raw import call
     ({"ttft_dist": "lognormal"}, "ttft_sd_ms"),
     ({"tokens_per_event": 0}, "tokens_per_event"),
     ({"coalesce": 1.5}, "coalesce"),
+    ({"coalesce": -1}, "coalesce"),
     ({"reasoning_tokens": -2}, "reasoning_tokens"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"faults": ["explode:p=0.5"]}, "unknown fault kind"),

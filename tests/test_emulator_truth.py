@@ -95,6 +95,16 @@ def test_coalesce_groups_events_into_one_write():
     assert len(r.chunks) == 1 + 3  # role chunk + three writes
 
 
+def test_coalesce_zero_writes_what_is_due_together():
+    # Gaps of 0 make events 0-2 and 3-5 due together; the 1 ms gaps keep the groups apart.
+    with pytps.Emulator(ttft_ms=0.5, itl_replay_us=[0, 0, 1000], coalesce=0, default_output_tokens=7) as emu:
+        r = call(emu.port, "POST", "/v1/chat/completions", CHAT)
+        t = emu.wait_truth(1)[0]
+    sent = t["sent_ns"].tolist()
+    assert sent[0] == sent[1] == sent[2] and sent[3] == sent[4] == sent[5] and sent[2] < sent[3] < sent[6]
+    assert len(r.chunks) == 1 + 3
+
+
 def test_truth_matches_concurrent_streams_by_id():
     with pytps.Emulator(ttft_ms=2, itl_us=200, default_output_tokens=10) as emu:
         results = {}

@@ -79,7 +79,8 @@ EmulatorConfig config_from(const py::dict& d) {
             bad("unknown emulator setting '" + k + "'");
         }
     }
-    if (c.tokens_per_event < 1 || c.coalesce < 1) bad("tokens_per_event and coalesce must be at least 1");
+    if (c.tokens_per_event < 1) bad("tokens_per_event must be at least 1");
+    if (c.coalesce < 0) bad("coalesce must be 0 (whatever is due) or at least 1");
     if (c.itl_dist == Dist::replay && c.itl_replay_ns.empty()) bad("itl_dist 'replay' needs a non-empty itl_replay_ns");
     return c;
 }

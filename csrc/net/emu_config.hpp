@@ -49,7 +49,8 @@ struct EmulatorConfig {
     int64_t prefill_ns_per_token = 0;    // added to TTFT per prompt token
 
     int tokens_per_event = 1;
-    int coalesce = 1;            // consecutive events put in one write (due at the last one's time)
+    int coalesce = 1;            // consecutive events put in one write (due at the last one's time);
+                                 // 0: every event already due when a write is made
     int reasoning_tokens = 0;    // taken from the output budget before the answer
     bool tool_calls = false;     // the answer is one tool call whose arguments stream as deltas
     int64_t keepalive_ns = 0;    // 0: none; else an SSE comment after this much write silence

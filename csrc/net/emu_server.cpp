@@ -187,6 +187,10 @@ void Server::on_readable(Conn& c) {
         close_conn(c);  // ECONNRESET and the like
         return;
     }
+    if (c.in.size() > kMaxHeaderBytes + kMaxBodyBytes + 65536) {
+        close_conn(c);  // a client pipelining without end while a response streams
+        return;
+    }
     const uint64_t id = c.id;
     if (!c.stream) try_requests(c);
     Conn* still = find(id);

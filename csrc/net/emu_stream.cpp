@@ -242,12 +242,17 @@ void Server::write_group(Conn& c, int64_t now) {
     const size_t ne = s.events.size();
     const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
     while (!s.ended) {
-        const size_t end = std::min(s.next + group, ne);
+        size_t end = std::min(s.next + group, ne);
         const int64_t due = s.next < ne ? s.events[end - 1].due_ns : 0;
         if (s.next < ne && due > now) {
             // Not due yet; refresh the clock once, since writes before may have taken time.
             now = now_ns();
             if (due > now) return;
+        }
+        if (cfg_.coalesce == 0) {
+            // Everything already due goes in this write, as a server whose generation
+            // outruns its socket flushes several events at once.
+            while (end < ne && s.events[end].due_ns <= now && !(end == s.fault_at && s.fault != FaultKind::none)) ++end;
         }
         if (s.next == s.fault_at && ends_stream_early(s.fault)) {
             if (s.fault == FaultKind::disconnect) {
