@@ -19,6 +19,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that was 
     __version__ = "0+unknown"
 
 now_ns = _core.now_ns
+Histogram = _core.Histogram
 clock_info = _core.clock_info
 SSEParser = _core.SSEParser
 SSEEvent = _core.SSEEvent
@@ -31,6 +32,7 @@ KIND_TOOL = _core.KIND_TOOL
 __all__ = [
     "BuildError",
     "Emulator",
+    "Histogram",
     "ProtocolError",
     "PytpsError",
     "SSEEvent",

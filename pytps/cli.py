@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytps", description="Token timing for streaming LLM endpoints.")
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from .cli_run import add_run_parser
+
+    add_run_parser(sub)
     p = sub.add_parser("clock", help="show the monotonic clock's resolution and call cost")
     p.set_defaults(func=_cmd_clock)
     _add_serve(sub)
@@ -114,12 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .errors import PytpsError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except PytpsError as exc:
+        # One clear line, no traceback: the message says what was wrong and what to do.
+        print(f"pytps: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pytps: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

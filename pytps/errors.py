@@ -13,3 +13,11 @@ class ProtocolError(PytpsError, ValueError):
 
 class BuildError(PytpsError, ImportError):
     """The compiled module pytps._core is missing or does not match this package."""
+
+
+class EndpointError(PytpsError):
+    """The endpoint cannot be benchmarked as asked: unreachable, refusing the key, unknown path or model."""
+
+
+class ConfigError(PytpsError, ValueError):
+    """A flag, option or file is not usable as given; the message says what to write instead."""

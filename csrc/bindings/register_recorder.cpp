@@ -114,7 +114,7 @@ void register_recorder(py::module_& m) {
                                    for (const auto* c : calls) {
                                        py::dict d;
                                        d["index"] = c->index;
-                                       d["id"] = decode_text(c->id);
+                                       d["id"] = c->id.empty() ? py::object(py::none()) : py::object(decode_text(c->id));
                                        d["name"] = decode_text(c->name);
                                        d["arguments"] = decode_text(c->arguments);
                                        out.append(d);

@@ -39,8 +39,10 @@ void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
                         } else {
                             std::string_view raw;
                             if (capture(j, raw)) {
-                                call.arguments.append(raw.data(), raw.size());
-                                r.tool_chars += count_code_points(raw);
+                                // Raw JSON text may hold invalid UTF-8 inside its strings.
+                                const size_t before = call.arguments.size();
+                                json::append_utf8_sanitized(call.arguments, raw);
+                                r.tool_chars += count_code_points(std::string_view(call.arguments).substr(before));
                             }
                         }
                     } else {

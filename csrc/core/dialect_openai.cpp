@@ -1,5 +1,7 @@
 // OpenAI-style streams: Chat Completions, (legacy) Completions and the Responses API.
 // The same shapes are served by vLLM, SGLang, TGI, llama.cpp and most gateways.
+#include <cstring>
+
 #include "core/dialects.hpp"
 
 namespace pytps {
@@ -62,6 +64,34 @@ void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
     }
 }
 
+// The answer text of a chunk, noting where its value lies for the ShapeCache.
+void read_text_value(JsonReader& j, StreamState& st, EventResult& r) {
+    ++r.effects;
+    j.peek();
+    r.text_value_begin = j.offset();
+    r.content_chars += append_string(j, st.text);
+    r.text_value_end = j.offset();
+}
+
+// The fast path: data is the learnt head, a JSON string, and the learnt tail.
+bool read_known_shape(std::string_view data, StreamState& st, EventResult& r) {
+    const ShapeCache& shape = st.shape_cache;
+    if (!shape.valid || data.size() <= shape.head.size() + shape.tail.size() ||
+        std::memcmp(data.data(), shape.head.data(), shape.head.size()) != 0 || data[shape.head.size()] != '"')
+        return false;
+    JsonReader j(data.substr(shape.head.size()));
+    const size_t before = st.text.size();
+    const bool ok = j.read_string(st.text);
+    const size_t rest = data.size() - shape.head.size() - j.offset();
+    if (ok && rest == shape.tail.size() &&
+        std::memcmp(data.data() + data.size() - rest, shape.tail.data(), rest) == 0) {
+        r.content_chars = count_code_points(std::string_view(st.text).substr(before));
+        return true;
+    }
+    st.text.resize(before);
+    return false;
+}
+
 void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
     if (j.peek() != Type::Object) {
         j.skip_value();
@@ -73,16 +103,42 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
         if (key == "delta" && j.peek() == Type::Object) {
             j.begin_object();
             std::string_view k;
+            // vLLM (and others) send the same text in both reasoning_content and reasoning:
+            // it is one reasoning delta, so only one of them is read.
+            std::string_view reasoning_raw;
+            bool has_reasoning = false, reasoning_is_primary = false;
             while (j.next_key(k)) {
-                if (k == "content") r.content_chars += append_string(j, st.text);
-                else if (k == "reasoning_content" || k == "reasoning") r.reasoning_chars += append_string(j, st.reasoning_text);
-                else if (k == "tool_calls") read_tool_call_deltas(j, st, r);
-                else j.skip_value();
+                if (k == "content") {
+                    read_text_value(j, st, r);
+                } else if (k == "refusal") {
+                    ++r.effects;
+                    r.content_chars += append_string(j, st.text);
+                } else if (k == "reasoning_content" || k == "reasoning") {
+                    std::string_view raw;
+                    if (!capture(j, raw)) break;
+                    const bool primary = k == "reasoning_content";
+                    if (raw != "null" && (!has_reasoning || (primary && !reasoning_is_primary))) {
+                        reasoning_raw = raw;
+                        has_reasoning = true;
+                        reasoning_is_primary = primary;
+                    }
+                } else if (k == "tool_calls") {
+                    ++r.effects;
+                    read_tool_call_deltas(j, st, r);
+                } else {
+                    j.skip_value();
+                }
+            }
+            if (has_reasoning && !j.failed()) {
+                ++r.effects;
+                JsonReader rr(reasoning_raw);
+                r.reasoning_chars += append_string(rr, st.reasoning_text);
             }
         } else if (key == "text") {  // completions
-            r.content_chars += append_string(j, st.text);
+            read_text_value(j, st, r);
         } else if (key == "finish_reason") {
             if (j.peek() == Type::String) {
+                ++r.effects;
                 st.finish_reason.clear();
                 j.read_string(st.finish_reason);
                 st.has_finish_reason = true;
@@ -102,14 +158,29 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
         r.terminal = true;
         return;
     }
+    if (read_known_shape(data, st, r)) return;
     JsonReader j(data);
-    if (!j.begin_object()) {
+    PrefixCache& cache = st.prefix_cache;
+    // Until the first key with per-event effects, remember where we are: that head is
+    // what the next event will most likely repeat byte for byte.
+    bool recording = !cache.matches(data);
+    if (!recording) {
+        j.restore(cache.checkpoint);
+    } else if (!j.begin_object()) {
         check(j, r);
         return;
     }
     bool has_error = event_type == "error";
+    json::Checkpoint before;
     std::string_view key;
-    while (j.next_key(key)) {
+    for (;;) {
+        if (recording) j.save(before);
+        if (!j.next_key(key)) break;
+        if (recording && (key == "choices" || key == "usage" || key == "error")) {
+            // Worth it only when the head is long enough to beat a memcmp.
+            if (before.offset >= 32) cache.store(data, before);
+            recording = false;
+        }
         if (key == "choices") {
             if (j.peek() != Type::Array) {
                 j.skip_value();
@@ -118,12 +189,20 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
             j.begin_array();
             while (j.next_element()) read_chat_choice(j, st, r);
         } else if (key == "usage") {
-            read_usage(j, st.usage, &r.cumulative_completion_tokens);
+            if (j.peek() == Type::Null) {
+                j.skip_value();  // "usage": null on every chunk changes nothing
+            } else {
+                ++r.effects;
+                read_usage(j, st.usage, &r.cumulative_completion_tokens);
+            }
         } else if (key == "id" && st.response_id.empty()) {
+            ++r.effects;
             read_string_into(j, st.response_id);
         } else if (key == "model" && st.model.empty()) {
+            ++r.effects;
             read_string_into(j, st.model);
         } else if (key == "error") {
+            ++r.effects;
             has_error = true;
             j.skip_value();
         } else {
@@ -134,7 +213,11 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
         check(j, r);
         return;
     }
-    if (has_error) mark_error(data, r);
+    if (has_error) {
+        mark_error(data, r);
+    } else if (r.effects == 1 && r.content_chars > 0 && !st.shape_cache.valid) {
+        st.shape_cache.store(data, r.text_value_begin, r.text_value_end);
+    }
 }
 
 // The Responses API's `response` object (in created/in_progress/completed/failed/incomplete).

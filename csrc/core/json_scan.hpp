@@ -24,8 +24,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace pytps {
 namespace json {
@@ -37,6 +42,15 @@ void append_utf8(std::string& out, uint32_t cp);
 
 // Appends bytes to out, replacing invalid UTF-8 with U+FFFD per maximal subpart.
 void append_utf8_sanitized(std::string& out, std::string_view bytes);
+
+// Where a reader stood, so that a later reader over text with the same prefix can
+// resume there instead of reading the prefix again (identical bytes parse identically).
+struct Checkpoint {
+    size_t offset = 0;
+    int depth = 0;
+    uint64_t first_bits = 0;
+    uint64_t object_bits = 0;
+};
 
 class JsonReader {
 public:
@@ -70,10 +84,37 @@ public:
     bool read_null() noexcept;
 
     // Skips (and validates) one whole value of any type.
-    bool skip_value() noexcept;
+    bool skip_value() noexcept {
+        switch (peek()) {
+            case Type::String:
+                ++p_;
+                return scan_string(nullptr, nullptr);
+            case Type::Number:
+                return scan_number(nullptr, nullptr, nullptr);
+            default:
+                return skip_compound();
+        }
+    }
 
     // After the top-level value: true when only whitespace remains.
     bool finish() noexcept;
+
+    // Saves the position (only between values, at depth <= 64). Returns false otherwise.
+    bool save(Checkpoint& cp) const noexcept {
+        if (error_ || depth_ > 64) return false;
+        cp.offset = offset();
+        cp.depth = depth_;
+        cp.first_bits = first_bits_[0];
+        cp.object_bits = object_bits_[0];
+        return true;
+    }
+    // Resumes at a checkpoint saved over text that shares this text's first cp.offset bytes.
+    void restore(const Checkpoint& cp) noexcept {
+        p_ = begin_ + cp.offset;
+        depth_ = cp.depth;
+        first_bits_[0] = cp.first_bits;
+        object_bits_[0] = cp.object_bits;
+    }
 
     bool failed() const noexcept { return error_ != nullptr; }
     const char* error() const noexcept { return error_ ? error_ : ""; }
@@ -87,8 +128,11 @@ private:
     // Scans a string body starting after the opening quote; on success p_ is past the
     // closing quote. When out is non-null the decoded body is appended to it.
     bool scan_string(std::string* out, bool* had_escape) noexcept;
+    bool scan_special(std::string* out, bool* had_escape, const char*& run) noexcept;
     bool scan_number(double* d, int64_t* i, bool* is_int) noexcept;
     bool expect_literal(const char* lit, size_t n) noexcept;
+    bool skip_compound() noexcept;  // containers, literals and errors
+    bool decode_key(std::string_view& key) noexcept;  // an escaped key, decoded into key_scratch_
     // Consumes the ',' or closing bracket after a member/element. Returns true when
     // another member/element follows.
     bool after_value(char close) noexcept;
@@ -107,6 +151,192 @@ private:
     int depth_ = 0;
     std::string key_scratch_;
 };
+
+
+// ---- hot path, inline so the dialect extractors compile to straight-line code ----
+
+namespace detail {
+inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// SWAR over 8 bytes (little-endian load): a mask whose lowest set bit marks the first
+// byte that is '"', '\\', below 0x20 or (when high_too) >= 0x80. The lowest flagged byte is
+// always a true match (borrows only propagate upwards from one), which is all we use.
+inline uint64_t attention_mask(uint64_t w, bool high_too) noexcept {
+    constexpr uint64_t ones = 0x0101010101010101ULL;
+    constexpr uint64_t highs = 0x8080808080808080ULL;
+    auto has_zero = [](uint64_t v) { return (v - ones) & ~v & highs; };
+    const uint64_t quote = has_zero(w ^ (ones * '"'));
+    const uint64_t bslash = has_zero(w ^ (ones * '\\'));
+    const uint64_t ctrl = (w - ones * 0x20) & ~w & highs;  // bytes below 0x20
+    uint64_t mask = quote | bslash | ctrl;
+    if (high_too) mask |= w & highs;
+    return mask;
+}
+
+#if defined(__SSE2__)
+// The same for 16 bytes with SSE2 (part of every x86-64): bit i set when byte i matters.
+inline uint32_t attention_mask16(const char* p, bool high_too) noexcept {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    const __m128i bslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    const __m128i ctrl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
+    uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, bslash), ctrl)));
+    if (high_too) mask |= static_cast<uint32_t>(_mm_movemask_epi8(v));
+    return mask;
+}
+#endif
+}  // namespace detail
+
+inline void JsonReader::skip_ws() noexcept {
+    // Compact JSON has no whitespace: one comparison settles the common case.
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
+    while (p_ < end_ && detail::is_ws(*p_)) ++p_;
+}
+
+inline Type JsonReader::peek() noexcept {
+    if (error_) return Type::Error;
+    skip_ws();
+    if (p_ >= end_) return Type::End;
+    switch (*p_) {
+        case '{': return Type::Object;
+        case '[': return Type::Array;
+        case '"': return Type::String;
+        case 't': case 'f': return Type::Bool;
+        case 'n': return Type::Null;
+        case '-': return Type::Number;
+        default: return detail::is_digit(*p_) ? Type::Number : Type::Error;
+    }
+}
+
+inline bool JsonReader::begin_object() noexcept {
+    if (peek() != Type::Object) return error_ ? false : fail("expected an object");
+    if (depth_ >= kMaxDepth) return fail("nesting too deep");
+    ++p_;
+    first_bits_[depth_ / 64] |= (1ULL << (depth_ % 64));
+    object_bits_[depth_ / 64] |= (1ULL << (depth_ % 64));
+    ++depth_;
+    return true;
+}
+
+inline bool JsonReader::begin_array() noexcept {
+    if (peek() != Type::Array) return error_ ? false : fail("expected an array");
+    if (depth_ >= kMaxDepth) return fail("nesting too deep");
+    ++p_;
+    first_bits_[depth_ / 64] |= (1ULL << (depth_ % 64));
+    object_bits_[depth_ / 64] &= ~(1ULL << (depth_ % 64));
+    ++depth_;
+    return true;
+}
+
+inline bool JsonReader::after_value(char close) noexcept {
+    if (error_ || depth_ == 0) return false;
+    const int level = depth_ - 1;
+    const uint64_t bit = 1ULL << (level % 64);
+    skip_ws();
+    if (p_ >= end_) return fail("unexpected end of input inside a container");
+    if (first_bits_[level / 64] & bit) {
+        first_bits_[level / 64] &= ~bit;
+        if (*p_ == close) {
+            ++p_;
+            --depth_;
+            return false;
+        }
+        return true;
+    }
+    if (*p_ == ',') {
+        ++p_;
+        skip_ws();
+        if (p_ < end_ && *p_ == close) return fail("trailing comma");
+        return true;
+    }
+    if (*p_ == close) {
+        ++p_;
+        --depth_;
+        return false;
+    }
+    return fail(close == '}' ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
+}
+
+inline bool JsonReader::next_key(std::string_view& key) noexcept {
+    if (!after_value('}')) return false;
+    skip_ws();
+    if (p_ >= end_ || *p_ != '"') return fail("expected a string key");
+    ++p_;
+    const char* start = p_;
+    bool had_escape = false;
+    // Keys are nearly always plain: take them as a view of the input, and decode only
+    // when an escape makes the raw bytes differ from the text.
+    if (!scan_string(nullptr, &had_escape)) return false;
+    key = std::string_view(start, static_cast<size_t>(p_ - 1 - start));
+    if (had_escape && !decode_key(key)) return false;
+    skip_ws();
+    if (p_ >= end_ || *p_ != ':') return fail("expected ':' after a key");
+    ++p_;
+    return true;
+}
+
+inline bool JsonReader::next_element() noexcept {
+    if (!after_value(']')) return false;
+    skip_ws();
+    if (p_ >= end_) return fail("unexpected end of input inside an array");
+    return true;
+}
+
+inline bool JsonReader::read_string(std::string& out) noexcept {
+    if (peek() != Type::String) return false;
+    ++p_;
+    return scan_string(&out, nullptr);
+}
+
+inline bool JsonReader::read_raw_string(std::string_view& raw) noexcept {
+    if (peek() != Type::String) return false;
+    ++p_;
+    const char* start = p_;
+    if (!scan_string(nullptr, nullptr)) return false;
+    raw = std::string_view(start, static_cast<size_t>(p_ - 1 - start));
+    return true;
+}
+
+inline bool JsonReader::scan_string(std::string* out, bool* had_escape) noexcept {
+    const char* run = p_;
+    const bool check_utf8 = out != nullptr;
+    for (;;) {
+        // Whole blocks of plain bytes at a time, then straight to the first byte that matters.
+#if defined(__SSE2__)
+        while (end_ - p_ >= 16) {
+            const uint32_t mask = detail::attention_mask16(p_, check_utf8);
+            if (mask) {
+                p_ += __builtin_ctz(mask);
+                break;
+            }
+            p_ += 16;
+        }
+#endif
+        while (end_ - p_ >= 8) {
+            uint64_t w;
+            std::memcpy(&w, p_, 8);
+            const uint64_t mask = detail::attention_mask(w, check_utf8);
+            if (mask) {
+                p_ += __builtin_ctzll(mask) >> 3;
+                break;
+            }
+            p_ += 8;
+        }
+        if (p_ >= end_) return fail("unterminated string");
+        const unsigned char c = static_cast<unsigned char>(*p_);
+        if (c == '"') {
+            if (out) out->append(run, static_cast<size_t>(p_ - run));
+            ++p_;
+            return true;
+        }
+        if (c >= 0x20 && c != '\\' && (c < 0x80 || !check_utf8)) {  // a plain byte in the tail
+            ++p_;
+            continue;
+        }
+        if (!scan_special(out, had_escape, run)) return false;
+    }
+}
 
 }  // namespace json
 }  // namespace pytps

@@ -7,8 +7,10 @@
 //   three bytes arrive in separate chunks;
 // - a line longer than max_line_bytes is not delivered: on_overflow() is called once
 //   and the rest of that line is skipped, so memory stays bounded whatever the input.
-// Lines are delivered as views that are valid only during the callback. A line that is
-// whole inside one chunk is not copied.
+// Lines are delivered as on_line(view, stable). A line that is whole inside one chunk is
+// not copied and its view stays valid until feed() returns (stable == true); a line
+// assembled across chunks lives in an internal buffer and is valid only during the
+// callback (stable == false).
 #pragma once
 
 #include <cstddef>
@@ -53,13 +55,13 @@ public:
                 skipping_ = false;
             } else if (buf_.empty()) {
                 if (len > max_line_bytes_) on_overflow();
-                else on_line(std::string_view(p, len));
+                else on_line(std::string_view(p, len), true);
             } else {
                 if (buf_.size() + len > max_line_bytes_) {
                     on_overflow();
                 } else {
                     buf_.append(p, len);
-                    on_line(std::string_view(buf_));
+                    on_line(std::string_view(buf_), false);
                 }
                 buf_.clear();
             }

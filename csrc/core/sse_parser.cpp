@@ -22,6 +22,7 @@ bool SSEParser::close() {
     const bool incomplete = !discarding_ && (!data_.empty() || partial_line);
     lines_.reset();
     data_.clear();
+    data_is_view_ = false;
     type_.clear();
     last_id_.clear();
     retry_ms_ = -1;

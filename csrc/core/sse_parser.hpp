@@ -49,8 +49,10 @@ public:
     template <class Sink>
     void feed(const char* p, size_t n, Sink& sink) {
         lines_.feed(
-            p, n, [&](std::string_view line) { on_line(line, sink); },
+            p, n, [&](std::string_view line, bool stable) { on_line(line, stable, sink); },
             [&] { on_overflow(sink); });
+        // A pending event's data may still point into this chunk: own it before returning.
+        if (data_is_view_) materialize();
     }
 
     // End of stream. Returns true when an incomplete event was discarded: data lines
@@ -64,7 +66,7 @@ public:
 
 private:
     template <class Sink>
-    void on_line(std::string_view line, Sink& sink) {
+    void on_line(std::string_view line, bool stable, Sink& sink) {
         if (line.empty()) {
             dispatch(sink);
             return;
@@ -74,7 +76,7 @@ private:
         if (line.size() >= 5 && std::memcmp(line.data(), "data:", 5) == 0) {
             std::string_view value = line.substr(5);
             if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
-            append_data(value, sink);
+            append_data(value, stable, sink);
             return;
         }
         const size_t colon = line.find(':');
@@ -84,13 +86,13 @@ private:
             value = line.substr(colon + 1);
             if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
         }
-        field(name, value, sink);
+        field(name, value, stable, sink);
     }
 
     template <class Sink>
-    void field(std::string_view name, std::string_view value, Sink& sink) {
+    void field(std::string_view name, std::string_view value, bool stable, Sink& sink) {
         if (name == "data") {
-            append_data(value, sink);
+            append_data(value, stable, sink);
         } else if (name == "event") {
             type_.assign(value.data(), value.size());
         } else if (name == "id") {
@@ -101,29 +103,46 @@ private:
     }
 
     template <class Sink>
-    void append_data(std::string_view value, Sink& sink) {
+    void append_data(std::string_view value, bool stable, Sink& sink) {
         // The event's data is bounded like a line, so memory stays bounded when a
         // stream sends endless data lines without a blank line.
-        if (data_.size() + value.size() + 1 > lines_.max_line_bytes()) {
+        if (data_size() + value.size() + 1 > lines_.max_line_bytes()) {
             on_overflow(sink);
             return;
         }
+        // Nearly every event is one data line inside one chunk: point at it, no copy.
+        if (stable && data_.empty() && !data_is_view_) {
+            data_view_ = value;
+            data_is_view_ = true;
+            return;
+        }
+        if (data_is_view_) materialize();
         data_.append(value.data(), value.size());
         data_.push_back('\n');
+    }
+
+    size_t data_size() const { return data_is_view_ ? data_view_.size() + 1 : data_.size(); }
+
+    void materialize() {
+        data_.assign(data_view_.data(), data_view_.size());
+        data_.push_back('\n');
+        data_is_view_ = false;
     }
 
     template <class Sink>
     void dispatch(Sink& sink) {
         const bool was_discarding = discarding_;
         discarding_ = false;
-        if (was_discarding || data_.empty()) {
+        if (was_discarding || (data_.empty() && !data_is_view_)) {
             data_.clear();
+            data_is_view_ = false;
             type_.clear();
             return;
         }
         SSEEventView ev;
         ev.type = type_.empty() ? std::string_view("message") : std::string_view(type_);
-        ev.data = std::string_view(data_.data(), data_.size() - 1);
+        ev.data = data_is_view_ ? data_view_ : std::string_view(data_.data(), data_.size() - 1);
+        data_is_view_ = false;
         ev.id = last_id_;
         ev.retry_ms = retry_ms_;
         sink.on_event(ev);
@@ -135,6 +154,7 @@ private:
     void on_overflow(Sink& sink) {
         discarding_ = true;
         data_.clear();
+        data_is_view_ = false;
         type_.clear();
         sink.on_error("SSE line or event longer than max_line_bytes; the event was discarded");
     }
@@ -143,6 +163,8 @@ private:
 
     LineSplitter lines_;
     std::string data_;
+    std::string_view data_view_;  // the event's only data line, still in the caller's chunk
+    bool data_is_view_ = false;
     std::string type_;
     std::string last_id_;
     int64_t retry_ms_ = -1;

@@ -1,7 +1,6 @@
 #include "core/stream_recorder.hpp"
 
 #include <array>
-#include <optional>
 
 namespace pytps {
 
@@ -26,14 +25,20 @@ bool is_blank(std::string_view line) {
     return true;
 }
 
-// The text a malformed event may have appended before its error was found, so that it
-// can be taken back: a malformed event contributes nothing.
-struct TextMark {
+// What a malformed event may have changed before its error was found, so that it can be
+// taken back: a malformed event contributes nothing. Text is taken back by length; tool
+// calls (rare) are snapshotted only when there are some.
+struct StateMark {
     size_t text, reasoning, tools;
     std::vector<std::array<size_t, 3>> tool_lengths;
+    Usage usage;
+    bool has_finish_reason, had_response_id, had_model;
+    std::string finish_reason;
 
-    explicit TextMark(const StreamState& st)
-        : text(st.text.size()), reasoning(st.reasoning_text.size()), tools(st.tool_calls.size()) {
+    explicit StateMark(const StreamState& st)
+        : text(st.text.size()), reasoning(st.reasoning_text.size()), tools(st.tool_calls.size()),
+          usage(st.usage), has_finish_reason(st.has_finish_reason), had_response_id(!st.response_id.empty()),
+          had_model(!st.model.empty()), finish_reason(st.finish_reason) {
         for (const auto& t : st.tool_calls) tool_lengths.push_back({t.id.size(), t.name.size(), t.arguments.size()});
     }
     void restore(StreamState& st) const {
@@ -45,6 +50,11 @@ struct TextMark {
             st.tool_calls[i].name.resize(tool_lengths[i][1]);
             st.tool_calls[i].arguments.resize(tool_lengths[i][2]);
         }
+        st.usage = usage;
+        st.has_finish_reason = has_finish_reason;
+        st.finish_reason = finish_reason;
+        if (!had_response_id) st.response_id.clear();
+        if (!had_model) st.model.clear();
     }
 };
 
@@ -62,7 +72,7 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
     } else {
         ndjson_.feed(
             data, n,
-            [this](std::string_view line) {
+            [this](std::string_view line, bool) {
                 if (!is_blank(line)) handle_event(std::string_view(), line);
             },
             [this] { record_protocol_error("NDJSON line longer than max_line_bytes"); });
@@ -72,29 +82,14 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
 
 void StreamRecorder::handle_event(std::string_view type, std::string_view data) {
     const int64_t index = events_++;
-    result_.content_chars = result_.reasoning_chars = result_.tool_chars = 0;
-    result_.cumulative_completion_tokens = -1;
-    result_.terminal = false;
-    result_.malformed = nullptr;
-    result_.in_stream_error = false;
-    result_.error_message.clear();
+    result_.reset();
 
-    // Tool-call state is only snapshotted when there is some (rare); text is two sizes.
-    const size_t text_len = state_.text.size();
-    const size_t reasoning_len = state_.reasoning_text.size();
-    std::optional<TextMark> tool_mark;
-    if (!state_.tool_calls.empty()) tool_mark.emplace(state_);
+    const StateMark mark(state_);
 
     extract_(type, data, state_, result_);
 
     if (result_.malformed) {
-        if (tool_mark) {
-            tool_mark->restore(state_);
-        } else {
-            state_.tool_calls.clear();
-            state_.text.resize(text_len);
-            state_.reasoning_text.resize(reasoning_len);
-        }
+        mark.restore(state_);
         ++protocol_errors_;
         if (!error_.present) {
             record_error("protocol", std::string("malformed JSON in event ") + std::to_string(index) + ": " +

@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include "core/json_scan.hpp"
 
 namespace pytps {
 
@@ -36,7 +39,52 @@ struct StreamError {
     int64_t event_index = -1;
 };
 
+// The validated head that consecutive events of a stream share (OpenAI chunks repeat
+// id, object, created and model in every event): an event that starts with the same
+// bytes resumes parsing after them. Only keys without per-event effects may be in it.
+struct PrefixCache {
+    std::string prefix;
+    json::Checkpoint checkpoint;
+    bool valid = false;
+
+    bool matches(std::string_view data) const {
+        if (!valid || data.size() <= prefix.size() ||
+            std::memcmp(data.data(), prefix.data(), prefix.size()) != 0)
+            return false;
+        // The prefix ends right after a value. Strings and literals end themselves, but a
+        // number could go on ("created":1 vs "created":12): then it is another value.
+        const char next = data[prefix.size()];
+        return !((next >= '0' && next <= '9') || next == '.' || next == 'e' || next == 'E' || next == '+' ||
+                 next == '-');
+    }
+    void store(std::string_view data, const json::Checkpoint& cp) {
+        prefix.assign(data.data(), cp.offset);
+        checkpoint = cp;
+        valid = true;
+    }
+};
+
+// The whole shape of the stream's plain text events: head + one JSON string + tail
+// (`{..."delta":{"content":` + `" word"` + `},"logprobs":null,"finish_reason":null}]}`).
+// An event made of the same head and tail around any valid JSON string token parses to
+// exactly the same effects as the event it was learnt from, except for the text; so the
+// head and tail are compared and only the string is read. Learnt only from an event
+// whose sole effect was that one text value.
+struct ShapeCache {
+    std::string head;
+    std::string tail;
+    bool valid = false;
+
+    void store(std::string_view data, size_t value_begin, size_t value_end) {
+        head.assign(data.data(), value_begin);
+        tail.assign(data.data() + value_end, data.size() - value_end);
+        valid = true;
+    }
+};
+
 struct StreamState {
+    PrefixCache prefix_cache;
+    ShapeCache shape_cache;
     std::string text;
     std::string reasoning_text;
     std::vector<ToolCall> tool_calls;
@@ -65,8 +113,23 @@ struct EventResult {
     int64_t cumulative_completion_tokens = -1;  // usage.completion_tokens carried by this event
     bool terminal = false;
     const char* malformed = nullptr;  // why the event could not be read, or null
+    // For ShapeCache: how many values changed the state, and where the text value was.
+    int effects = 0;
+    size_t text_value_begin = 0;
+    size_t text_value_end = 0;
     bool in_stream_error = false;
     std::string error_message;
+
+    void reset() {
+        content_chars = reasoning_chars = tool_chars = 0;
+        cumulative_completion_tokens = -1;
+        terminal = false;
+        malformed = nullptr;
+        in_stream_error = false;
+        error_message.clear();
+        effects = 0;
+        text_value_begin = text_value_end = 0;
+    }
 
     bool output_bearing() const { return content_chars + reasoning_chars + tool_chars > 0; }
     OutputKind kind() const {

@@ -1,0 +1,183 @@
+"""`pytps run` and `pytps report`: flags turned into a RunConfig, validated once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+APIS = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")
+
+
+def add_run_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="benchmark a streaming endpoint (the built-in emulator when no --base-url is given)",
+        description="Benchmark a streaming LLM endpoint. Without --base-url, pytps starts its emulator on "
+        "127.0.0.1 and benchmarks that.",
+    )
+    ep = p.add_argument_group("endpoint")
+    ep.add_argument("--base-url", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)")
+    ep.add_argument("--api", choices=APIS, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument("--model", help="model name (default: the first of /v1/models)")
+    ep.add_argument("--api-key-env", metavar="VAR",
+                    help="environment variable holding the API key (default: OPENAI_API_KEY, or "
+                    "ANTHROPIC_API_KEY for --api anthropic)")
+    ep.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
+    ep.add_argument("--extra-body", metavar="JSON", help='merged into each request body, e.g. \'{"ignore_eos": true}\'')
+    ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default)")
+    wl = p.add_argument_group("workload")
+    wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
+    wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
+    wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
+    wl.add_argument("--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON")
+    wl.add_argument("--seed", type=int, default=0)
+    ld = p.add_argument_group("load")
+    ld.add_argument("--concurrency", type=int, help="closed loop with N users (default 1)")
+    ld.add_argument("--rate", type=float, metavar="R", help="open loop: R requests per second")
+    ld.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
+    ld.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = poisson)")
+    ld.add_argument("--max-concurrency", type=int, help="cap on in-flight requests in rate mode")
+    ld.add_argument("--requests", type=int, help="measured requests (default 100 unless --duration)")
+    ld.add_argument("--duration", type=float, metavar="S", help="stop sending after S seconds")
+    ld.add_argument("--warmup", type=int, default=0, help="requests measured but left out of the results")
+    ld.add_argument("--max-error-rate", type=float, metavar="F", help="stop early above this error rate (0..1)")
+    ld.add_argument("--timeout", type=float, default=120.0, metavar="S", help="read (idle) timeout in seconds")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
+    out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    emu = p.add_argument_group("built-in emulator (when no --base-url)")
+    emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
+    emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+    p.set_defaults(func=cmd_run)
+
+    r = sub.add_parser("report", help="print the report of a saved run")
+    r.add_argument("dir", help="a results directory written by pytps run")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(func=cmd_report)
+
+
+def _parse_headers(items: list[str]) -> dict[str, str]:
+    headers = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ConfigError(f"--header {item!r} is not K:V; write it like --header 'X-Team: bench'")
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def _extra_body(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--extra-body is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--extra-body must be a JSON object, e.g. '{\"ignore_eos\": true}'")
+    return value
+
+
+def build_config(args: argparse.Namespace, base_url: str) -> Any:
+    from . import apis
+    from .runner import RunConfig
+    from .schedule import LoadPlan
+    from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
+
+    output = LengthSpec.parse(args.output_tokens)
+    if args.dataset:
+        workload: Any = DatasetWorkload.from_file(args.dataset, output_tokens=output, seed=args.seed)
+        described = {"dataset": str(args.dataset), "output_tokens": str(output)}
+    else:
+        inp = LengthSpec.parse(args.input_tokens)
+        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=args.shared_prefix_tokens, seed=args.seed)
+        described = {"input_tokens": str(inp), "output_tokens": str(output),
+                     "shared_prefix_tokens": args.shared_prefix_tokens}
+    if args.max_error_rate is not None and not 0 <= args.max_error_rate <= 1:
+        raise ConfigError(f"--max-error-rate {args.max_error_rate} is outside 0..1")
+    plan = LoadPlan(
+        concurrency=args.concurrency if args.rate is None else None,
+        rate_rps=args.rate, arrival=args.arrival, burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency, requests=args.requests, duration_s=args.duration,
+        warmup=args.warmup,
+    )
+    if args.rate is not None and args.concurrency is not None:
+        raise ConfigError("--concurrency and --rate are two load modes; for a cap on in-flight requests in rate "
+                          "mode use --max-concurrency")
+    if plan.mode == "concurrency" and plan.concurrency is None:
+        plan.concurrency = 1
+    plan.validate()
+    key_env = args.api_key_env or apis.default_api_key_env(args.api)
+    if args.api_key_env and args.api_key_env not in os.environ:
+        raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    return RunConfig(
+        base_url=base_url, api=args.api, model=args.model, workload=workload, plan=plan,
+        api_key=os.environ.get(key_env) or None, headers=_parse_headers(args.header),
+        extra_body=_extra_body(args.extra_body), http2=args.http2,
+        out_dir=Path(args.out) if args.out else None, max_error_rate=args.max_error_rate,
+        read_timeout_s=args.timeout, seed=args.seed, workload_description=described,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from .report.console import RichProgress, render
+    from .results import load_results
+    from .runner import Runner
+
+    console = Console()
+    with ExitStack() as stack:
+        base_url = args.base_url
+        if base_url is None:
+            from .emulator import Emulator
+
+            emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us))
+            base_url = emu.base_url
+            Console(stderr=True).print(f"[dim]no --base-url: benchmarking the built-in emulator at {base_url}[/]")
+        cfg = build_config(args, base_url)
+        runner = Runner(cfg, RichProgress())
+        try:
+            result = asyncio.run(runner.run())
+            interrupted = result.interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+            result = None
+        out_dir = result.out_dir if result else None
+        if out_dir is None and runner.records:
+            out_dir = cfg.out_dir
+        if out_dir is not None and (out_dir / "results.json").exists():
+            results = load_results(out_dir)
+            if args.json:
+                print(json.dumps(results["summary"], indent=2))
+            else:
+                render(results, console)
+            Console(stderr=True).print(f"[dim]results: {out_dir}[/]")
+        if interrupted:
+            print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
+            return 130
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report.console import render
+    from .results import load_results
+
+    path = Path(args.dir)
+    if not (path / "results.json").exists():
+        raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
+    results = load_results(path)
+    if args.json:
+        print(json.dumps(results["summary"], indent=2))
+    else:
+        render(results)
+    return 0

@@ -1,0 +1,366 @@
+"""Metrics, computed from RequestRecords and nothing else, exactly as docs/metrics.md defines them.
+
+Each function cites the definition it implements; change both together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ._native import _core
+from .records import RequestRecord
+
+NS_PER_S = 1_000_000_000
+PERCENTILES = (50, 90, 95, 99, 99.9)
+PERCENTILE_KEYS = ("p50", "p90", "p95", "p99", "p999")
+DISTRIBUTION_KEYS = ("count", "mean", "stddev", "min", *PERCENTILE_KEYS, "max", "mean_ci95", "p50_ci95")
+
+# Student's t(0.975, df) for df = 1..30; beyond that the normal 1.96 is within 2%.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def _t975(df: int) -> float:
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
+
+
+# ---- per request ----------------------------------------------------------------------------
+
+
+def output_tokens(rec: RequestRecord) -> tuple[int, str]:
+    """Output tokens and their source: server usage, else a local tokenizer, else events."""
+    completion = rec.usage.get("completion_tokens")
+    if completion is not None and completion >= 0:
+        return int(completion), "usage"
+    if rec.tokenizer_tokens is not None:
+        return int(rec.tokenizer_tokens), "tokenizer"
+    return int(len(rec.output_times_ns)), "events"
+
+
+def event_tokens(rec: RequestRecord, tokens: int) -> np.ndarray:
+    """Integer tokens per output-bearing event, summing to `tokens` (docs: ITL samples).
+
+    Per-event counts from per-chunk usage when the server reported them for every event and
+    they add up; else the tokens spread as evenly as integers allow (cumulative rounding).
+    """
+    n = len(rec.output_times_ns)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    per_event = np.asarray(rec.output_tokens, dtype=np.int64)
+    if len(per_event) == n and (per_event >= 0).all() and int(per_event.sum()) == tokens:
+        return per_event
+    edges = np.rint(np.arange(n + 1, dtype=np.float64) * (tokens / n)).astype(np.int64)
+    return np.diff(edges)
+
+
+def first_event_tokens(rec: RequestRecord, tokens: int) -> float:
+    """Tokens in the first output event: its per-chunk usage count, else tokens / events."""
+    n = len(rec.output_times_ns)
+    if n == 0:
+        return 0.0
+    per_event = rec.output_tokens
+    if len(per_event) == n and per_event[0] >= 0 and (np.asarray(per_event) >= 0).all():
+        return float(per_event[0])
+    return tokens / n
+
+
+def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values_ns, counts): event i >= 1 with k >= 1 tokens gives k samples of (t_i - t_prev) / k,
+    t_prev being the previous event that carried a token. The first event's tokens give none."""
+    values: list[float] = []
+    counts: list[int] = []
+    t_prev = None
+    for t, k in zip(times_ns.tolist(), layout.tolist()):
+        if k <= 0:
+            continue
+        if t_prev is not None:
+            values.append((t - t_prev) / k)
+            counts.append(k)
+        t_prev = t
+    return np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.int64)
+
+
+@dataclass
+class RequestMetrics:
+    index: int
+    warmup: bool
+    ok: bool
+    error: str | None
+    status: int | None
+    t_send_ns: int
+    t_done_ns: int | None
+    ttft_s: float | None
+    ttfat_s: float | None
+    e2e_s: float | None
+    tpot_s: float | None
+    decode_tps: float | None
+    output_tokens: int
+    token_source: str
+    output_events: int
+    tokens_per_event: float | None
+    prompt_tokens: int | None
+    schedule_lag_s: float | None
+    ttft_sched_s: float | None
+    e2e_sched_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _seconds(a: int | None, b: int | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return (a - b) / NS_PER_S
+
+
+def request_metrics(rec: RequestRecord) -> RequestMetrics:
+    """The per-request scalars of docs/metrics.md, 'Per request'."""
+    tokens, source = output_tokens(rec)
+    n = len(rec.output_times_ns)
+    decode_tps = tpot_s = None
+    if n >= 2 and rec.last_output_ns is not None and rec.first_output_ns is not None:
+        span_ns = rec.last_output_ns - rec.first_output_ns
+        after_first = tokens - first_event_tokens(rec, tokens)
+        if span_ns > 0 and after_first > 0:
+            decode_tps = after_first / (span_ns / NS_PER_S)
+            tpot_s = 1.0 / decode_tps
+    return RequestMetrics(
+        index=rec.index,
+        warmup=rec.warmup,
+        ok=rec.ok,
+        error=rec.error,
+        status=rec.status,
+        t_send_ns=rec.t_send_ns,
+        t_done_ns=rec.t_done_ns,
+        ttft_s=_seconds(rec.first_output_ns, rec.t_send_ns),
+        ttfat_s=_seconds(rec.first_answer_ns, rec.t_send_ns),
+        e2e_s=_seconds(rec.end_ns, rec.t_send_ns),
+        tpot_s=tpot_s,
+        decode_tps=decode_tps,
+        output_tokens=tokens,
+        token_source=source,
+        output_events=n,
+        tokens_per_event=(tokens / n) if n else None,
+        prompt_tokens=rec.usage.get("prompt_tokens"),
+        schedule_lag_s=_seconds(rec.t_send_ns, rec.t_sched_ns),
+        ttft_sched_s=_seconds(rec.first_output_ns, rec.t_sched_ns),
+        e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
+    )
+
+
+# ---- distributions --------------------------------------------------------------------------
+
+
+def empty_distribution() -> dict[str, Any]:
+    d: dict[str, Any] = {k: None for k in DISTRIBUTION_KEYS}
+    d["count"] = 0
+    return d
+
+
+def _p50_ci_ranks(n: int) -> tuple[int, int]:
+    """1-based order-statistic ranks bracketing the median with ~95% confidence."""
+    half = 1.96 * math.sqrt(n) / 2
+    lo = max(1, math.floor(n / 2 - half))
+    hi = min(n, math.ceil(1 + n / 2 + half))
+    return lo, hi
+
+
+def distribution(values: Iterable[float | None]) -> dict[str, Any]:
+    """Exact statistics of samples (None and NaN dropped): docs/metrics.md, 'Distributions'."""
+    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    n = int(arr.size)
+    if n == 0:
+        return empty_distribution()
+    arr.sort()
+    mean = float(arr.mean())
+    stddev = float(arr.std(ddof=1)) if n > 1 else 0.0
+    pct = np.percentile(arr, PERCENTILES, method="inverted_cdf")
+    half = _t975(n - 1) * stddev / math.sqrt(n) if n > 1 else 0.0
+    lo, hi = _p50_ci_ranks(n)
+    out: dict[str, Any] = {"count": n, "mean": mean, "stddev": stddev, "min": float(arr[0])}
+    for key, value in zip(PERCENTILE_KEYS, pct):
+        out[key] = float(value)
+    out["max"] = float(arr[-1])
+    out["mean_ci95"] = [mean - half, mean + half]
+    out["p50_ci95"] = [float(arr[lo - 1]), float(arr[hi - 1])]
+    return out
+
+
+def histogram_distribution(hist: Any, scale: float = 1.0 / NS_PER_S) -> dict[str, Any]:
+    """The same statistics from a pytps.Histogram (percentiles within its stated error)."""
+    n = int(hist.count)
+    if n == 0:
+        return empty_distribution()
+    mean = hist.mean
+    # The histogram's stddev is the population one; the report uses the sample one.
+    stddev = hist.stddev * math.sqrt(n / (n - 1)) if n > 1 else 0.0
+    half = _t975(n - 1) * stddev / math.sqrt(n) if n > 1 else 0.0
+    lo, hi = _p50_ci_ranks(n)
+    pct = hist.percentiles(list(PERCENTILES))
+    out: dict[str, Any] = {"count": n, "mean": mean * scale, "stddev": stddev * scale, "min": hist.min * scale}
+    for key, value in zip(PERCENTILE_KEYS, pct):
+        out[key] = value * scale
+    out["max"] = hist.max * scale
+    out["mean_ci95"] = [(mean - half) * scale, (mean + half) * scale]
+    out["p50_ci95"] = [hist.value_at_percentile(100.0 * (lo - 0.5) / n) * scale,
+                       hist.value_at_percentile(100.0 * (hi - 0.5) / n) * scale]
+    return out
+
+
+# ---- run level ------------------------------------------------------------------------------
+
+
+def _union_length(intervals: Sequence[tuple[int, int]]) -> int:
+    return sum(b - a for a, b in intervals)
+
+
+def steady_intervals(records: Sequence[RequestRecord], target: int) -> list[tuple[int, int]]:
+    """Intervals during which at least 95% of `target` requests were in flight."""
+    if target <= 0:
+        return []
+    threshold = math.ceil(0.95 * target)
+    edges: list[tuple[int, int]] = []
+    for r in records:
+        if r.t_done_ns is None:
+            continue
+        edges.append((r.t_send_ns, +1))
+        edges.append((r.t_done_ns, -1))
+    edges.sort(key=lambda e: (e[0], e[1]))  # ends before starts at the same instant
+    out: list[tuple[int, int]] = []
+    level = 0
+    start = None
+    for t, delta in edges:
+        level += delta
+        if level >= threshold and start is None:
+            start = t
+        elif level < threshold and start is not None:
+            if t > start:
+                out.append((start, t))
+            start = None
+    return out
+
+
+def summarize(
+    records: Sequence[RequestRecord],
+    *,
+    target_concurrency: int | None = None,
+    rate_mode: bool = False,
+) -> tuple[dict[str, Any], list[RequestMetrics]]:
+    """The results.json summary (keys are a contract) and the per-request scalars."""
+    per_request = [request_metrics(r) for r in records]
+    measured = [(r, m) for r, m in zip(records, per_request) if not r.warmup]
+    ok = [(r, m) for r, m in measured if m.ok]
+
+    def dist(key: str) -> dict[str, Any]:
+        return distribution(getattr(m, key) for _, m in ok)
+
+    itl_hist = _core.Histogram()
+    gap_values: list[np.ndarray] = []
+    layouts: list[tuple[RequestRecord, np.ndarray]] = []
+    for r, m in ok:
+        layout = event_tokens(r, m.output_tokens)
+        layouts.append((r, layout))
+        values, counts = itl_samples(r.output_times_ns, layout)
+        for v, c in zip(values.tolist(), counts.tolist()):
+            itl_hist.record(max(1, int(round(v))), c)
+        if len(r.output_times_ns) > 1:
+            gap_values.append(np.diff(r.output_times_ns).astype(np.float64) / NS_PER_S)
+
+    summary: dict[str, Any] = {
+        "ttft_s": dist("ttft_s"),
+        "ttfat_s": dist("ttfat_s"),
+        "tpot_s": dist("tpot_s"),
+        "itl_s": histogram_distribution(itl_hist),
+        "e2e_s": dist("e2e_s"),
+        "decode_tps": dist("decode_tps"),
+        "chunk_gap_s": distribution(np.concatenate(gap_values).tolist() if gap_values else []),
+    }
+    if rate_mode:
+        summary["ttft_sched_s"] = dist("ttft_sched_s")
+        summary["e2e_sched_s"] = dist("e2e_sched_s")
+        summary["schedule_lag_s"] = distribution(m.schedule_lag_s for _, m in measured)
+
+    # Throughput over the measured window.
+    t0 = min((r.t_send_ns for r, _ in measured), default=None)
+    t1 = max((r.t_done_ns for r, _ in measured if r.t_done_ns is not None), default=None)
+    window_s = (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
+    tokens_total = sum(m.output_tokens for _, m in ok)
+    summary["measured_window_s"] = window_s
+    summary["output_tokens_total"] = tokens_total
+    summary["output_throughput_tps"] = tokens_total / window_s if window_s else None
+    summary["request_throughput_rps"] = len(ok) / window_s if window_s else None
+
+    # Steady window: tokens that arrived while the target concurrency was (nearly) in flight.
+    steady = steady_intervals(records, target_concurrency or 0) if target_concurrency else []
+    steady_len = _union_length(steady)
+    steady_tokens = 0
+    if steady:
+        starts = np.asarray([a for a, _ in steady], dtype=np.int64)
+        ends = np.asarray([b for _, b in steady], dtype=np.int64)
+        for r, layout in layouts:
+            t = r.output_times_ns
+            idx = np.searchsorted(starts, t, side="right") - 1
+            inside = (idx >= 0) & (t <= ends[np.clip(idx, 0, None)])
+            steady_tokens += int(layout[inside].sum())
+    summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
+    summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len else None
+
+    # Errors.
+    errors: dict[str, int] = {}
+    for _, m in measured:
+        if m.error:
+            errors[m.error] = errors.get(m.error, 0) + 1
+    summary["requests_total"] = len(measured)
+    summary["requests_ok"] = len(ok)
+    summary["error_rate"] = (len(measured) - len(ok)) / len(measured) if measured else None
+    summary["errors"] = dict(sorted(errors.items()))
+
+    # Where the token counts came from, and how they relate to events.
+    sources: dict[str, int] = {}
+    for _, m in ok:
+        sources[m.token_source] = sources.get(m.token_source, 0) + 1
+    summary["token_source"] = max(sources, key=lambda k: sources[k]) if len(sources) == 1 else (
+        "mixed" if sources else None)
+    summary["token_sources"] = sources
+    events_total = sum(m.output_events for _, m in ok)
+    summary["tokens_per_event"] = tokens_total / events_total if events_total else None
+    summary["time_series"] = time_series(records, per_request, layouts, t0)
+    return summary, per_request
+
+
+def time_series(
+    records: Sequence[RequestRecord],
+    per_request: Sequence[RequestMetrics],
+    layouts: Sequence[tuple[RequestRecord, np.ndarray]],
+    t0: int | None,
+) -> list[dict[str, Any]]:
+    """Per whole second since the first measured send: tokens arrived, requests finished, errors."""
+    if t0 is None:
+        return []
+    tokens: dict[int, int] = {}
+    for r, layout in layouts:
+        secs = (r.output_times_ns - t0) // NS_PER_S
+        for s, k in zip(secs.tolist(), layout.tolist()):
+            if s >= 0:
+                tokens[s] = tokens.get(s, 0) + k
+    done: dict[int, int] = {}
+    failed: dict[int, int] = {}
+    for r, m in zip(records, per_request):
+        if r.warmup or r.t_done_ns is None or r.t_done_ns < t0:
+            continue
+        s = (r.t_done_ns - t0) // NS_PER_S
+        if m.ok:
+            done[s] = done.get(s, 0) + 1
+        else:
+            failed[s] = failed.get(s, 0) + 1
+    last = max([*tokens, *done, *failed], default=-1)
+    return [
+        {"t_s": s, "output_tokens": tokens.get(s, 0), "requests_done": done.get(s, 0), "errors": failed.get(s, 0)}
+        for s in range(last + 1)
+    ]

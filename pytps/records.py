@@ -1,0 +1,86 @@
+"""RequestRecord: everything a transport measured about one request, and nothing computed from it.
+
+Transports produce these; metrics, results and reports consume them. Times are CLOCK_MONOTONIC
+ns (int64), taken once at the read and never again downstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Error classes, shared by every transport (docs/metrics.md, "Errors").
+ERROR_TIMEOUT = "timeout"
+ERROR_CONNECT = "connect"
+ERROR_TRUNCATED = "truncated"
+ERROR_IN_STREAM = "in_stream"
+ERROR_PROTOCOL = "protocol"
+ERROR_CLIENT = "client"
+
+
+def http_error_class(status: int) -> str:
+    return f"http_{status}"
+
+
+def _empty(dtype: Any) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class RequestRecord:
+    index: int
+    warmup: bool = False
+    t_sched_ns: int | None = None  # intended send time (rate mode)
+    t_send_ns: int = 0  # just before the request was handed to the transport
+    t_headers_ns: int | None = None  # response headers received
+    t_done_ns: int | None = None  # the request finished, one way or another
+    status: int | None = None
+    error: str | None = None  # an error class above, or http_<status>
+    error_detail: str | None = None  # human text, already redacted
+    prompt_tokens_planned: int | None = None
+    max_tokens: int | None = None
+    usage_requested: bool = True
+    # Read-outs of the StreamRecorder.
+    response_id: str | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    done: bool = False
+    events: int = 0
+    output_times_ns: np.ndarray = field(default_factory=lambda: _empty(np.int64))
+    output_kinds: np.ndarray = field(default_factory=lambda: _empty(np.uint8))
+    output_tokens: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    output_chars: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    first_output_ns: int | None = None
+    first_answer_ns: int | None = None
+    last_output_ns: int | None = None
+    end_ns: int | None = None
+    text_chars: int = 0
+    # Connection phases from the transport's trace (ns durations), when known.
+    phases_ns: dict[str, int] = field(default_factory=dict)
+    transport: str = "httpx"
+    tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def fill_from_recorder(self, rec: Any) -> None:
+        """Copies a pytps.StreamRecorder's read-outs (after close) into this record."""
+        self.response_id = rec.response_id
+        self.model = rec.model
+        self.finish_reason = rec.finish_reason
+        self.usage = dict(rec.usage)
+        self.done = rec.done
+        self.events = rec.events
+        self.output_times_ns = rec.output_times_ns
+        self.output_kinds = rec.output_kinds
+        self.output_tokens = rec.output_tokens
+        self.output_chars = rec.output_chars
+        self.first_output_ns = rec.first_output_ns
+        self.first_answer_ns = rec.first_answer_ns
+        self.last_output_ns = rec.last_output_ns
+        self.end_ns = rec.end_ns
+        self.text_chars = len(rec.text)

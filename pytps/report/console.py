@@ -1,0 +1,106 @@
+"""Console output: a live progress bar while running, and the summary table at the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..runner import Progress as RunProgress
+from . import warnings as run_warnings
+
+# (summary key, label, scale to display unit, unit)
+ROWS = (
+    ("ttft_s", "TTFT", 1e3, "ms"),
+    ("ttfat_s", "TTFAT (answer)", 1e3, "ms"),
+    ("tpot_s", "TPOT", 1e3, "ms"),
+    ("itl_s", "ITL", 1e3, "ms"),
+    ("e2e_s", "E2E", 1e3, "ms"),
+    ("decode_tps", "decode tok/s/user", 1.0, "tok/s"),
+    ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
+    ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
+    ("schedule_lag_s", "schedule lag", 1e3, "ms"),
+)
+
+
+class RichProgress(RunProgress):
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def start(self, total: int | None, duration_s: float | None) -> None:
+        self._bar = Progress(
+            TextColumn("[bold]pytps run"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task("run", total=total, status="")
+
+    def update(self, done: int, in_flight: int, tokens: int, errors: int, elapsed_s: float) -> None:
+        if self._bar is None:
+            return
+        tps = tokens / elapsed_s if elapsed_s > 0 else 0.0
+        self._bar.update(self._task, completed=done,
+                         status=f"in flight {in_flight}  {tps:,.0f} tok/s  errors {errors}")
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _fmt(value: float | None, scale: float) -> str:
+    if value is None:
+        return "-"
+    v = value * scale
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def render(results: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    meta = results.get("metadata", {})
+    s = results.get("summary") or {}
+    load = meta.get("load", {})
+    ep = meta.get("endpoint", {})
+    console.print(
+        f"[bold]{meta.get('model')}[/] via {meta.get('api')} at {ep.get('host')}:{ep.get('port')} · "
+        f"{load.get('mode')} {load.get('concurrency') or load.get('rate_rps')} · {meta.get('transport')} · "
+        f"{meta.get('date_utc')}"
+    )
+    table = Table(show_header=True, header_style="bold")
+    for col in ("metric", "mean ± σ", "p50", "p90", "p99", "min … max", "n"):
+        table.add_column(col, justify="right" if col != "metric" else "left")
+    for key, label, scale, unit in ROWS:
+        d = s.get(key)
+        if not d or not d.get("count"):
+            continue
+        table.add_row(
+            f"{label} [{unit}]",
+            f"{_fmt(d['mean'], scale)} ± {_fmt(d['stddev'], scale)}",
+            _fmt(d["p50"], scale), _fmt(d["p90"], scale), _fmt(d["p99"], scale),
+            f"{_fmt(d['min'], scale)} … {_fmt(d['max'], scale)}",
+            str(d["count"]),
+        )
+    console.print(table)
+
+    def num(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    console.print(
+        f"output throughput {num(s.get('output_throughput_tps'), ',.1f')} tok/s (all users) · "
+        f"steady {num(s.get('steady_output_throughput_tps'), ',.1f')} tok/s · "
+        f"{num(s.get('request_throughput_rps'), ',.2f')} req/s · "
+        f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · "
+        f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
+        + (f" {s.get('errors')}" if s.get("errors") else "")
+    )
+    for w in run_warnings.collect(results):
+        console.print(f"[yellow]Warning:[/] {w}")

@@ -1,0 +1,48 @@
+"""hyperfine-style warnings: something specific that makes the numbers less trustworthy, and a hint."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+
+def collect(results: dict[str, Any]) -> list[str]:
+    meta = results.get("metadata", {})
+    summary = results.get("summary") or {}
+    requests = results.get("requests", [])
+    out: list[str] = []
+    ok = summary.get("requests_ok") or 0
+    if meta.get("interrupted"):
+        out.append("The run was interrupted: the figures cover only the requests that finished.")
+    if meta.get("stopped_reason"):
+        out.append(f"The run stopped early: {meta['stopped_reason']}.")
+    if 0 < ok < 30:
+        out.append(f"Only {ok} successful requests: p99 and the confidence intervals are rough. "
+                   "Hint: use --requests 100 or more.")
+    if ok == 0 and summary.get("requests_total"):
+        out.append("No request succeeded: see the error counts above, and requests.jsonl for details.")
+    measured = [r for r in requests if not r.get("warmup") and r.get("ok") and r.get("ttft_s") is not None]
+    if len(measured) >= 5:
+        first = measured[0]["ttft_s"]
+        median_rest = statistics.median(r["ttft_s"] for r in measured[1:])
+        if median_rest > 0 and first > 3 * median_rest and first - median_rest > 0.005:
+            out.append(f"The first request's TTFT ({first * 1e3:.1f} ms) was {first / median_rest:.0f}x the "
+                       "median of the rest: a cold start (model load, cache warm-up, connection setup). "
+                       "Hint: use --warmup 1 (or more) to leave it out.")
+    tpe = summary.get("tokens_per_event")
+    if tpe is not None and abs(tpe - 1.0) > 0.02:
+        out.append(f"The server sent {tpe:.2f} tokens per output event on average: per-event timings are per "
+                   "chunk, and ITL spreads each gap over its tokens (docs/metrics.md).")
+    if summary.get("token_source") == "events":
+        out.append("The server reported no usage: token counts are output events, which are not tokens when "
+                   "chunks carry several. Hint: let the server report usage, or pass --tokenizer.")
+    if meta.get("usage_note"):
+        out.append(f"Note: {meta['usage_note']}.")
+    rate = summary.get("error_rate")
+    if rate:
+        out.append(f"{rate:.1%} of requests failed; they are left out of the latency figures.")
+    lag = summary.get("schedule_lag_s") or {}
+    if lag.get("p99") is not None and lag["p99"] > 0.005:
+        out.append(f"The client sent late: p99 schedule lag {lag['p99'] * 1e3:.1f} ms. The *_sched figures "
+                   "include it (coordinated omission); the client may be the bottleneck.")
+    return out

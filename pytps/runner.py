@@ -1,0 +1,351 @@
+"""The runner: drives a transport under a load plan, journals every record as it finishes,
+and writes the results at the end, also when interrupted.
+
+Send times are taken by the transport; the runner only decides *when* to send. In rate mode
+the schedule is absolute (start + offset_i), so a late send never delays the ones after it,
+and each record keeps its intended send time for coordinated-omission-corrected latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from . import apis
+from ._native import _core
+from .errors import EndpointError
+from .metrics import summarize
+from .records import RequestRecord
+from .results import Journal, write_events, write_json_atomic
+from .schedule import LoadPlan, arrival_offsets_ns
+from .transport import HttpxTransport, RequestSpec
+
+_now_ns = _core.now_ns
+
+
+@dataclass
+class RunConfig:
+    base_url: str
+    api: str
+    workload: Any  # SyntheticWorkload or DatasetWorkload: .prompt(i) -> Prompt
+    plan: LoadPlan
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] | None = None
+    http2: bool = False
+    out_dir: Path | None = None
+    max_error_rate: float | None = None
+    request_timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    seed: int = 0
+    workload_description: dict[str, Any] = field(default_factory=dict)
+    tokenizer: Any = None  # object with .count(text) -> int, optional
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    metadata: dict[str, Any]
+    summary: dict[str, Any]
+    records: list[RequestRecord]
+    interrupted: bool = False
+    stopped_reason: str | None = None
+
+
+class Progress:
+    """What the console shows while a run goes; the runner calls these, a UI may override them."""
+
+    def start(self, total: int | None, duration_s: float | None) -> None: ...
+    def update(self, done: int, in_flight: int, tokens: int, errors: int, elapsed_s: float) -> None: ...
+    def stop(self) -> None: ...
+
+
+def default_out_dir(model: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in model)[:60]
+    return Path("results") / f"{stamp}-{safe}"
+
+
+class Runner:
+    def __init__(self, cfg: RunConfig, progress: Progress | None = None, transport: Any = None) -> None:
+        self.cfg = cfg
+        self.progress = progress or Progress()
+        self.transport = transport
+        self.records: list[RequestRecord] = []
+        self._secrets = [s for s in (cfg.api_key,) if s]
+        self._include_usage = True
+        self._usage_note: str | None = None
+        self._in_flight = 0
+        self._tokens = 0
+        self._errors = 0
+        self._stop = False
+        self.stopped_reason: str | None = None
+
+    # ---- setup ------------------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        return {**apis.auth_headers(self.cfg.api, self.cfg.api_key), **self.cfg.headers}
+
+    def _redact(self, text: str | None) -> str | None:
+        return apis.redact(text, self._secrets) if text else text
+
+    async def _resolve_model(self) -> str:
+        if self.cfg.model:
+            return self.cfg.model
+        path = apis.models_path(self.cfg.api)
+        try:
+            status, body = await self.transport.get_json(path, self._headers())
+        except Exception as exc:  # noqa: BLE001
+            raise EndpointError(self._redact(
+                f"cannot reach {self.cfg.base_url} ({type(exc).__name__}: {exc}); is the server running? "
+                "Check --base-url") or "") from None
+        if status in (401, 403):
+            raise EndpointError(f"{self.cfg.base_url}{path} answered {status}: the API key was refused; "
+                                "set --api-key-env to the variable that holds a valid key")
+        models = apis.parse_models(self.cfg.api, body) if status == 200 and body is not None else []
+        if not models:
+            raise EndpointError(f"could not list models at {self.cfg.base_url}{path} (HTTP {status}); "
+                                "name one with --model")
+        return models[0]
+
+    def _spec(self, i: int, model: str, warmup: bool, t_sched_ns: int | None = None) -> RequestSpec:
+        prompt = self.cfg.workload.prompt(i)
+        path, body = apis.build_request(self.cfg.api, model, prompt, include_usage=self._include_usage,
+                                        extra_body=self.cfg.extra_body)
+        return RequestSpec(
+            index=i, path=path, body=json.dumps(body).encode(), headers=self._headers(), dialect=self.cfg.api,
+            warmup=warmup, t_sched_ns=t_sched_ns, prompt_tokens_planned=prompt.input_tokens_target,
+            max_tokens=prompt.max_tokens, usage_requested=self._include_usage,
+        )
+
+    # ---- one request ------------------------------------------------------------------------
+
+    def _finish(self, rec: RequestRecord, journal: Journal) -> None:
+        from .metrics import request_metrics
+
+        rec.error_detail = self._redact(rec.error_detail)
+        if self.cfg.tokenizer is not None and rec.ok and "completion_tokens" not in rec.usage:
+            rec.tokenizer_tokens = None  # set by the transport when it kept the text
+        self.records.append(rec)
+        m = request_metrics(rec)
+        journal.append(rec, m.as_dict())
+        if rec.prompt_tokens_planned and rec.usage.get("prompt_tokens") and hasattr(self.cfg.workload, "calibrate"):
+            self.cfg.workload.calibrate(rec.prompt_tokens_planned, rec.usage["prompt_tokens"])
+        if not rec.warmup:
+            if rec.ok:
+                self._tokens += m.output_tokens
+            else:
+                self._errors += 1
+            measured = sum(1 for r in self.records if not r.warmup)
+            limit = self.cfg.max_error_rate
+            if limit is not None and measured >= 10 and self._errors / measured > limit:
+                self._stop = True
+                self.stopped_reason = (f"error rate {self._errors / measured:.1%} exceeded --max-error-rate "
+                                       f"{limit:.1%} after {measured} requests")
+
+    async def _first_request(self, model: str, journal: Journal, warmup: bool) -> None:
+        """Sends request 0 alone, to fail fast on a wrong key, path or model, and to learn
+        whether the server accepts the usage request (retried once without it)."""
+        rec = await self.transport.send(self._spec(0, model, warmup))
+        if rec.status == 400 and self._include_usage:
+            self._include_usage = False
+            self._usage_note = "the server rejected stream_options.include_usage; retried without it"
+            rec = await self.transport.send(self._spec(0, model, warmup))
+        if rec.status in (401, 403):
+            raise EndpointError(f"the endpoint refused the API key (HTTP {rec.status}); set --api-key-env "
+                                "to the variable that holds a valid key")
+        if rec.status == 404:
+            raise EndpointError(self._redact(
+                f"HTTP 404 for {self.cfg.base_url}{self._spec(0, model, warmup).path}: wrong --base-url or --api, "
+                f"or unknown model '{model}' ({(rec.error_detail or '')[:200]})") or "")
+        if rec.error in ("connect",):
+            raise EndpointError(self._redact(f"cannot connect to {self.cfg.base_url}: {rec.error_detail}; "
+                                             "is the server running? Check --base-url") or "")
+        self._finish(rec, journal)
+
+    # ---- load -------------------------------------------------------------------------------
+
+    async def _concurrency_loop(self, model: str, journal: Journal, t_start: int) -> None:
+        plan = self.cfg.plan
+        next_index = 1
+        deadline = t_start + int(plan.duration_s * 1e9) if plan.duration_s else None
+
+        def take() -> int | None:
+            nonlocal next_index
+            if self._stop or (plan.requests is not None and next_index >= plan.requests + plan.warmup):
+                return None
+            if deadline is not None and _now_ns() >= deadline:
+                return None
+            i = next_index
+            next_index += 1
+            return i
+
+        async def worker() -> None:
+            while (i := take()) is not None:
+                self._in_flight += 1
+                try:
+                    rec = await self.transport.send(self._spec(i, model, i < plan.warmup))
+                finally:
+                    self._in_flight -= 1
+                self._finish(rec, journal)
+
+        await asyncio.gather(*(worker() for _ in range(plan.concurrency or 1)))
+
+    async def _rate_loop(self, model: str, journal: Journal, t_start: int) -> None:
+        plan = self.cfg.plan
+        n = (plan.requests + plan.warmup) if plan.requests is not None else 10_000_000
+        if plan.duration_s and plan.requests is None:
+            n = int(plan.rate_rps * plan.duration_s) + plan.warmup + 1
+        offsets = arrival_offsets_ns(n, plan.rate_rps, plan.arrival, plan.burstiness, self.cfg.seed)
+        limit = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
+        deadline = t_start + int(plan.duration_s * 1e9) if plan.duration_s else None
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(i: int, t_sched: int) -> None:
+            if limit is not None:
+                await limit.acquire()
+            self._in_flight += 1
+            try:
+                rec = await self.transport.send(self._spec(i, model, i < plan.warmup, t_sched))
+            finally:
+                self._in_flight -= 1
+                if limit is not None:
+                    limit.release()
+            self._finish(rec, journal)
+
+        for i in range(1, n):
+            t_sched = t_start + int(offsets[i])
+            if self._stop or (deadline is not None and t_sched >= deadline):
+                break
+            delay = (t_sched - _now_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.create_task(one(i, t_sched))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    async def _report_progress(self, t_start: int) -> None:
+        while True:
+            done = len(self.records)
+            self.progress.update(done, self._in_flight, self._tokens, self._errors, (_now_ns() - t_start) / 1e9)
+            await asyncio.sleep(0.1)
+
+    # ---- the run ----------------------------------------------------------------------------
+
+    async def run(self) -> RunResult:
+        cfg = self.cfg
+        cfg.plan.validate()
+        own_transport = self.transport is None
+        if own_transport:
+            import httpx
+
+            self.transport = HttpxTransport(
+                cfg.base_url, http2=cfg.http2,
+                max_connections=max(cfg.plan.concurrency or 0, cfg.plan.max_concurrency or 0, 100),
+                timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
+                total_timeout_s=cfg.request_timeout_s,
+            )
+        interrupted = False
+        journal: Journal | None = None
+        try:
+            model = await self._resolve_model()
+            out_dir = cfg.out_dir or default_out_dir(model)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            journal = Journal(out_dir / "requests.jsonl")
+            metadata = self._metadata(model)
+            write_json_atomic(out_dir / "results.json", {"metadata": metadata, "summary": None, "requests": []})
+            total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
+            self.progress.start(total, cfg.plan.duration_s)
+            t_start = _now_ns()
+            ticker = asyncio.create_task(self._report_progress(t_start))
+            try:
+                await self._first_request(model, journal, warmup=cfg.plan.warmup > 0)
+                if cfg.plan.mode == "rate":
+                    await self._rate_loop(model, journal, t_start)
+                else:
+                    await self._concurrency_loop(model, journal, t_start)
+            except asyncio.CancelledError:
+                interrupted = True
+            finally:
+                ticker.cancel()
+                self.progress.stop()
+        finally:
+            if own_transport:
+                try:
+                    await asyncio.shield(self.transport.aclose())
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        metadata["usage_note"] = self._usage_note
+        metadata["include_usage"] = self._include_usage
+        metadata["interrupted"] = interrupted
+        metadata["stopped_reason"] = self.stopped_reason
+        result = finalize(out_dir, metadata, self.records, cfg.plan)
+        result.interrupted = interrupted
+        result.stopped_reason = self.stopped_reason
+        if journal is not None:
+            journal.close()
+        return result
+
+    def _metadata(self, model: str) -> dict[str, Any]:
+        from . import __version__
+
+        cfg = self.cfg
+        url = urlsplit(cfg.base_url)
+        plan = cfg.plan
+        return {
+            "pytps_version": __version__,
+            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path or "/"},
+            "api": cfg.api,
+            "model": model,
+            "transport": getattr(self.transport, "name", "httpx"),
+            "http2": cfg.http2,
+            "workload": cfg.workload_description,
+            "load": {
+                "mode": plan.mode, "concurrency": plan.concurrency, "rate_rps": plan.rate_rps,
+                "arrival": plan.arrival, "burstiness": plan.burstiness, "max_concurrency": plan.max_concurrency,
+                "requests": plan.requests, "duration_s": plan.duration_s, "warmup": plan.warmup,
+            },
+            "seed": cfg.seed,
+            "extra_body": cfg.extra_body,
+            "header_names": sorted(cfg.headers),  # values may hold secrets
+            "client": {
+                "host": platform.node(), "cpu_count": os.cpu_count(), "os": platform.platform(),
+                "python": platform.python_version(),
+            },
+            "clock": {"source": "CLOCK_MONOTONIC", "unit": "ns",
+                      "wall_minus_monotonic_ns": time.time_ns() - _now_ns()},
+        }
+
+
+def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecord], plan: LoadPlan) -> RunResult:
+    """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
+    target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+    summary, per_request = summarize(records, target_concurrency=target, rate_mode=plan.mode == "rate")
+    write_json_atomic(out_dir / "results.json", {
+        "metadata": metadata,
+        "summary": summary,
+        "requests": [m.as_dict() for m in per_request],
+    })
+    write_events(out_dir / "events.npz", records)
+    return RunResult(out_dir=out_dir, metadata=metadata, summary=summary, records=records)
+
+
+def run(cfg: RunConfig, progress: Progress | None = None) -> RunResult:
+    """Runs a benchmark to the end (library entry point): pytps.run(...) builds cfg for you."""
+    return asyncio.run(Runner(cfg, progress).run())
+
+
+Callback = Callable[[RequestRecord], None]

@@ -1,0 +1,287 @@
+"""The httpx transport: HTTP through httpx/httpcore, with every socket read stamped.
+
+httpcore reads the socket through a network stream; we hand it one that stamps
+pytps.now_ns() right after each read. Body chunks that httpx yields after that read carry
+its stamp: h11 turns the bytes of a read into body data before the next read, so the last
+read is the one that delivered the chunk's final bytes. (With HTTP/2, one connection's reads
+serve several streams, so a stamp can be later than the true arrival by the time other
+streams' data took; use HTTP/1.1 for timing.)
+
+httpx's own transport hides its connection pool, so ours builds the pool with the stamping
+backend and maps requests and responses the way httpx's does.
+"""
+
+from __future__ import annotations
+
+import ssl
+import typing
+from dataclasses import dataclass
+
+import httpcore
+import httpx
+
+from .._native import _core
+from ..records import (
+    ERROR_CLIENT,
+    ERROR_CONNECT,
+    ERROR_IN_STREAM,
+    ERROR_PROTOCOL,
+    ERROR_TIMEOUT,
+    ERROR_TRUNCATED,
+    RequestRecord,
+    http_error_class,
+)
+
+_now_ns = _core.now_ns
+
+
+class StampingStream(httpcore.AsyncNetworkStream):
+    """A network stream that records the monotonic ns of its latest read."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self.last_read_ns = 0
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._inner.read(max_bytes, timeout)
+        self.last_read_ns = _now_ns()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> "StampingStream":
+        # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
+        return StampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self._inner.get_extra_info(info)
+
+
+class StampingBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        return StampingStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
+        return StampingStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, stream: typing.AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> typing.AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+
+    async def aclose(self) -> None:
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()  # type: ignore[attr-defined]
+
+
+class StampingTransport(httpx.AsyncBaseTransport):
+    """httpx transport over an httpcore pool whose sockets stamp every read."""
+
+    def __init__(self, *, http2: bool = False, max_connections: int = 100, verify: bool = True) -> None:
+        ctx = ssl.create_default_context() if verify else ssl._create_unverified_context()  # noqa: S323
+        if http2:
+            ctx.set_alpn_protocols(["h2", "http/1.1"])
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ctx,
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=60.0,
+            http1=True,
+            http2=http2,
+            network_backend=StampingBackend(),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        req = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,  # type: ignore[arg-type]
+            extensions=request.extensions,
+        )
+        resp = await self._pool.handle_async_request(req)
+        return httpx.Response(
+            status_code=resp.status,
+            headers=resp.headers,
+            stream=_ResponseStream(resp.stream),  # type: ignore[arg-type]
+            extensions=resp.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+@dataclass
+class RequestSpec:
+    """One request, rendered before it is sent so that no work sits between t_send and the wire."""
+
+    index: int
+    path: str
+    body: bytes
+    headers: dict[str, str]
+    dialect: str
+    warmup: bool = False
+    t_sched_ns: int | None = None
+    prompt_tokens_planned: int | None = None
+    max_tokens: int | None = None
+    usage_requested: bool = True
+
+
+class _PhaseTrace:
+    """httpcore trace callback: stamps the connection phases of one request."""
+
+    def __init__(self) -> None:
+        self.stamps: dict[str, int] = {}
+
+    async def __call__(self, name: str, info: dict[str, typing.Any]) -> None:
+        self.stamps[name] = _now_ns()
+
+    def phases_ns(self) -> dict[str, int]:
+        s = self.stamps
+        out: dict[str, int] = {}
+        for phase, start, end in (
+            ("connect", "connection.connect_tcp.started", "connection.connect_tcp.complete"),
+            ("tls", "connection.start_tls.started", "connection.start_tls.complete"),
+            ("send", "http11.send_request_headers.started", "http11.send_request_body.complete"),
+            ("wait_headers", "http11.send_request_body.complete", "http11.receive_response_headers.complete"),
+        ):
+            if start in s and end in s:
+                out[phase] = s[end] - s[start]
+        return out
+
+
+def classify_exception(exc: BaseException) -> str:
+    """The error class (docs/metrics.md) of an exception raised while sending or reading."""
+    if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException, TimeoutError)):
+        return ERROR_TIMEOUT
+    if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError, ConnectionRefusedError)):
+        return ERROR_CONNECT
+    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError, httpx.ReadError,
+                        httpcore.ReadError, ConnectionResetError, BrokenPipeError)):
+        return ERROR_TRUNCATED
+    return ERROR_CLIENT
+
+
+class HttpxTransport:
+    """Sends RequestSpecs through an httpx.AsyncClient and returns RequestRecords."""
+
+    name = "httpx"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        http2: bool = False,
+        max_connections: int = 100,
+        timeout: httpx.Timeout | None = None,
+        total_timeout_s: float | None = None,
+        verify: bool = True,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.total_timeout_s = total_timeout_s
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            transport=StampingTransport(http2=http2, max_connections=max_connections, verify=verify),
+            timeout=timeout or httpx.Timeout(connect=10.0, read=60.0, write=10.0, pool=None),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, typing.Any]:
+        resp = await self._client.get(path, headers=headers)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, None
+
+    async def send(self, spec: RequestSpec) -> RequestRecord:
+        rec = RequestRecord(
+            index=spec.index,
+            warmup=spec.warmup,
+            t_sched_ns=spec.t_sched_ns,
+            prompt_tokens_planned=spec.prompt_tokens_planned,
+            max_tokens=spec.max_tokens,
+            usage_requested=spec.usage_requested,
+            transport=self.name,
+        )
+        recorder = _core.StreamRecorder(spec.dialect)
+        trace = _PhaseTrace()
+        headers = {"content-type": "application/json", "accept": "text/event-stream", **spec.headers}
+        request = self._client.build_request("POST", spec.path, content=spec.body, headers=headers,
+                                             extensions={"trace": trace})
+        rec.t_send_ns = _now_ns()
+        try:
+            response = await self._client.send(request, stream=True)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded error class
+            rec.t_done_ns = _now_ns()
+            rec.error = classify_exception(exc)
+            rec.error_detail = f"{type(exc).__name__}: {exc}"
+            rec.phases_ns = trace.phases_ns()
+            return rec
+        stream = response.extensions.get("network_stream")
+        rec.t_headers_ns = getattr(stream, "last_read_ns", None) or _now_ns()
+        rec.status = response.status_code
+        body_error: BaseException | None = None
+        error_body = b""
+        try:
+            if response.status_code >= 300:
+                async for chunk in response.aiter_bytes():
+                    if len(error_body) < 4096:
+                        error_body += chunk
+            else:
+                feed = recorder.feed
+                async for chunk in response.aiter_bytes():
+                    feed(chunk, stream.last_read_ns if stream is not None else _now_ns())
+        except Exception as exc:  # noqa: BLE001
+            body_error = exc
+        finally:
+            await response.aclose()
+        t_end = _now_ns()
+        recorder.close(t_end)
+        rec.t_done_ns = t_end
+        rec.fill_from_recorder(recorder)
+        rec.phases_ns = trace.phases_ns()
+        if response.status_code >= 300:
+            rec.error = http_error_class(response.status_code)
+            rec.error_detail = error_body[:500].decode("utf-8", "replace")
+        elif body_error is not None:
+            rec.error = classify_exception(body_error)
+            rec.error_detail = f"{type(body_error).__name__}: {body_error}"
+        else:
+            classify_stream(rec, recorder.error)
+        return rec
+
+
+def classify_stream(rec: RequestRecord, stream_error: dict[str, typing.Any] | None) -> None:
+    """Errors seen in a 2xx body: an in-stream error, a protocol error, or a missing terminal marker."""
+    if stream_error is not None:
+        rec.error = ERROR_IN_STREAM if stream_error["kind"] == "in_stream" else ERROR_PROTOCOL
+        rec.error_detail = stream_error["message"]
+    elif not rec.done:
+        rec.error = ERROR_TRUNCATED
+        rec.error_detail = "the stream ended before its terminal marker"
