@@ -251,7 +251,7 @@ class Emulator:
         ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives`` and numpy
         arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
         CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32) and ``kinds``
-        (uint8: 0 reasoning, 1 content, 2 tool-call arguments). ``clear=True`` hands the
+        (uint8, the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments). ``clear=True`` hands the
         records over and forgets them.
         """
         return self._native.truth(clear)

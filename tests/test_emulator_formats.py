@@ -218,6 +218,19 @@ def test_anthropic_event_order_and_stop_reasons():
     assert r2.sse_json()[-2][1]["usage"]["output_tokens"] == 5
 
 
+def test_opening_events_go_out_at_once_and_blocks_open_with_their_first_token():
+    with pytps.Emulator(**{**FAST, "tool_calls": True}) as emu:
+        a = call(emu.port, "POST", "/v1/messages", {"messages": MSG, "stream": True, "max_tokens": 3})
+        r = call(emu.port, "POST", "/v1/responses", {"input": "x", "stream": True})
+        c = call(emu.port, "POST", "/v1/chat/completions", {"messages": MSG, "stream": True})
+    assert a.chunks[0].startswith(b"event: message_start\n") and a.chunks[0].count(b"event: ") == 1
+    assert a.chunks[1].split(b"\n")[0::3][:3] == [b"event: content_block_start", b"event: ping",
+                                                  b"event: content_block_delta"]
+    assert r.chunks[0].count(b"event: ") == 2  # response.created, response.in_progress
+    assert r.chunks[1].startswith(b"event: response.output_item.added\n")
+    assert b'"role":"assistant"' in c.chunks[0] and b"tool_calls" not in c.chunks[0]
+
+
 def test_tool_call_arguments_are_json():
     with pytps.Emulator(**{**FAST, "tool_calls": True, "default_output_tokens": 6, "max_output_tokens": 6}) as emu:
         chat = call(emu.port, "POST", "/v1/chat/completions", {"messages": MSG, "stream": True, "tools": TOOLS_OPENAI})

@@ -40,7 +40,7 @@ def test_kinds_tokens_and_usage_agree():
         call(emu.port, "POST", "/v1/chat/completions", {**CHAT, "stream_options": {"include_usage": True}})
         t = emu.wait_truth(1)[0]
     assert t["tokens"].tolist() == [2, 2, 1, 2, 2, 2, 1]
-    assert t["kinds"].tolist() == [0, 0, 0, 2, 2, 2, 2]
+    assert t["kinds"].tolist() == [pytps.KIND_REASONING] * 3 + [pytps.KIND_TOOL] * 4
     assert (t["output_tokens"], t["reasoning_tokens"]) == (12, 5)
 
 
@@ -141,7 +141,7 @@ def test_truth_clear_and_log(tmp_path):
     assert [x["id"] for x in lines] == [k["id"] for k in kept] == ["ollama-1", "ollama-2", "ollama-3"]
     for x, k in zip(lines, kept):
         assert x["sent_ns"] == k["sent_ns"].tolist() and x["scheduled_ns"] == k["scheduled_ns"].tolist()
-        assert x["tokens"] == [1, 1, 1] and x["kinds"] == [1, 1, 1] and x["status"] == 200
+        assert x["tokens"] == [1, 1, 1] and x["kinds"] == [pytps.KIND_CONTENT] * 3 and x["status"] == 200
 
 
 def test_client_going_away_is_recorded():

@@ -20,6 +20,11 @@ const char* id_prefix(Api api) {
     }
 }
 bool ends_stream_early(FaultKind k) { return k == FaultKind::disconnect || k == FaultKind::error_event; }
+// The project's public kind codes (pytps.KIND_CONTENT 0, KIND_REASONING 1, KIND_TOOL 2), so
+// truth kinds compare directly with what the StreamRecorder reports.
+uint8_t truth_kind(TokKind k) {
+    return k == TokKind::content ? 0 : k == TokKind::reasoning ? 1 : 2;
+}
 }  // namespace
 
 void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns) {
@@ -116,7 +121,7 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
         for (size_t i = 0; i < ne; ++i) {
             rec.scheduled_ns[i] = s->events[i].due_ns;
             rec.tokens[i] = s->events[i].tokens;
-            rec.kinds[i] = static_cast<uint8_t>(s->events[i].kind);
+            rec.kinds[i] = truth_kind(s->events[i].kind);
         }
         rec.sent_ns.assign(ne, 0);
         rec.planned_events = static_cast<int64_t>(ne);
@@ -124,7 +129,7 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
         // One body carrying every token, due when the last token would have been.
         rec.scheduled_ns = {ne ? s->events.back().due_ns : s->headers_due_ns};
         rec.tokens = {static_cast<int32_t>(n)};
-        rec.kinds = {static_cast<uint8_t>(p.answer_tokens > 0 ? (p.tool_call ? 2 : 1) : 0)};
+        rec.kinds = {truth_kind(p.answer_tokens > 0 ? (p.tool_call ? TokKind::tool : TokKind::content) : TokKind::reasoning)};
         rec.sent_ns = {0};
         rec.planned_events = 1;
     }
@@ -324,7 +329,7 @@ void Server::finish_stream(Conn& c, bool completed) {
     r.reasoning_tokens = 0;
     for (size_t i = 0; i < sent; ++i) {
         r.output_tokens += r.tokens[i];
-        if (r.kinds[i] == 0) r.reasoning_tokens += r.tokens[i];
+        if (r.kinds[i] == truth_kind(TokKind::reasoning)) r.reasoning_tokens += r.tokens[i];
     }
     if (!s.plan.stream && sent) r.reasoning_tokens = s.plan.reasoning_tokens;
     r.completed = completed && static_cast<int64_t>(sent) == r.planned_events;

@@ -34,7 +34,7 @@ struct TruthRecord {
     std::vector<int64_t> scheduled_ns;
     std::vector<int64_t> sent_ns;
     std::vector<int32_t> tokens;
-    std::vector<uint8_t> kinds;  // 0 reasoning, 1 content, 2 tool-call arguments
+    std::vector<uint8_t> kinds;  // pytps.KIND_*: 0 content, 1 reasoning, 2 tool-call arguments
 };
 
 std::string truth_json_line(const TruthRecord& r);

@@ -19,9 +19,6 @@ public:
         out += ",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":";
         json_int(out, p_.prompt_tokens);
         out += ",\"output_tokens\":1}}}\n\n";
-        const int first = p_.reasoning_tokens > 0 ? 0 : p_.tool_call ? 2 : 1;
-        open_block(out, first);
-        ping(out);
     }
 
     void tokens(std::string& out, TokKind kind, int64_t count) override {
@@ -29,6 +26,9 @@ public:
         if (open_ != k) {
             if (open_ >= 0) close_block(out);
             open_block(out, k);
+            // The first block comes with the first token (a tool_use block carries the tool's
+            // name, which is generated output), then the ping, in the documented order.
+            if (index_ == 0) ping(out);
         }
         std::string text = next_text(kind, count);
         out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
