@@ -1,5 +1,6 @@
 // Internals of the emulator: connections, the per-request stream state and the loop.
-// emu_server.cpp has the loop, sockets and HTTP routing; emu_stream.cpp the timed responses.
+// emu_server.cpp has the loop, sockets and output; emu_http.cpp the HTTP dispatch;
+// emu_stream.cpp the timed responses.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -113,7 +114,7 @@ private:
     void resolve_marks(Conn& c, int64_t t);
     void after_output(Conn& c);
 
-    // HTTP
+    // HTTP (emu_http.cpp)
     void try_requests(Conn& c);
     void handle_request(Conn& c, HttpRequest& req, int64_t received_ns);
     void send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
