@@ -54,7 +54,7 @@ std::string Formatter::next_text(TokKind kind, int64_t count) {
     std::string s;
     for (int64_t j = 0; j < count; ++j) s += token_piece(kind, emitted_[k] + j, n);
     emitted_[k] += count;
-    acc_[k] += s;
+    if (keep_text_) acc_[k] += s;
     return s;
 }
 

@@ -77,7 +77,8 @@ protected:
 
     ResponsePlan p_;
     int64_t emitted_[3] = {0, 0, 0};
-    std::string acc_[3];  // text emitted so far per kind, for the providers' *.done events
+    bool keep_text_ = false;  // set by formats whose closing events repeat the text
+    std::string acc_[3];      // text emitted so far per kind (when keep_text_)
 };
 
 // The word of token `i` of a phase of `n` tokens. Content and reasoning are " word" pieces;

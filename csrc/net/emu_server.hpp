@@ -125,6 +125,7 @@ private:
     void on_stream_timer(Conn& c);
     void write_group(Conn& c, int64_t now);
     void end_stream_bytes(Conn& c, std::string& payload);
+    void queue_payload(Conn& c, const std::string& payload, bool end);
     void arm_timer(Conn& c);
     void finish_stream(Conn& c, bool completed);
     void frame(const Stream& s, const std::string& payload, std::string& out);

@@ -149,6 +149,14 @@ void Server::frame(const Stream& s, const std::string& payload, std::string& out
     }
 }
 
+void Server::queue_payload(Conn& c, const std::string& payload, bool end) {
+    // Framed straight into the connection's output: no copy on the way.
+    const size_t before = c.out.size();
+    frame(*c.stream, payload, c.out);
+    if (end) end_stream_bytes(c, c.out);
+    c.queued_total += c.out.size() - before;
+}
+
 void Server::end_stream_bytes(Conn& c, std::string& bytes) {
     Stream& s = *c.stream;
     if (s.chunked) {
@@ -227,9 +235,7 @@ void Server::on_stream_timer(Conn& c) {
         if (t >= s2.last_write_ns + cfg_.keepalive_ns) {
             scratch_.clear();
             s2.fmt->keepalive(scratch_);
-            frame_.clear();
-            frame(s2, scratch_, frame_);
-            queue(*still, frame_);
+            queue_payload(*still, scratch_, false);
             s2.last_write_ns = t;
             ++s2.rec.keepalives;
             if (!flush(*still)) return;
@@ -268,10 +274,7 @@ void Server::write_group(Conn& c, int64_t now) {
             }
             scratch_.clear();
             s.fmt->error_event(scratch_);
-            frame_.clear();
-            frame(s, scratch_, frame_);
-            end_stream_bytes(c, frame_);
-            queue(c, frame_);
+            queue_payload(c, scratch_, true);
             add_mark(c, Mark::done, 0, 0);
             flush(c);
             return;
@@ -287,10 +290,7 @@ void Server::write_group(Conn& c, int64_t now) {
             StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : s.events[0].due_ns, now_ns()};
             s.fmt->finish(scratch_, t);
         }
-        frame_.clear();
-        frame(s, scratch_, frame_);
-        if (last) end_stream_bytes(c, frame_);
-        queue(c, frame_);
+        queue_payload(c, scratch_, last);
         add_mark(c, Mark::events, static_cast<uint32_t>(first), static_cast<uint32_t>(end - first));
         if (last) add_mark(c, Mark::done, 0, 0);
         if (!flush(c)) return;

@@ -169,17 +169,22 @@ public:
     }
 
 private:
+    std::string head_;  // the same for every chunk of the stream, so built once
+
     // Everything of a chunk up to the delta's value.
     void head(std::string& out) {
-        out += "data: {\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"chat.completion.chunk\",\"created\":";
-        json_int(out, p_.created_s);
-        out += ",\"model\":";
-        json_str(out, p_.model);
-        out += ",\"system_fingerprint\":\"";
-        out += kFingerprint;
-        out += "\",\"choices\":[{\"index\":0,\"delta\":";
+        if (head_.empty()) {
+            head_ = "data: {\"id\":";
+            json_str(head_, p_.id);
+            head_ += ",\"object\":\"chat.completion.chunk\",\"created\":";
+            json_int(head_, p_.created_s);
+            head_ += ",\"model\":";
+            json_str(head_, p_.model);
+            head_ += ",\"system_fingerprint\":\"";
+            head_ += kFingerprint;
+            head_ += "\",\"choices\":[{\"index\":0,\"delta\":";
+        }
+        out += head_;
     }
 };
 

@@ -12,6 +12,7 @@ namespace {
 class ResponsesFormatter : public Formatter {
 public:
     explicit ResponsesFormatter(const ResponsePlan& plan) : Formatter(plan) {
+        keep_text_ = true;
         const std::string n = std::to_string(plan.seq);
         item_id_[0] = "rs_" + n;
         item_id_[1] = "msg_" + n;

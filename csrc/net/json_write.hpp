@@ -1,8 +1,8 @@
 // Appending JSON text to a std::string: escaped strings and integers. Responses are built
 // by concatenation in the providers' exact key order, so no writer object is needed.
 #pragma once
+#include <charconv>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -37,8 +37,8 @@ inline void json_str(std::string& out, std::string_view s) {
 
 inline void json_int(std::string& out, int64_t v) {
     char buf[24];
-    int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    out.append(buf, static_cast<size_t>(n));
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 }  // namespace pytps
