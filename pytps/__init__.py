@@ -10,7 +10,8 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
-from .errors import BuildError, ConfigError, ProtocolError, PytpsError
+from .emulator import Emulator
+from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
 
 try:
     __version__: str = _dist_version("pytps")
@@ -31,6 +32,8 @@ KIND_TOOL = _core.KIND_TOOL
 __all__ = [
     "BuildError",
     "ConfigError",
+    "Emulator",
+    "EndpointError",
     "Histogram",
     "ProtocolError",
     "PytpsError",

@@ -1,0 +1,69 @@
+// Settings of the streaming emulator: timing model, output shape and faults. Plain data,
+// filled by the bindings and validated there (the emulator trusts it).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pytps {
+
+// How a duration (TTFT or the gap between events) is drawn per request / per event.
+enum class Dist : uint8_t { fixed, normal, lognormal, replay };
+
+enum class FaultKind : uint8_t {
+    none,
+    http_429,      // 429 with Retry-After, before any stream starts
+    http_500,
+    http_503,
+    disconnect,    // connection closed mid-stream without the terminating chunk
+    malformed,     // one event whose JSON is cut short, then the stream goes on
+    error_event,   // an in-stream error event in the provider's format, then the stream ends
+    stall,         // a pause of `seconds` after `after_events` events; later events shift by it
+    slow_headers,  // response headers (and so everything) late by `seconds`
+};
+
+const char* fault_name(FaultKind k);
+// Returns FaultKind::none when the name is unknown.
+FaultKind fault_from_name(const std::string& name);
+
+struct FaultSpec {
+    FaultKind kind = FaultKind::none;
+    double probability = 0.0;  // chance per request, drawn from the seeded generator
+    int64_t every = 0;         // or: every Nth generation request (1-based count)
+    double seconds = 1.0;      // stall / slow_headers duration
+    int64_t after_events = -1; // disconnect / malformed / error_event / stall position; -1: half the events
+    int64_t retry_after_s = 1; // http_429's Retry-After
+};
+
+struct EmulatorConfig {
+    std::string host = "127.0.0.1";
+    int port = 0;
+
+    Dist ttft_dist = Dist::fixed;
+    int64_t ttft_ns = 50'000'000;
+    int64_t ttft_sd_ns = 0;
+    Dist itl_dist = Dist::fixed;
+    int64_t itl_ns = 500'000;  // gap between consecutive token events
+    int64_t itl_sd_ns = 0;
+    std::vector<int64_t> itl_replay_ns;  // cycled when itl_dist == replay
+    int64_t prefill_ns_per_token = 0;    // added to TTFT per prompt token
+
+    int tokens_per_event = 1;
+    int coalesce = 1;            // consecutive events put in one write (due at the last one's time);
+                                 // 0: every event already due when a write is made
+    int reasoning_tokens = 0;    // taken from the output budget before the answer
+    bool tool_calls = false;     // the answer is one tool call whose arguments stream as deltas
+    int64_t keepalive_ns = 0;    // 0: none; else an SSE comment after this much write silence
+    int max_output_tokens = 4096;
+    int default_output_tokens = 64;
+    std::string model = "pytps-emulator";
+
+    std::vector<FaultSpec> faults;
+    uint64_t seed = 0;
+    int64_t spin_ns = 60'000;    // busy-wait this close to a due time instead of sleeping
+    bool realtime = false;       // SCHED_FIFO for the timing thread (needs root / CAP_SYS_NICE)
+    std::string truth_log;       // JSON lines file, written by a side thread; empty: none
+    bool keep_truth = true;      // keep records for truth(); false with a log keeps memory flat
+};
+
+}  // namespace pytps

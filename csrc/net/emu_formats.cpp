@@ -1,0 +1,122 @@
+#include "net/emu_formats.hpp"
+
+#include <cstdio>
+#include <ctime>
+
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+// Short, varied, pure-ASCII pieces: clients that count characters or words see a plausible
+// text, and no piece needs escaping.
+const char* const kWords[] = {"the",   "token", "stream", "moves", "at",    "a",    "steady", "pace",
+                              "while", "each",  "word",   "lands", "right", "on",   "its",    "time"};
+constexpr int64_t kNumWords = 16;
+}  // namespace
+
+std::string token_piece(TokKind kind, int64_t i, int64_t n) {
+    if (kind == TokKind::tool) {
+        if (n == 1) return "{}";
+        if (i == 0) return "{\"q\": \"";
+        if (i == n - 1) return "\"}";
+        return std::string(kWords[i % kNumWords]) + " ";
+    }
+    const int64_t shift = kind == TokKind::reasoning ? 5 : 0;
+    return std::string(" ") + kWords[(i + shift) % kNumWords];
+}
+
+std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
+    switch (plan.api) {
+        case Api::chat: return make_openai_chat(plan);
+        case Api::completions: return make_openai_completions(plan);
+        case Api::responses: return make_responses(plan);
+        case Api::messages: return make_anthropic(plan);
+        case Api::ollama_chat:
+        case Api::ollama_generate: return make_ollama(plan);
+    }
+    return nullptr;
+}
+
+bool Formatter::is_sse() const { return p_.api != Api::ollama_chat && p_.api != Api::ollama_generate; }
+
+const char* Formatter::stream_content_type() const {
+    return is_sse() ? "text/event-stream; charset=utf-8" : "application/x-ndjson";
+}
+
+void Formatter::keepalive(std::string& out) {
+    if (is_sse()) out += ": keep-alive\n\n";
+}
+
+std::string Formatter::next_text(TokKind kind, int64_t count) {
+    const int k = static_cast<int>(kind);
+    const int64_t n = kind == TokKind::reasoning ? p_.reasoning_tokens : p_.answer_tokens;
+    std::string s;
+    for (int64_t j = 0; j < count; ++j) s += token_piece(kind, emitted_[k] + j, n);
+    emitted_[k] += count;
+    if (keep_text_) acc_[k] += s;
+    return s;
+}
+
+std::string Formatter::whole_text(TokKind kind, int64_t n) const {
+    std::string s;
+    for (int64_t j = 0; j < n; ++j) s += token_piece(kind, j, n);
+    return s;
+}
+
+const char* Formatter::openai_finish() const {
+    if (p_.hit_limit) return "length";
+    return p_.tool_call ? "tool_calls" : "stop";
+}
+
+ErrorFamily error_family(std::string_view path) {
+    if (path == "/v1/messages") return ErrorFamily::anthropic;
+    if (path.substr(0, 5) == "/api/") return ErrorFamily::ollama;
+    return ErrorFamily::openai;
+}
+
+std::string error_body(ErrorFamily fam, int status, std::string_view message) {
+    std::string out;
+    if (fam == ErrorFamily::ollama) {
+        out = "{\"error\":";
+        json_str(out, message);
+        out += "}";
+        return out;
+    }
+    if (fam == ErrorFamily::anthropic) {
+        const char* type = status == 400 ? "invalid_request_error"
+                           : status == 404 ? "not_found_error"
+                           : status == 429 ? "rate_limit_error"
+                           : status == 503 ? "overloaded_error"
+                                           : "api_error";
+        out = "{\"type\":\"error\",\"error\":{\"type\":\"";
+        out += type;
+        out += "\",\"message\":";
+        json_str(out, message);
+        out += "}}";
+        return out;
+    }
+    const char* type = status == 429 ? "requests" : status >= 500 ? "server_error" : "invalid_request_error";
+    const char* code = status == 429 ? "\"rate_limit_exceeded\"" : status == 404 ? "\"unknown_url\"" : "null";
+    out = "{\"error\":{\"message\":";
+    json_str(out, message);
+    out += ",\"type\":\"";
+    out += type;
+    out += "\",\"param\":null,\"code\":";
+    out += code;
+    out += "}}";
+    return out;
+}
+
+std::string rfc3339_now() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tm t;
+    gmtime_r(&ts.tv_sec, &t);
+    char buf[48];
+    int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", t.tm_year + 1900, t.tm_mon + 1,
+                          t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<long>(ts.tv_nsec));
+    return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace pytps

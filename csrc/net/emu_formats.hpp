@@ -1,0 +1,103 @@
+// The bytes of each provider's responses. One Formatter per request, stateful (sequence
+// numbers, open content blocks, accumulated text), so the server only says "the next
+// event carries k tokens of this kind" and writes what comes back.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "net/emu_request.hpp"
+
+namespace pytps {
+
+enum class TokKind : uint8_t { reasoning = 0, content = 1, tool = 2 };
+
+// Everything about a response that is decided when the request arrives.
+struct ResponsePlan {
+    Api api = Api::chat;
+    uint64_t seq = 0;           // 1-based count of generation requests
+    std::string id;             // chatcmpl-<seq>, cmpl-<seq>, resp_<seq>, msg_<seq>, ollama-<seq>
+    std::string model;
+    int64_t created_s = 0;      // wall-clock seconds, as the providers report
+    bool stream = false;
+    bool include_usage = false;
+    bool continuous_usage = false;
+    int64_t prompt_tokens = 0;
+    int64_t reasoning_tokens = 0;
+    int64_t answer_tokens = 0;  // content or tool-argument tokens after the reasoning
+    bool tool_call = false;
+    std::string tool_name;
+    int64_t max_tokens = -1;    // as requested (-1: none); echoed where the provider echoes it
+    bool hit_limit = false;     // the output stopped at the request's limit: finish "length"
+};
+
+// Times an Ollama final object reports (its durations are part of the format).
+struct StreamTimes {
+    int64_t received_ns = 0;
+    int64_t first_token_ns = 0;
+    int64_t last_token_ns = 0;
+};
+
+class Formatter {
+public:
+    static std::unique_ptr<Formatter> make(const ResponsePlan& plan);
+    virtual ~Formatter() = default;
+
+    bool is_sse() const;
+    const char* stream_content_type() const;
+
+    // Events before the first token (role chunk, message_start, response.created, ...).
+    virtual void begin(std::string& out) = 0;
+    // One event carrying the next `count` tokens of `kind` (phase changes add their events).
+    virtual void tokens(std::string& out, TokKind kind, int64_t count) = 0;
+    // Everything after the last token: finish reason, usage, [DONE] or the provider's end.
+    virtual void finish(std::string& out, const StreamTimes& t) = 0;
+    // An in-stream error in the provider's format (the stream ends after it).
+    virtual void error_event(std::string& out) = 0;
+    // One event whose JSON is cut short.
+    virtual void malformed_event(std::string& out) = 0;
+    // A keep-alive: an SSE comment (Anthropic: a ping event); nothing for NDJSON.
+    virtual void keepalive(std::string& out);
+    // The whole response for "stream": false.
+    virtual void full_body(std::string& out, const StreamTimes& t) = 0;
+
+    int64_t emitted(TokKind k) const { return emitted_[static_cast<int>(k)]; }
+    int64_t emitted_total() const { return emitted_[0] + emitted_[1] + emitted_[2]; }
+
+    explicit Formatter(const ResponsePlan& plan) : p_(plan) {}
+
+protected:
+    // Appends the text of the next `count` tokens of `kind` (unescaped) and counts them.
+    std::string next_text(TokKind kind, int64_t count);
+    // The full text of `n` tokens of `kind`, as the stream would have carried it.
+    std::string whole_text(TokKind kind, int64_t n) const;
+    // "stop" / "length" / "tool_calls" in OpenAI's words.
+    const char* openai_finish() const;
+
+    ResponsePlan p_;
+    int64_t emitted_[3] = {0, 0, 0};
+    bool keep_text_ = false;  // set by formats whose closing events repeat the text
+    std::string acc_[3];      // text emitted so far per kind (when keep_text_)
+};
+
+// The word of token `i` of a phase of `n` tokens. Content and reasoning are " word" pieces;
+// tool arguments build the JSON object {"q": "w w ..."} piece by piece.
+std::string token_piece(TokKind kind, int64_t i, int64_t n);
+
+// Error bodies: the JSON of an error response in the family of `api` (OpenAI for every
+// /v1 path but /v1/messages, Anthropic for /v1/messages, Ollama for /api/*).
+enum class ErrorFamily : uint8_t { openai, anthropic, ollama };
+ErrorFamily error_family(std::string_view path);
+std::string error_body(ErrorFamily fam, int status, std::string_view message);
+
+// Ollama's created_at: RFC 3339 UTC with nanoseconds, from CLOCK_REALTIME.
+std::string rfc3339_now();
+
+std::unique_ptr<Formatter> make_openai_chat(const ResponsePlan& plan);
+std::unique_ptr<Formatter> make_openai_completions(const ResponsePlan& plan);
+std::unique_ptr<Formatter> make_responses(const ResponsePlan& plan);
+std::unique_ptr<Formatter> make_anthropic(const ResponsePlan& plan);
+std::unique_ptr<Formatter> make_ollama(const ResponsePlan& plan);
+
+}  // namespace pytps

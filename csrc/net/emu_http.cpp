@@ -1,0 +1,103 @@
+// HTTP dispatch of the emulator: requests parsed off a connection, routed to the health and
+// models answers, the six generation endpoints or an error in the API's own shape.
+#include "core/clock.hpp"
+#include "net/emu_server.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+struct Route {
+    const char* path;
+    Api api;
+};
+const Route kRoutes[] = {
+    {"/v1/chat/completions", Api::chat}, {"/v1/completions", Api::completions},
+    {"/v1/responses", Api::responses},   {"/v1/messages", Api::messages},
+    {"/api/chat", Api::ollama_chat},     {"/api/generate", Api::ollama_generate},
+};
+}  // namespace
+
+void Server::try_requests(Conn& c) {
+    const uint64_t id = c.id;
+    while (!c.stream && !c.close_after && !c.in.empty()) {
+        HttpRequest req;
+        size_t consumed = 0;
+        int status = 0;
+        std::string message;
+        HttpParse r = parse_http_request(c.in, req, consumed, status, message);
+        if (r == HttpParse::need_more) {
+            if (req.headers_done && req.expect_continue && !c.sent_continue) {
+                c.sent_continue = true;
+                queue(c, "HTTP/1.1 100 Continue\r\n\r\n");
+                flush(c);
+            }
+            return;
+        }
+        if (r == HttpParse::error) {
+            c.in.clear();
+            n_requests_.fetch_add(1, std::memory_order_relaxed);
+            send_simple(c, status, error_body(ErrorFamily::openai, status, message), "", false);
+            return;
+        }
+        const int64_t received = now_ns();
+        c.in.erase(0, consumed);
+        c.sent_continue = false;
+        n_requests_.fetch_add(1, std::memory_order_relaxed);
+        handle_request(c, req, received);
+        if (!find(id)) return;
+    }
+}
+
+void Server::send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
+                         bool keep_alive) {
+    std::string& h = scratch_;
+    h.clear();
+    append_status_line(h, status);
+    h += "Content-Type: application/json\r\nContent-Length: ";
+    json_int(h, static_cast<int64_t>(body.size()));
+    h += "\r\n";
+    h += extra_headers;
+    if (!keep_alive) h += "Connection: close\r\n";
+    h += "\r\n";
+    h += body;
+    queue(c, h);
+    if (!keep_alive) c.close_after = true;
+    if (!flush(c)) return;
+    if (c.close_after && c.out_off >= c.out.size()) close_conn(c);
+}
+
+void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
+    c.keep_alive = req.keep_alive;
+    for (const Route& r : kRoutes) {
+        if (req.path != r.path) continue;
+        if (req.method != "POST") {
+            send_simple(c, 405, error_body(error_family(req.path), 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
+                        "Allow: POST\r\n", req.keep_alive);
+            return;
+        }
+        start_generation(c, r.api, req, received_ns);
+        return;
+    }
+    if (req.path == "/health" || req.path == "/v1/models") {
+        if (req.method != "GET") {
+            send_simple(c, 405, error_body(ErrorFamily::openai, 405, "Method " + req.method + " is not allowed on " + req.path + "; use GET."),
+                        "Allow: GET\r\n", req.keep_alive);
+            return;
+        }
+        std::string body;
+        if (req.path == "/health") {
+            body = "{\"status\":\"ok\"}";
+        } else {
+            body = "{\"object\":\"list\",\"data\":[{\"id\":";
+            json_str(body, cfg_.model);
+            body += ",\"object\":\"model\",\"created\":0,\"owned_by\":\"pytps\"}]}";
+        }
+        send_simple(c, 200, body, "", req.keep_alive);
+        return;
+    }
+    send_simple(c, 404, error_body(error_family(req.path), 404, "Invalid URL (" + req.method + " " + req.path + ")"), "",
+                req.keep_alive);
+}
+
+}  // namespace pytps

@@ -1,0 +1,222 @@
+#include "net/emu_request.hpp"
+
+#include "core/json_scan.hpp"
+
+namespace pytps {
+
+const char* api_name(Api api) {
+    switch (api) {
+        case Api::chat: return "chat";
+        case Api::completions: return "completions";
+        case Api::responses: return "responses";
+        case Api::messages: return "messages";
+        case Api::ollama_chat: return "ollama_chat";
+        case Api::ollama_generate: return "ollama_generate";
+    }
+    return "?";
+}
+
+namespace {
+
+using json::JsonReader;
+using json::Type;
+
+// Adds the byte length of every string value under the current value (keys excluded).
+void sum_strings(JsonReader& r, int64_t& chars) {
+    switch (r.peek()) {
+        case Type::String: {
+            std::string s;
+            if (r.read_string(s)) chars += static_cast<int64_t>(s.size());
+            return;
+        }
+        case Type::Array:
+            if (!r.begin_array()) return;
+            while (r.next_element()) sum_strings(r, chars);
+            return;
+        case Type::Object: {
+            if (!r.begin_object()) return;
+            std::string_view key;
+            while (r.next_key(key)) sum_strings(r, chars);
+            return;
+        }
+        default:
+            r.skip_value();
+    }
+}
+
+// Reads a boolean or null; a value of another type sets `error`.
+bool read_bool_field(JsonReader& r, const char* key, bool& out, std::string& error) {
+    if (r.read_bool(out) || r.read_null()) return true;
+    if (!r.failed()) error = std::string("Invalid type for '") + key + "': expected a boolean.";
+    return false;
+}
+
+// A token limit: a positive integer or null (Ollama's num_predict also takes -1 and -2,
+// "no limit", which count as absent).
+bool read_limit(JsonReader& r, const char* key, int64_t& out, bool ollama, std::string& error) {
+    int64_t v = 0;
+    if (r.read_null()) return true;
+    if (r.read_int(v) && (v >= 1 || (ollama && (v == -1 || v == -2)))) {
+        if (v >= 1 && out < 0) out = v;
+        return true;
+    }
+    if (!r.failed()) error = std::string("Invalid '") + key + "': expected a positive integer.";
+    return false;
+}
+
+// The name of the first tool: Chat Completions / Ollama {"function": {"name"}}, Anthropic
+// and Responses {"name"}.
+void first_tool_name(JsonReader& r, std::string& name) {
+    if (r.peek() != Type::Array) {
+        r.skip_value();
+        return;
+    }
+    r.begin_array();
+    bool first = true;
+    while (r.next_element()) {
+        if (!first || r.peek() != Type::Object) {
+            r.skip_value();
+            continue;
+        }
+        first = false;
+        r.begin_object();
+        std::string_view key;
+        while (r.next_key(key)) {
+            if (key == "name" && r.peek() == Type::String) {
+                name.clear();
+                r.read_string(name);
+            } else if (key == "function" && r.peek() == Type::Object) {
+                r.begin_object();
+                std::string_view k2;
+                while (r.next_key(k2)) {
+                    if (k2 == "name" && r.peek() == Type::String) {
+                        name.clear();
+                        r.read_string(name);
+                    } else {
+                        r.skip_value();
+                    }
+                }
+            } else {
+                r.skip_value();
+            }
+        }
+    }
+}
+
+}  // namespace
+
+bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::string& error) {
+    const bool ollama = api == Api::ollama_chat || api == Api::ollama_generate;
+    const char* required = (api == Api::chat || api == Api::messages || api == Api::ollama_chat) ? "messages"
+                           : api == Api::responses                                              ? "input"
+                                                                                                : "prompt";
+    // Which JSON types the required field may have.
+    const bool needs_array = api == Api::chat || api == Api::messages || api == Api::ollama_chat;
+    const bool string_ok = !needs_array;
+    const bool array_ok = needs_array || api == Api::completions || api == Api::responses;
+
+    req.stream = ollama;  // Ollama streams unless told not to; the others only when asked
+    bool have_required = false, have_stream_options = false;
+    int64_t limit[3] = {-1, -1, -1};  // max_completion_tokens, max_tokens, max_output_tokens
+
+    JsonReader r(body);
+    if (r.peek() != Type::Object) {
+        if (r.peek() == Type::End) {
+            error = "The request body is empty; send a JSON object.";
+        } else if (r.peek() == Type::Error) {
+            error = "We could not parse the JSON body of your request: invalid JSON at byte " +
+                    std::to_string(r.offset()) + ".";
+        } else {
+            error = "The request body must be a JSON object.";
+        }
+        return false;
+    }
+    r.begin_object();
+    std::string_view key;
+    while (error.empty() && r.next_key(key)) {
+        if (key == "model") {
+            req.model.clear();
+            if (!r.read_string(req.model) && !r.failed()) error = "Invalid type for 'model': expected a string.";
+        } else if (key == "stream") {
+            read_bool_field(r, "stream", req.stream, error);
+        } else if (key == "stream_options") {
+            if (r.read_null()) continue;
+            if (r.peek() != Type::Object) {
+                if (!r.failed()) error = "Invalid type for 'stream_options': expected an object.";
+                break;
+            }
+            have_stream_options = true;
+            r.begin_object();
+            std::string_view k2;
+            while (error.empty() && r.next_key(k2)) {
+                if (k2 == "include_usage") {
+                    read_bool_field(r, "stream_options.include_usage", req.include_usage, error);
+                } else if (k2 == "continuous_usage_stats") {
+                    read_bool_field(r, "stream_options.continuous_usage_stats", req.continuous_usage, error);
+                } else {
+                    r.skip_value();
+                }
+            }
+        } else if (key == "max_completion_tokens") {
+            read_limit(r, "max_completion_tokens", limit[0], false, error);
+        } else if (key == "max_tokens") {
+            read_limit(r, "max_tokens", limit[1], false, error);
+        } else if (key == "max_output_tokens") {
+            read_limit(r, "max_output_tokens", limit[2], false, error);
+        } else if (key == "options" && ollama && r.peek() == Type::Object) {
+            r.begin_object();
+            std::string_view k2;
+            while (error.empty() && r.next_key(k2)) {
+                if (k2 == "num_predict") {
+                    read_limit(r, "options.num_predict", req.max_tokens, true, error);
+                } else {
+                    r.skip_value();
+                }
+            }
+        } else if (key == "tools") {
+            first_tool_name(r, req.tool_name);
+        } else if (key == required) {
+            have_required = true;
+            const Type t = r.peek();
+            if (!((t == Type::String && string_ok) || (t == Type::Array && array_ok))) {
+                if (!r.failed())
+                    error = std::string("Invalid type for '") + required + "': expected " +
+                            (string_ok && array_ok ? "a string or an array" : string_ok ? "a string" : "an array") + ".";
+                break;
+            }
+            sum_strings(r, req.prompt_chars);
+        } else if (key == "system" || key == "instructions") {
+            sum_strings(r, req.prompt_chars);
+        } else {
+            r.skip_value();
+        }
+    }
+    if (r.failed() || (error.empty() && !r.finish())) {
+        error = std::string("We could not parse the JSON body of your request: ") + r.error() + " at byte " +
+                std::to_string(r.error_offset()) + ".";
+        return false;
+    }
+    if (!error.empty()) return false;
+    if (!have_required) {
+        error = std::string("Missing required parameter: '") + required + "'.";
+        return false;
+    }
+    if (have_stream_options && !req.stream) {
+        error = "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
+        return false;
+    }
+    for (int64_t v : limit)
+        if (req.max_tokens < 0 && v > 0) req.max_tokens = v;
+    if (api == Api::messages && req.max_tokens < 0) {
+        error = "max_tokens: Field required";
+        return false;
+    }
+    return true;
+}
+
+int64_t estimate_prompt_tokens(const ChatRequest& req) {
+    int64_t t = (req.prompt_chars + 3) / 4;
+    return t < 1 ? 1 : t;
+}
+
+}  // namespace pytps

@@ -1,0 +1,31 @@
+// What the emulator needs from a generation request body, behind one function so the JSON
+// reader underneath can change without touching the server.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pytps {
+
+enum class Api : uint8_t { chat, completions, responses, messages, ollama_chat, ollama_generate };
+
+const char* api_name(Api api);
+
+struct ChatRequest {
+    std::string model;          // empty: the emulator's model name
+    bool stream = false;        // Ollama's default is true; the parser applies the per-API default
+    bool include_usage = false;         // stream_options.include_usage
+    bool continuous_usage = false;      // stream_options.continuous_usage_stats (vLLM)
+    int64_t max_tokens = -1;            // max_tokens / max_completion_tokens / max_output_tokens / num_predict; -1: absent
+    int64_t prompt_chars = 0;           // bytes of every string under messages/prompt/input/system/instructions
+    std::string tool_name;              // first tool's name in `tools`, if any
+};
+
+// Parses `body` as the request of `api`. On failure returns false and sets `error` to a
+// message fit for the 400 response (what was wrong, in the provider's words where possible).
+bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::string& error);
+
+// The documented estimate: ceil(prompt_chars / 4), at least 1.
+int64_t estimate_prompt_tokens(const ChatRequest& req);
+
+}  // namespace pytps

@@ -1,0 +1,303 @@
+#include "net/emu_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/clock.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+constexpr uint64_t kListenTag = ~uint64_t(0) - 1;
+
+}  // namespace
+
+Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_) {}
+
+Server::~Server() { stop(); }
+
+int Server::start() {
+    if (started_) throw std::runtime_error("this emulator was already started; create a new one");
+    started_ = true;
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) throw std::runtime_error(std::string("socket() failed: ") + std::strerror(errno));
+    int one = 1;
+    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(cfg_.port));
+    if (inet_pton(AF_INET, cfg_.host.c_str(), &addr.sin_addr) != 1) {
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        throw std::runtime_error("host '" + cfg_.host + "' is not an IPv4 address; use 127.0.0.1");
+    }
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 1024) != 0) {
+        const int e = errno;
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        throw std::runtime_error("cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port) + ": " +
+                                 std::strerror(e) + (e == EADDRINUSE ? " (pick another port, or 0 for a free one)" : ""));
+    }
+    socklen_t len = sizeof addr;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    if (!cfg_.truth_log.empty()) truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
+    loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
+    loop_->add(listen_fd_, EPOLLIN, kListenTag);
+    running_ = true;
+    thread_ = std::thread(&Server::loop_main, this);
+    if (cfg_.realtime) {
+        // A CPU hog on the same core preempts a normal thread for whole time slices (ms);
+        // a SCHED_FIFO thread preempts it instead. Set from here so a refusal is an error.
+        sched_param sp{};
+        sp.sched_priority = 10;
+        const int rc = pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &sp);
+        if (rc != 0) {
+            stop();
+            throw std::runtime_error(std::string("realtime=True: the timing thread cannot get SCHED_FIFO (") +
+                                     std::strerror(rc) + "); it needs root or CAP_SYS_NICE");
+        }
+    }
+    return port_;
+}
+
+void Server::stop() {
+    if (!running_.load()) return;
+    stopping_ = true;
+    loop_->wake();
+    if (thread_.joinable()) thread_.join();
+    running_ = false;
+    truth_.close_log();
+}
+
+Conn* Server::find(uint64_t id) {
+    auto it = conns_.find(id);
+    return it == conns_.end() ? nullptr : it->second.get();
+}
+
+void Server::loop_main() {
+    // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none.
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    std::vector<epoll_event> ready;
+    std::vector<Deadline> due;
+    ready.reserve(256);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        loop_->wait(ready, due);
+        // Deadlines first: they are what the emulator promises to keep.
+        for (const Deadline& d : due) {
+            Conn* c = find(d.tag);
+            if (c && c->timer_gen == d.gen && c->stream) on_stream_timer(*c);
+        }
+        for (const epoll_event& ev : ready) {
+            if (ev.data.u64 == EventLoop::kWakeTag) {
+                loop_->drain_wake();
+                continue;
+            }
+            if (ev.data.u64 == kListenTag) {
+                on_accept();
+                continue;
+            }
+            Conn* c = find(ev.data.u64);
+            if (!c) continue;
+            if (ev.events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) on_writable(*c);
+            c = find(ev.data.u64);
+            if (c && (ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(*c);
+        }
+    }
+    // Shutdown: open streams go to the truth as incomplete.
+    std::vector<uint64_t> ids;
+    for (auto& kv : conns_) ids.push_back(kv.first);
+    for (uint64_t id : ids)
+        if (Conn* c = find(id)) close_conn(*c);
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+}
+
+void Server::on_accept() {
+    for (;;) {
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;  // EAGAIN, or a transient error: the next readiness retries
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        auto c = std::make_unique<Conn>();
+        c->id = next_conn_id_++;
+        c->fd = fd;
+        c->interest = EPOLLIN;
+        loop_->add(fd, EPOLLIN, c->id);
+        conns_.emplace(c->id, std::move(c));
+        n_accepted_.fetch_add(1, std::memory_order_relaxed);
+        n_open_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void Server::update_interest(Conn& c) {
+    uint32_t want = (c.peer_eof ? 0u : static_cast<uint32_t>(EPOLLIN)) | (c.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    if (want != c.interest) {
+        loop_->modify(c.fd, want, c.id);
+        c.interest = want;
+    }
+}
+
+void Server::close_conn(Conn& c) {
+    if (c.stream) {
+        c.stream->rec.client_closed = !stopping_.load();
+        finish_stream(c, false);
+    }
+    loop_->remove(c.fd);
+    ::close(c.fd);
+    n_open_.fetch_sub(1, std::memory_order_relaxed);
+    conns_.erase(c.id);  // destroys c
+}
+
+void Server::on_readable(Conn& c) {
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            c.in.append(buf, static_cast<size_t>(n));
+            if (static_cast<size_t>(n) < sizeof buf) break;
+            continue;
+        }
+        if (n == 0) {
+            c.peer_eof = true;
+            break;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        close_conn(c);  // ECONNRESET and the like
+        return;
+    }
+    if (c.in.size() > kMaxHeaderBytes + kMaxBodyBytes + 65536) {
+        close_conn(c);  // a client pipelining without end while a response streams
+        return;
+    }
+    const uint64_t id = c.id;
+    if (!c.stream) try_requests(c);
+    Conn* still = find(id);
+    if (!still) return;
+    if (still->peer_eof && !still->stream && still->out_off >= still->out.size()) {
+        close_conn(*still);
+        return;
+    }
+    update_interest(*still);
+}
+
+void Server::on_writable(Conn& c) {
+    if (!flush(c)) return;
+    after_output(c);
+}
+
+void Server::queue(Conn& c, const std::string& bytes) {
+    c.out += bytes;
+    c.queued_total += bytes.size();
+}
+
+void Server::add_mark(Conn& c, Mark::Kind kind, uint32_t first, uint32_t count) {
+    c.marks.push_back(Mark{kind, c.queued_total, first, count});
+}
+
+bool Server::flush(Conn& c) {
+    bool blocked = false;
+    while (c.out_off < c.out.size()) {
+        ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+        if (n > 0) {
+            c.out_off += static_cast<size_t>(n);
+            c.written_total += static_cast<uint64_t>(n);
+            n_writes_.fetch_add(1, std::memory_order_relaxed);
+            n_bytes_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            blocked = true;
+            n_blocked_.fetch_add(1, std::memory_order_relaxed);
+            break;
+        }
+        if (c.stream) c.stream->rec.client_closed = true;
+        close_conn(c);
+        return false;
+    }
+    resolve_marks(c, now_ns());
+    if (c.out_off >= c.out.size()) {
+        c.out.clear();
+        c.out_off = 0;
+    }
+    c.want_write = blocked;
+    update_interest(c);
+    return true;
+}
+
+void Server::resolve_marks(Conn& c, int64_t t) {
+    while (!c.marks.empty() && c.marks.front().end <= c.written_total) {
+        const Mark m = c.marks.front();
+        c.marks.pop_front();
+        if (!c.stream) continue;
+        Stream& s = *c.stream;
+        if (m.kind == Mark::headers) {
+            s.rec.headers_sent_ns = t;
+        } else if (m.kind == Mark::events) {
+            for (uint32_t i = m.first; i < m.first + m.count; ++i) s.rec.sent_ns[i] = t;
+            s.sent_events = m.first + m.count;
+            n_events_.fetch_add(m.count, std::memory_order_relaxed);
+        } else {
+            s.rec.done_ns = t;
+        }
+    }
+}
+
+// Called whenever output may have drained: ends a finished response and serves what the
+// client pipelined behind it.
+void Server::after_output(Conn& c) {
+    if (c.out_off < c.out.size()) return;
+    const uint64_t id = c.id;
+    if (c.stream && c.stream->ended) finish_stream(c, true);
+    if (c.stream) return;
+    if (c.close_after || c.peer_eof) {
+        close_conn(c);
+        return;
+    }
+    try_requests(c);
+    if (Conn* still = find(id)) update_interest(*still);
+}
+
+EmulatorStats Server::stats() const {
+    EmulatorStats s;
+    s.connections_accepted = n_accepted_.load();
+    s.connections_open = n_open_.load();
+    s.requests = n_requests_.load();
+    s.generation_requests = n_gen_.load();
+    s.streams_active = n_streams_.load();
+    s.events_sent = n_events_.load();
+    s.writes = n_writes_.load();
+    s.bytes_sent = n_bytes_.load();
+    s.write_blocked = n_blocked_.load();
+    s.faults = n_faults_.load();
+    s.spins = loop_ ? loop_->spins() : 0;
+    return s;
+}
+
+// ---- public facade ----
+
+Emulator::Emulator(EmulatorConfig config) : server_(std::make_unique<Server>(std::move(config))) {}
+Emulator::~Emulator() { server_->stop(); }
+int Emulator::start() { return server_->start(); }
+void Emulator::stop() { server_->stop(); }
+bool Emulator::running() const { return server_->running(); }
+int Emulator::port() const { return server_->port(); }
+const EmulatorConfig& Emulator::config() const { return server_->config(); }
+std::vector<TruthRecord> Emulator::truth(bool clear) { return server_->truth().snapshot(clear); }
+size_t Emulator::wait_truth(size_t n, int64_t timeout_ns) { return server_->truth().wait_for(n, timeout_ns); }
+EmulatorStats Emulator::stats() const { return server_->stats(); }
+
+}  // namespace pytps

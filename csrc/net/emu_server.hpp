@@ -1,0 +1,134 @@
+// Internals of the emulator: connections, the per-request stream state and the loop.
+// emu_server.cpp has the loop, sockets and output; emu_http.cpp the HTTP dispatch;
+// emu_stream.cpp the timed responses.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "net/emu_config.hpp"
+#include "net/emu_formats.hpp"
+#include "net/emu_schedule.hpp"
+#include "net/emu_truth.hpp"
+#include "net/emulator.hpp"
+#include "net/event_loop.hpp"
+#include "net/http_codec.hpp"
+
+namespace pytps {
+
+// One timed response in flight.
+struct Stream {
+    ResponsePlan plan;
+    std::unique_ptr<Formatter> fmt;
+    std::vector<TokenEvent> events;
+    TruthRecord rec;
+    size_t next = 0;             // first event not yet written (always a write-group start)
+    size_t sent_events = 0;      // events whose write returned
+    int64_t headers_due_ns = 0;
+    bool headers_sent = false;   // headers queued
+    bool ended = false;          // every byte of the response is queued
+    bool chunked = true;         // HTTP/1.1: chunked body; HTTP/1.0: raw body, then close
+    FaultKind fault = FaultKind::none;
+    size_t fault_at = 0;         // write-group start where disconnect / malformed / error_event act
+    int64_t last_write_ns = 0;
+};
+
+// Byte offsets in a connection's output after which something counts as sent.
+struct Mark {
+    enum Kind : uint8_t { headers, events, done } kind;
+    uint64_t end;    // absolute output offset
+    uint32_t first;  // events: first event index
+    uint32_t count;
+};
+
+struct Conn {
+    uint64_t id = 0;
+    int fd = -1;
+    std::string in;
+    std::string out;
+    size_t out_off = 0;
+    uint64_t queued_total = 0;
+    uint64_t written_total = 0;
+    std::deque<Mark> marks;
+    uint32_t interest = 0;
+    bool want_write = false;
+    bool peer_eof = false;
+    bool close_after = false;    // close once the output is drained
+    bool sent_continue = false;
+    bool keep_alive = true;
+    std::unique_ptr<Stream> stream;
+    uint64_t timer_gen = 0;
+};
+
+class Server {
+public:
+    explicit Server(EmulatorConfig c);
+    ~Server();
+
+    int start();
+    void stop();
+    bool running() const { return running_.load(); }
+    int port() const { return port_; }
+    const EmulatorConfig& config() const { return cfg_; }
+    TruthStore& truth() { return truth_; }
+    EmulatorStats stats() const;
+
+private:
+    EmulatorConfig cfg_;
+    FaultPicker faults_;
+    TruthStore truth_;
+    std::unique_ptr<EventLoop> loop_;
+    std::thread thread_;
+    std::atomic<bool> running_{false};
+    std::atomic<bool> stopping_{false};
+    bool started_ = false;
+    int listen_fd_ = -1;
+    int port_ = 0;
+    uint64_t next_conn_id_ = 1;
+    uint64_t gen_seq_ = 0;
+    std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
+    std::string scratch_;
+    std::string frame_;
+
+    // Counters, written by the loop thread only, read by stats() from any thread.
+    std::atomic<uint64_t> n_accepted_{0}, n_requests_{0}, n_gen_{0}, n_streams_{0}, n_events_{0},
+        n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0};
+
+    void loop_main();
+    void on_accept();
+    void on_readable(Conn& c);
+    void on_writable(Conn& c);
+    void close_conn(Conn& c);
+    void update_interest(Conn& c);
+    Conn* find(uint64_t id);
+
+    // Output: queue bytes (with an optional mark), then write what the socket takes.
+    void queue(Conn& c, const std::string& bytes);
+    void add_mark(Conn& c, Mark::Kind kind, uint32_t first, uint32_t count);
+    bool flush(Conn& c);  // false: the connection failed and was closed
+    void resolve_marks(Conn& c, int64_t t);
+    void after_output(Conn& c);
+
+    // HTTP (emu_http.cpp)
+    void try_requests(Conn& c);
+    void handle_request(Conn& c, HttpRequest& req, int64_t received_ns);
+    void send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
+                     bool keep_alive);
+
+    // Timed responses (emu_stream.cpp)
+    void start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns);
+    void on_stream_timer(Conn& c);
+    void write_group(Conn& c, int64_t now);
+    void end_stream_bytes(Conn& c, std::string& payload);
+    void queue_payload(Conn& c, const std::string& payload, bool end);
+    void arm_timer(Conn& c);
+    void finish_stream(Conn& c, bool completed);
+    void frame(const Stream& s, const std::string& payload, std::string& out);
+};
+
+}  // namespace pytps

@@ -1,0 +1,344 @@
+// Timed responses: planning a request's events, writing each write-group when it is due,
+// applying the request's fault, and handing the finished record to the truth store.
+#include <ctime>
+#include <limits>
+
+#include "core/clock.hpp"
+#include "net/emu_server.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+const char* id_prefix(Api api) {
+    switch (api) {
+        case Api::chat: return "chatcmpl-";
+        case Api::completions: return "cmpl-";
+        case Api::responses: return "resp_";
+        case Api::messages: return "msg_";
+        default: return "ollama-";
+    }
+}
+bool ends_stream_early(FaultKind k) { return k == FaultKind::disconnect || k == FaultKind::error_event; }
+// The project's public kind codes (pytps.KIND_CONTENT 0, KIND_REASONING 1, KIND_TOOL 2), so
+// truth kinds compare directly with what the StreamRecorder reports.
+uint8_t truth_kind(TokKind k) {
+    return k == TokKind::content ? 0 : k == TokKind::reasoning ? 1 : 2;
+}
+}  // namespace
+
+void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns) {
+    const uint64_t seq = ++gen_seq_;
+    n_gen_.fetch_add(1, std::memory_order_relaxed);
+    auto s = std::make_unique<Stream>();
+    TruthRecord& rec = s->rec;
+    rec.seq = seq;
+    rec.id = id_prefix(api) + std::to_string(seq);
+    rec.api = api_name(api);
+    rec.path = req.path;
+    rec.received_ns = received_ns;
+    const std::string id_header = "x-request-id: " + rec.id + "\r\n";
+    const ErrorFamily fam = error_family(req.path);
+
+    ChatRequest cr;
+    std::string err;
+    if (!parse_chat_request(api, req.body, cr, err)) {
+        rec.status = 400;
+        rec.done_ns = now_ns();
+        truth_.publish(std::move(rec));
+        send_simple(c, 400, error_body(fam, 400, err), id_header, req.keep_alive);
+        return;
+    }
+    rec.stream = cr.stream;
+    rec.prompt_tokens = estimate_prompt_tokens(cr);
+
+    const FaultSpec* fault = faults_.pick(seq);
+    if (fault) {
+        n_faults_.fetch_add(1, std::memory_order_relaxed);
+        rec.fault = fault_name(fault->kind);
+        const FaultKind k = fault->kind;
+        if (k == FaultKind::http_429 || k == FaultKind::http_500 || k == FaultKind::http_503) {
+            const int status = k == FaultKind::http_429 ? 429 : k == FaultKind::http_500 ? 500 : 503;
+            const char* msg = status == 429 ? "Rate limit reached for requests. Please try again later."
+                              : status == 500 ? "The server had an error while processing your request."
+                                              : "The server is overloaded or not ready yet.";
+            std::string headers = id_header;
+            if (status == 429) headers += "Retry-After: " + std::to_string(fault->retry_after_s) + "\r\n";
+            rec.status = status;
+            rec.done_ns = now_ns();
+            truth_.publish(std::move(rec));
+            send_simple(c, status, error_body(fam, status, msg), headers, req.keep_alive);
+            return;
+        }
+        s->fault = k;
+    }
+
+    // What the response will carry.
+    ResponsePlan& p = s->plan;
+    p.api = api;
+    p.seq = seq;
+    p.id = rec.id;
+    p.model = cr.model.empty() ? cfg_.model : cr.model;
+    p.created_s = static_cast<int64_t>(std::time(nullptr));
+    p.stream = cr.stream;
+    p.include_usage = cr.include_usage;
+    p.continuous_usage = cr.continuous_usage;
+    p.prompt_tokens = rec.prompt_tokens;
+    p.max_tokens = cr.max_tokens;
+    const int64_t cap = cfg_.max_output_tokens;
+    const int64_t n = cr.max_tokens > 0 ? std::min(cr.max_tokens, cap) : std::min<int64_t>(cfg_.default_output_tokens, cap);
+    p.hit_limit = cr.max_tokens > 0 && cr.max_tokens <= cap;
+    const bool reasoning_ok = api != Api::completions;
+    const bool tools_ok = api == Api::chat || api == Api::responses || api == Api::messages;
+    p.reasoning_tokens = reasoning_ok ? std::min<int64_t>(cfg_.reasoning_tokens, n) : 0;
+    p.answer_tokens = n - p.reasoning_tokens;
+    p.tool_call = cfg_.tool_calls && tools_ok && p.answer_tokens > 0;
+    p.tool_name = cr.tool_name.empty() ? "get_weather" : cr.tool_name;
+    s->fmt = Formatter::make(p);
+
+    // When it happens.
+    std::mt19937_64 rng = request_rng(cfg_.seed, seq);
+    const int64_t delay = s->fault == FaultKind::slow_headers ? static_cast<int64_t>(fault->seconds * 1e9) : 0;
+    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * p.prompt_tokens;
+    s->headers_due_ns = received_ns + delay;
+    s->events = build_schedule(cfg_, received_ns + delay + ttft, p.reasoning_tokens, p.answer_tokens,
+                               p.tool_call ? TokKind::tool : TokKind::content, rng);
+    const size_t ne = s->events.size();
+    const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
+    if (s->fault != FaultKind::none && s->fault != FaultKind::slow_headers) {
+        size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
+        if (s->fault == FaultKind::malformed && at == ne && ne > 0) at = ne - 1;  // it needs an event to precede
+        s->fault_at = at == ne ? ne : at / group * group;
+        if (s->fault == FaultKind::stall) {
+            const int64_t stall = static_cast<int64_t>(fault->seconds * 1e9);
+            for (size_t i = s->fault_at; i < ne; ++i) s->events[i].due_ns += stall;
+        }
+    }
+    if (p.stream) {
+        rec.scheduled_ns.resize(ne);
+        rec.tokens.resize(ne);
+        rec.kinds.resize(ne);
+        for (size_t i = 0; i < ne; ++i) {
+            rec.scheduled_ns[i] = s->events[i].due_ns;
+            rec.tokens[i] = s->events[i].tokens;
+            rec.kinds[i] = truth_kind(s->events[i].kind);
+        }
+        rec.sent_ns.assign(ne, 0);
+        rec.planned_events = static_cast<int64_t>(ne);
+    } else {
+        // One body carrying every token, due when the last token would have been.
+        rec.scheduled_ns = {ne ? s->events.back().due_ns : s->headers_due_ns};
+        rec.tokens = {static_cast<int32_t>(n)};
+        rec.kinds = {truth_kind(p.answer_tokens > 0 ? (p.tool_call ? TokKind::tool : TokKind::content) : TokKind::reasoning)};
+        rec.sent_ns = {0};
+        rec.planned_events = 1;
+    }
+    rec.status = 200;
+    s->chunked = req.minor_version == 1;
+    c.stream = std::move(s);
+    n_streams_.fetch_add(1, std::memory_order_relaxed);
+    on_stream_timer(c);
+}
+
+void Server::frame(const Stream& s, const std::string& payload, std::string& out) {
+    if (payload.empty()) return;
+    if (s.chunked) {
+        append_chunk(out, payload);
+    } else {
+        out += payload;
+    }
+}
+
+void Server::queue_payload(Conn& c, const std::string& payload, bool end) {
+    // Framed straight into the connection's output: no copy on the way.
+    const size_t before = c.out.size();
+    frame(*c.stream, payload, c.out);
+    if (end) end_stream_bytes(c, c.out);
+    c.queued_total += c.out.size() - before;
+}
+
+void Server::end_stream_bytes(Conn& c, std::string& bytes) {
+    Stream& s = *c.stream;
+    if (s.chunked) {
+        bytes += "0\r\n\r\n";
+    } else {
+        c.close_after = true;  // HTTP/1.0: the end of the body is the end of the connection
+    }
+    s.ended = true;
+}
+
+void Server::on_stream_timer(Conn& c) {
+    const uint64_t id = c.id;
+    Stream& s = *c.stream;
+    const int64_t now = now_ns();
+    if (!s.plan.stream) {
+        if (now < s.rec.scheduled_ns[0]) {
+            arm_timer(c);
+            return;
+        }
+        if (s.fault == FaultKind::disconnect) {  // the body never comes
+            finish_stream(c, false);
+            close_conn(c);
+            return;
+        }
+        StreamTimes t{s.rec.received_ns, s.events.empty() ? now : s.events.front().due_ns, now};
+        std::string body;
+        s.fmt->full_body(body, t);
+        std::string& h = frame_;
+        h.clear();
+        append_status_line(h, 200);
+        h += "Content-Type: application/json\r\nContent-Length: ";
+        json_int(h, static_cast<int64_t>(body.size()));
+        h += "\r\nx-request-id: " + s.rec.id + "\r\n";
+        if (!c.keep_alive) h += "Connection: close\r\n";
+        h += "\r\n";
+        h += body;
+        queue(c, h);
+        add_mark(c, Mark::headers, 0, 0);
+        add_mark(c, Mark::events, 0, 1);
+        add_mark(c, Mark::done, 0, 0);
+        s.ended = true;
+        if (!c.keep_alive) c.close_after = true;
+        if (!flush(c)) return;
+        after_output(c);
+        return;
+    }
+    if (!s.headers_sent) {
+        if (now < s.headers_due_ns) {
+            arm_timer(c);
+            return;
+        }
+        std::string& h = frame_;
+        h.clear();
+        append_status_line(h, 200);
+        h += "Content-Type: ";
+        h += s.fmt->stream_content_type();
+        h += "\r\nCache-Control: no-cache\r\nx-request-id: " + s.rec.id + "\r\n";
+        h += s.chunked ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n";
+        if (s.chunked && !c.keep_alive) h += "Connection: close\r\n";
+        h += "\r\n";
+        scratch_.clear();
+        s.fmt->begin(scratch_);
+        frame(s, scratch_, h);
+        queue(c, h);
+        add_mark(c, Mark::headers, 0, 0);
+        s.headers_sent = true;
+        s.last_write_ns = now;
+        if (!flush(c)) return;
+    }
+    write_group(c, now);
+    Conn* still = find(id);
+    if (!still || !still->stream) return;
+    Stream& s2 = *still->stream;
+    if (!s2.ended && cfg_.keepalive_ns > 0 && s2.fmt->is_sse()) {
+        const int64_t t = now_ns();
+        if (t >= s2.last_write_ns + cfg_.keepalive_ns) {
+            scratch_.clear();
+            s2.fmt->keepalive(scratch_);
+            queue_payload(*still, scratch_, false);
+            s2.last_write_ns = t;
+            ++s2.rec.keepalives;
+            if (!flush(*still)) return;
+        }
+    }
+    if (s2.ended) {
+        after_output(*still);
+    } else {
+        arm_timer(*still);
+    }
+}
+
+void Server::write_group(Conn& c, int64_t now) {
+    Stream& s = *c.stream;
+    const size_t ne = s.events.size();
+    const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
+    while (!s.ended) {
+        size_t end = std::min(s.next + group, ne);
+        const int64_t due = s.next < ne ? s.events[end - 1].due_ns : 0;
+        if (s.next < ne && due > now) {
+            // Not due yet; refresh the clock once, since writes before may have taken time.
+            now = now_ns();
+            if (due > now) return;
+        }
+        if (cfg_.coalesce == 0) {
+            // Everything already due goes in this write, as a server whose generation
+            // outruns its socket flushes several events at once.
+            while (end < ne && s.events[end].due_ns <= now && !(end == s.fault_at && s.fault != FaultKind::none)) ++end;
+        }
+        if (s.next == s.fault_at && ends_stream_early(s.fault)) {
+            if (s.fault == FaultKind::disconnect) {
+                s.rec.done_ns = now_ns();
+                finish_stream(c, false);
+                close_conn(c);
+                return;
+            }
+            scratch_.clear();
+            s.fmt->error_event(scratch_);
+            queue_payload(c, scratch_, true);
+            add_mark(c, Mark::done, 0, 0);
+            flush(c);
+            return;
+        }
+        if (s.next >= ne) return;  // (only when the stream has no events and no end yet)
+        scratch_.clear();
+        if (s.fault == FaultKind::malformed && s.next == s.fault_at) s.fmt->malformed_event(scratch_);
+        for (size_t i = s.next; i < end; ++i) s.fmt->tokens(scratch_, s.events[i].kind, s.events[i].tokens);
+        const size_t first = s.next;
+        s.next = end;
+        const bool last = end == ne && !(s.fault_at == ne && ends_stream_early(s.fault));
+        if (last) {
+            StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : s.events[0].due_ns, now_ns()};
+            s.fmt->finish(scratch_, t);
+        }
+        queue_payload(c, scratch_, last);
+        add_mark(c, Mark::events, static_cast<uint32_t>(first), static_cast<uint32_t>(end - first));
+        if (last) add_mark(c, Mark::done, 0, 0);
+        if (!flush(c)) return;
+        s.last_write_ns = now_ns();
+        now = s.last_write_ns;
+    }
+}
+
+void Server::arm_timer(Conn& c) {
+    Stream& s = *c.stream;
+    int64_t t = std::numeric_limits<int64_t>::max();
+    const size_t ne = s.events.size();
+    if (!s.plan.stream) {
+        t = s.rec.scheduled_ns[0];
+    } else if (!s.headers_sent) {
+        t = s.headers_due_ns;
+    } else if (!s.ended) {
+        const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
+        if (s.next < ne) t = s.events[std::min(s.next + group, ne) - 1].due_ns;
+        if (cfg_.keepalive_ns > 0 && s.fmt->is_sse()) t = std::min(t, s.last_write_ns + cfg_.keepalive_ns);
+    }
+    if (t == std::numeric_limits<int64_t>::max()) return;
+    loop_->schedule(t, c.id, ++c.timer_gen);
+}
+
+void Server::finish_stream(Conn& c, bool completed) {
+    Stream& s = *c.stream;
+    TruthRecord& r = s.rec;
+    if (r.done_ns == 0) r.done_ns = now_ns();
+    const size_t sent = s.plan.stream ? s.sent_events : (r.sent_ns[0] ? 1 : 0);
+    r.scheduled_ns.resize(sent);
+    r.sent_ns.resize(sent);
+    r.tokens.resize(sent);
+    r.kinds.resize(sent);
+    r.output_tokens = 0;
+    r.reasoning_tokens = 0;
+    for (size_t i = 0; i < sent; ++i) {
+        r.output_tokens += r.tokens[i];
+        if (r.kinds[i] == truth_kind(TokKind::reasoning)) r.reasoning_tokens += r.tokens[i];
+    }
+    if (!s.plan.stream && sent) r.reasoning_tokens = s.plan.reasoning_tokens;
+    r.completed = completed && static_cast<int64_t>(sent) == r.planned_events;
+    truth_.publish(std::move(r));
+    const bool close = !c.keep_alive || !s.chunked;
+    c.stream.reset();
+    c.marks.clear();
+    n_streams_.fetch_sub(1, std::memory_order_relaxed);
+    if (close) c.close_after = true;
+}
+
+}  // namespace pytps

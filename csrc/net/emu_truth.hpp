@@ -1,0 +1,74 @@
+// Ground truth of the emulator: per request, when it was fully received and when each
+// event's write returned, kept for Emulator.truth() and optionally appended to a JSON-lines
+// file by a side thread (the timing thread never touches the disk).
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pytps {
+
+struct TruthRecord {
+    uint64_t seq = 0;            // 1-based count of generation requests
+    std::string id;              // the response id the stream carries (also the x-request-id header)
+    std::string api;             // chat, completions, responses, messages, ollama_chat, ollama_generate
+    std::string path;
+    std::string fault = "none";
+    int status = 0;
+    bool stream = false;
+    bool completed = false;      // every planned event was written and the response ended normally
+    int64_t received_ns = 0;     // the request was fully received
+    int64_t headers_sent_ns = 0; // the write carrying the response headers returned (0: never)
+    int64_t done_ns = 0;         // the last write returned or the connection was closed
+    int64_t prompt_tokens = 0;
+    int64_t output_tokens = 0;   // tokens actually written
+    int64_t reasoning_tokens = 0;
+    int64_t planned_events = 0;
+    int64_t keepalives = 0;
+    bool client_closed = false;  // the client went away before the end
+    // One entry per token event written, in order (events never written are not listed).
+    std::vector<int64_t> scheduled_ns;
+    std::vector<int64_t> sent_ns;
+    std::vector<int32_t> tokens;
+    std::vector<uint8_t> kinds;  // pytps.KIND_*: 0 content, 1 reasoning, 2 tool-call arguments
+};
+
+std::string truth_json_line(const TruthRecord& r);
+
+class TruthStore {
+public:
+    TruthStore() = default;
+    ~TruthStore() { close_log(); }
+
+    // Opens (truncating) the JSON-lines file and starts its writer thread. Throws on failure.
+    void open_log(const std::string& path, bool keep);
+    void close_log();
+
+    void publish(TruthRecord&& r);
+    std::vector<TruthRecord> snapshot(bool clear);
+    size_t size();
+    // Waits until at least `n` records are kept or `timeout_ns` passes; returns the count.
+    // (A client has the last bytes as soon as the write happens, a moment before the record
+    // is published, so tests and tools wait for it.)
+    size_t wait_for(size_t n, int64_t timeout_ns);
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::condition_variable added_;
+    std::vector<TruthRecord> kept_;
+    std::vector<TruthRecord> to_log_;
+    bool keep_ = true;
+    bool logging_ = false;
+    bool closing_ = false;
+    std::FILE* file_ = nullptr;
+    std::thread writer_;
+
+    void writer_main();
+};
+
+}  // namespace pytps

@@ -1,0 +1,62 @@
+// One thread's epoll set plus a heap of absolute deadlines, with a precise wait: sleep in
+// the kernel until `spin_ns` before the earliest deadline, then busy-wait on the clock.
+// Sleeping alone is late by the scheduler's wake-up latency (tens of µs on a loaded VM);
+// the spin trades that much CPU per deadline for being on time.
+#pragma once
+#include <sys/epoll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+namespace pytps {
+
+struct Deadline {
+    int64_t due_ns;
+    uint64_t tag;  // the owner's id
+    uint64_t gen;  // the owner's timer generation; stale entries are skipped by the owner
+    bool operator>(const Deadline& o) const { return due_ns > o.due_ns; }
+};
+
+class EventLoop {
+public:
+    explicit EventLoop(int64_t spin_ns);
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    void add(int fd, uint32_t events, uint64_t tag);
+    void modify(int fd, uint32_t events, uint64_t tag);
+    void remove(int fd);
+
+    void schedule(int64_t due_ns, uint64_t tag, uint64_t gen) { heap_.push(Deadline{due_ns, tag, gen}); }
+
+    // Waits for I/O or the earliest deadline, then fills `ready` with the I/O events and
+    // `due` with every deadline that has passed (earliest first). Returns at once when
+    // either is non-empty; may return with both empty after a signal.
+    void wait(std::vector<epoll_event>& ready, std::vector<Deadline>& due);
+
+    // Makes a wait() in progress on the loop thread return (callable from any thread).
+    void wake();
+    // The tag under which the wake-up descriptor reports; the owner drains it with drain_wake().
+    static constexpr uint64_t kWakeTag = ~uint64_t(0);
+    void drain_wake();
+
+    int64_t spin_ns() const { return spin_ns_; }
+    uint64_t spins() const { return spins_.load(std::memory_order_relaxed); }
+
+private:
+    int epfd_ = -1;
+    int wakefd_ = -1;
+    int64_t spin_ns_;
+    std::atomic<uint64_t> spins_{0};
+    bool have_pwait2_ = true;
+    int64_t last_io_poll_ns_ = 0;
+    std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> heap_;
+
+    int poll(std::vector<epoll_event>& ready, int64_t timeout_ns);  // timeout < 0: forever
+    void collect_due(std::vector<Deadline>& due, int64_t now);
+};
+
+}  // namespace pytps

@@ -1,0 +1,164 @@
+// Anthropic Messages: message_start, content blocks (thinking, text or tool_use) each with
+// start / deltas / stop, ping, message_delta with stop_reason and usage, message_stop.
+#include "net/emu_formats.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+
+class AnthropicFormatter : public Formatter {
+public:
+    using Formatter::Formatter;
+
+    void begin(std::string& out) override {
+        out += "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":";
+        json_str(out, p_.id);
+        out += ",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":";
+        json_str(out, p_.model);
+        out += ",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":";
+        json_int(out, p_.prompt_tokens);
+        out += ",\"output_tokens\":1}}}\n\n";
+    }
+
+    void tokens(std::string& out, TokKind kind, int64_t count) override {
+        const int k = static_cast<int>(kind);
+        if (open_ != k) {
+            if (open_ >= 0) close_block(out);
+            open_block(out, k);
+            // The first block comes with the first token (a tool_use block carries the tool's
+            // name, which is generated output), then the ping, in the documented order.
+            if (index_ == 0) ping(out);
+        }
+        std::string text = next_text(kind, count);
+        out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+        json_int(out, index_);
+        if (k == 0) {
+            out += ",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":";
+        } else if (k == 1) {
+            out += ",\"delta\":{\"type\":\"text_delta\",\"text\":";
+        } else {
+            out += ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":";
+        }
+        json_str(out, text);
+        out += "}}\n\n";
+    }
+
+    void finish(std::string& out, const StreamTimes&) override {
+        if (open_ >= 0) close_block(out);
+        out += "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"";
+        out += stop_reason();
+        out += "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":";
+        json_int(out, emitted_total());
+        out += "}}\n\n";
+        out += "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    }
+
+    void error_event(std::string& out) override {
+        out += "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    }
+
+    void malformed_event(std::string& out) override {
+        out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+        json_int(out, index_ < 0 ? 0 : index_);
+        out += ",\"delta\":{\"type\":\"text_delta\",\"text\":\" to\n\n";
+    }
+
+    void keepalive(std::string& out) override { ping(out); }
+
+    void full_body(std::string& out, const StreamTimes&) override {
+        const int64_t r = p_.reasoning_tokens, a = p_.answer_tokens;
+        out += "{\"id\":";
+        json_str(out, p_.id);
+        out += ",\"type\":\"message\",\"role\":\"assistant\",\"model\":";
+        json_str(out, p_.model);
+        out += ",\"content\":[";
+        bool comma = false;
+        if (r > 0) {
+            out += "{\"type\":\"thinking\",\"thinking\":";
+            json_str(out, whole_text(TokKind::reasoning, r));
+            out += ",\"signature\":";
+            json_str(out, signature());
+            out += "}";
+            comma = true;
+        }
+        if (a > 0) {
+            if (comma) out += ",";
+            if (p_.tool_call) {
+                out += "{\"type\":\"tool_use\",\"id\":";
+                json_str(out, tool_id());
+                out += ",\"name\":";
+                json_str(out, p_.tool_name);
+                out += ",\"input\":";
+                out += whole_text(TokKind::tool, a);  // the arguments are a JSON object already
+                out += "}";
+            } else {
+                out += "{\"type\":\"text\",\"text\":";
+                json_str(out, whole_text(TokKind::content, a));
+                out += "}";
+            }
+        }
+        out += "],\"stop_reason\":\"";
+        out += stop_reason();
+        out += "\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":";
+        json_int(out, p_.prompt_tokens);
+        out += ",\"output_tokens\":";
+        json_int(out, r + a);
+        out += "}}";
+        emitted_[0] = r;
+        emitted_[p_.tool_call ? 2 : 1] = a;
+    }
+
+private:
+    int open_ = -1;
+    int64_t index_ = -1;
+
+    std::string tool_id() const { return "toolu_" + std::to_string(p_.seq); }
+    std::string signature() const { return "sig_" + std::to_string(p_.seq); }
+    const char* stop_reason() const {
+        if (p_.hit_limit) return "max_tokens";
+        return p_.tool_call ? "tool_use" : "end_turn";
+    }
+    // The documented ping is written with spaces; it is reproduced as documented.
+    static void ping(std::string& out) { out += "event: ping\ndata: {\"type\": \"ping\"}\n\n"; }
+
+    void open_block(std::string& out, int k) {
+        open_ = k;
+        ++index_;
+        out += "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":";
+        json_int(out, index_);
+        if (k == 0) {
+            out += ",\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n";
+        } else if (k == 1) {
+            out += ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+        } else {
+            out += ",\"content_block\":{\"type\":\"tool_use\",\"id\":";
+            json_str(out, tool_id());
+            out += ",\"name\":";
+            json_str(out, p_.tool_name);
+            out += ",\"input\":{}}}\n\n";
+        }
+    }
+
+    void close_block(std::string& out) {
+        if (open_ == 0) {
+            out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+            json_int(out, index_);
+            out += ",\"delta\":{\"type\":\"signature_delta\",\"signature\":";
+            json_str(out, signature());
+            out += "}}\n\n";
+        }
+        out += "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":";
+        json_int(out, index_);
+        out += "}\n\n";
+        open_ = -1;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Formatter> make_anthropic(const ResponsePlan& plan) {
+    return std::unique_ptr<Formatter>(new AnthropicFormatter(plan));
+}
+
+}  // namespace pytps

@@ -1,0 +1,267 @@
+// OpenAI Chat Completions (chat.completion.chunk) and legacy Completions (text_completion),
+// with the vLLM/DeepSeek extensions: delta.reasoning_content and continuous usage stats.
+#include "net/emu_formats.hpp"
+#include "net/json_write.hpp"
+
+namespace pytps {
+
+namespace {
+
+const char kFingerprint[] = "fp_pytps";
+
+void usage_object(std::string& out, int64_t prompt, int64_t completion, int64_t reasoning) {
+    out += "{\"prompt_tokens\":";
+    json_int(out, prompt);
+    out += ",\"completion_tokens\":";
+    json_int(out, completion);
+    out += ",\"total_tokens\":";
+    json_int(out, prompt + completion);
+    if (reasoning > 0) {
+        out += ",\"completion_tokens_details\":{\"reasoning_tokens\":";
+        json_int(out, reasoning);
+        out += "}";
+    }
+    out += "}";
+}
+
+class OpenAIBase : public Formatter {
+protected:
+    using Formatter::Formatter;
+
+    // The usage member every non-final chunk carries: null with include_usage, the running
+    // count with continuous_usage_stats, nothing otherwise.
+    void chunk_usage(std::string& out) {
+        if (p_.continuous_usage) {
+            out += ",\"usage\":";
+            usage_object(out, p_.prompt_tokens, emitted_total(), emitted(TokKind::reasoning));
+        } else if (p_.include_usage) {
+            out += ",\"usage\":null";
+        }
+    }
+    void usage_chunk_and_done(std::string& out, const char* object, bool model_first) {
+        if (p_.include_usage) {
+            out += "data: {\"id\":";
+            json_str(out, p_.id);
+            out += ",\"object\":\"";
+            out += object;
+            out += "\",\"created\":";
+            json_int(out, p_.created_s);
+            if (model_first) {
+                out += ",\"model\":";
+                json_str(out, p_.model);
+                out += ",\"system_fingerprint\":\"";
+                out += kFingerprint;
+                out += "\",\"choices\":[]";
+            } else {
+                out += ",\"choices\":[],\"model\":";
+                json_str(out, p_.model);
+                out += ",\"system_fingerprint\":\"";
+                out += kFingerprint;
+                out += "\"";
+            }
+            out += ",\"usage\":";
+            usage_object(out, p_.prompt_tokens, emitted_total(), emitted(TokKind::reasoning));
+            out += "}\n\n";
+        }
+        out += "data: [DONE]\n\n";
+    }
+
+public:
+    void error_event(std::string& out) override {
+        out += "data: {\"error\":{\"message\":\"The server had an error while processing your request.\","
+               "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n";
+    }
+};
+
+class ChatFormatter : public OpenAIBase {
+public:
+    using OpenAIBase::OpenAIBase;
+
+    void begin(std::string& out) override {
+        head(out);
+        out += "{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]";
+        chunk_usage(out);
+        out += "}\n\n";
+    }
+
+    void tokens(std::string& out, TokKind kind, int64_t count) override {
+        const bool first_tool = kind == TokKind::tool && emitted(TokKind::tool) == 0;
+        std::string text = next_text(kind, count);
+        head(out);
+        if (kind == TokKind::content) {
+            out += "{\"content\":";
+            json_str(out, text);
+            out += "}";
+        } else if (kind == TokKind::reasoning) {
+            out += "{\"reasoning_content\":";
+            json_str(out, text);
+            out += "}";
+        } else if (first_tool) {
+            out += "{\"tool_calls\":[{\"index\":0,\"id\":";
+            json_str(out, "call_" + std::to_string(p_.seq));
+            out += ",\"type\":\"function\",\"function\":{\"name\":";
+            json_str(out, p_.tool_name);
+            out += ",\"arguments\":";
+            json_str(out, text);
+            out += "}}]}";
+        } else {
+            out += "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":";
+            json_str(out, text);
+            out += "}}]}";
+        }
+        out += ",\"logprobs\":null,\"finish_reason\":null}]";
+        chunk_usage(out);
+        out += "}\n\n";
+    }
+
+    void finish(std::string& out, const StreamTimes&) override {
+        head(out);
+        out += "{},\"logprobs\":null,\"finish_reason\":\"";
+        out += openai_finish();
+        out += "\"}]";
+        chunk_usage(out);
+        out += "}\n\n";
+        usage_chunk_and_done(out, "chat.completion.chunk", true);
+    }
+
+    void malformed_event(std::string& out) override {
+        out += "data: {\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" to\n\n";
+    }
+
+    void full_body(std::string& out, const StreamTimes&) override {
+        const int64_t r = p_.reasoning_tokens, a = p_.answer_tokens;
+        out += "{\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"chat.completion\",\"created\":";
+        json_int(out, p_.created_s);
+        out += ",\"model\":";
+        json_str(out, p_.model);
+        out += ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
+        if (p_.tool_call) {
+            out += "null";
+        } else {
+            json_str(out, whole_text(TokKind::content, a));
+        }
+        if (r > 0) {
+            out += ",\"reasoning_content\":";
+            json_str(out, whole_text(TokKind::reasoning, r));
+        }
+        if (p_.tool_call) {
+            out += ",\"tool_calls\":[{\"id\":";
+            json_str(out, "call_" + std::to_string(p_.seq));
+            out += ",\"type\":\"function\",\"function\":{\"name\":";
+            json_str(out, p_.tool_name);
+            out += ",\"arguments\":";
+            json_str(out, whole_text(TokKind::tool, a));
+            out += "}}]";
+        }
+        out += "},\"logprobs\":null,\"finish_reason\":\"";
+        out += openai_finish();
+        out += "\"}],\"usage\":";
+        usage_object(out, p_.prompt_tokens, r + a, r);
+        out += ",\"system_fingerprint\":\"";
+        out += kFingerprint;
+        out += "\"}";
+        emitted_[0] = r;
+        emitted_[p_.tool_call ? 2 : 1] = a;
+    }
+
+private:
+    std::string head_;  // the same for every chunk of the stream, so built once
+
+    // Everything of a chunk up to the delta's value.
+    void head(std::string& out) {
+        if (head_.empty()) {
+            head_ = "data: {\"id\":";
+            json_str(head_, p_.id);
+            head_ += ",\"object\":\"chat.completion.chunk\",\"created\":";
+            json_int(head_, p_.created_s);
+            head_ += ",\"model\":";
+            json_str(head_, p_.model);
+            head_ += ",\"system_fingerprint\":\"";
+            head_ += kFingerprint;
+            head_ += "\",\"choices\":[{\"index\":0,\"delta\":";
+        }
+        out += head_;
+    }
+};
+
+class CompletionsFormatter : public OpenAIBase {
+public:
+    using OpenAIBase::OpenAIBase;
+
+    void begin(std::string&) override {}  // the legacy API has no role chunk
+
+    void tokens(std::string& out, TokKind kind, int64_t count) override {
+        chunk(out, next_text(kind, count), nullptr);
+    }
+
+    void finish(std::string& out, const StreamTimes&) override {
+        chunk(out, "", openai_finish());
+        usage_chunk_and_done(out, "text_completion", false);
+    }
+
+    void malformed_event(std::string& out) override {
+        out += "data: {\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"text_completion\",\"choices\":[{\"text\":\" to\n\n";
+    }
+
+    void full_body(std::string& out, const StreamTimes&) override {
+        const int64_t a = p_.answer_tokens;
+        out += "{\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"text_completion\",\"created\":";
+        json_int(out, p_.created_s);
+        out += ",\"model\":";
+        json_str(out, p_.model);
+        out += ",\"system_fingerprint\":\"";
+        out += kFingerprint;
+        out += "\",\"choices\":[{\"text\":";
+        json_str(out, whole_text(TokKind::content, a));
+        out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":\"";
+        out += openai_finish();
+        out += "\"}],\"usage\":";
+        usage_object(out, p_.prompt_tokens, a, 0);
+        out += "}";
+        emitted_[1] = a;
+    }
+
+private:
+    void chunk(std::string& out, const std::string& text, const char* finish) {
+        out += "data: {\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"text_completion\",\"created\":";
+        json_int(out, p_.created_s);
+        out += ",\"choices\":[{\"text\":";
+        json_str(out, text);
+        out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":";
+        if (finish) {
+            out += "\"";
+            out += finish;
+            out += "\"";
+        } else {
+            out += "null";
+        }
+        out += "}],\"model\":";
+        json_str(out, p_.model);
+        out += ",\"system_fingerprint\":\"";
+        out += kFingerprint;
+        out += "\"";
+        chunk_usage(out);
+        out += "}\n\n";
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Formatter> make_openai_chat(const ResponsePlan& plan) {
+    return std::unique_ptr<Formatter>(new ChatFormatter(plan));
+}
+std::unique_ptr<Formatter> make_openai_completions(const ResponsePlan& plan) {
+    return std::unique_ptr<Formatter>(new CompletionsFormatter(plan));
+}
+
+}  // namespace pytps

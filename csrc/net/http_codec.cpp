@@ -1,0 +1,209 @@
+#include "net/http_codec.hpp"
+
+#include <cstdlib>
+
+namespace pytps {
+
+namespace {
+
+bool ieq(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
+        if (x != y) return false;
+    }
+    return true;
+}
+
+// True when the comma-separated header value holds `token` (case-insensitive).
+bool has_token(std::string_view value, std::string_view token) {
+    size_t i = 0;
+    while (i <= value.size()) {
+        size_t j = value.find(',', i);
+        if (j == std::string_view::npos) j = value.size();
+        std::string_view part = value.substr(i, j - i);
+        while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
+        while (!part.empty() && (part.back() == ' ' || part.back() == '\t')) part.remove_suffix(1);
+        if (ieq(part, token)) return true;
+        i = j + 1;
+    }
+    return false;
+}
+
+HttpParse fail(int code, const char* msg, int& status, std::string& message) {
+    status = code;
+    message = msg;
+    return HttpParse::error;
+}
+
+// Decodes a chunked body starting at buf[pos]; on success sets `end` past the trailer.
+HttpParse dechunk(std::string_view buf, size_t pos, std::string& body, size_t& end, int& status,
+                  std::string& message) {
+    body.clear();
+    for (;;) {
+        size_t eol = buf.find("\r\n", pos);
+        if (eol == std::string_view::npos) return HttpParse::need_more;
+        std::string_view line = buf.substr(pos, eol - pos);
+        size_t semi = line.find(';');  // chunk extensions are ignored
+        if (semi != std::string_view::npos) line = line.substr(0, semi);
+        if (line.empty() || line.size() > 8) return fail(400, "invalid chunk size in the request body", status, message);
+        size_t size = 0;
+        for (char c : line) {
+            int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+            if (h < 0) return fail(400, "invalid chunk size in the request body", status, message);
+            size = size * 16 + static_cast<size_t>(h);
+        }
+        pos = eol + 2;
+        if (size == 0) {
+            // Trailer fields end with an empty line.
+            for (;;) {
+                size_t e = buf.find("\r\n", pos);
+                if (e == std::string_view::npos) return HttpParse::need_more;
+                bool empty = e == pos;
+                pos = e + 2;
+                if (empty) {
+                    end = pos;
+                    return HttpParse::complete;
+                }
+            }
+        }
+        if (body.size() + size > kMaxBodyBytes) return fail(413, "request body too large", status, message);
+        if (buf.size() < pos + size + 2) return HttpParse::need_more;
+        if (buf.substr(pos + size, 2) != "\r\n") return fail(400, "chunk not followed by CRLF in the request body", status, message);
+        body.append(buf.data() + pos, size);
+        pos += size + 2;
+    }
+}
+
+}  // namespace
+
+HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& consumed, int& status,
+                             std::string& message) {
+    size_t head_end = buf.find("\r\n\r\n");
+    if (head_end == std::string_view::npos) {
+        if (buf.size() > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);
+        return HttpParse::need_more;
+    }
+    if (head_end > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);
+
+    req = HttpRequest{};
+    std::string_view head = buf.substr(0, head_end);
+    size_t eol = head.find("\r\n");
+    std::string_view line = head.substr(0, eol);
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || sp1 == 0 || sp2 == sp1 + 1)
+        return fail(400, "malformed request line", status, message);
+    std::string_view version = line.substr(sp2 + 1);
+    if (version == "HTTP/1.1") {
+        req.minor_version = 1;
+    } else if (version == "HTTP/1.0") {
+        req.minor_version = 0;
+    } else if (version.substr(0, 5) == "HTTP/") {
+        return fail(505, "HTTP version not supported", status, message);
+    } else {
+        return fail(400, "malformed request line", status, message);
+    }
+    req.method = std::string(line.substr(0, sp1));
+    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    req.path = std::string(target.substr(0, target.find('?')));
+
+    bool chunked = false, have_length = false;
+    size_t length = 0;
+    bool conn_close = false, conn_keep = false;
+    size_t pos = eol == std::string_view::npos ? head.size() : eol + 2;
+    while (pos < head.size()) {
+        size_t e = head.find("\r\n", pos);
+        if (e == std::string_view::npos) e = head.size();
+        std::string_view h = head.substr(pos, e - pos);
+        pos = e + 2;
+        size_t colon = h.find(':');
+        if (colon == std::string_view::npos || colon == 0 || h[colon - 1] == ' ')
+            return fail(400, "malformed header line", status, message);
+        std::string_view name = h.substr(0, colon);
+        std::string_view value = h.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        if (ieq(name, "content-length")) {
+            if (value.empty() || value.size() > 12) return fail(400, "invalid Content-Length", status, message);
+            size_t n = 0;
+            for (char c : value) {
+                if (c < '0' || c > '9') return fail(400, "invalid Content-Length", status, message);
+                n = n * 10 + static_cast<size_t>(c - '0');
+            }
+            if (have_length && n != length) return fail(400, "conflicting Content-Length headers", status, message);
+            have_length = true;
+            length = n;
+        } else if (ieq(name, "transfer-encoding")) {
+            if (!ieq(value, "chunked")) return fail(501, "only the chunked transfer coding is supported", status, message);
+            chunked = true;
+        } else if (ieq(name, "connection")) {
+            conn_close = conn_close || has_token(value, "close");
+            conn_keep = conn_keep || has_token(value, "keep-alive");
+        } else if (ieq(name, "expect")) {
+            req.expect_continue = ieq(value, "100-continue");
+        }
+    }
+    if (chunked && have_length) return fail(400, "both Content-Length and Transfer-Encoding given", status, message);
+    req.keep_alive = req.minor_version == 1 ? !conn_close : (conn_keep && !conn_close);
+    req.headers_done = true;
+
+    size_t body_start = head_end + 4;
+    if (chunked) {
+        size_t end = 0;
+        HttpParse r = dechunk(buf, body_start, req.body, end, status, message);
+        if (r != HttpParse::complete) return r;
+        consumed = end;
+        return HttpParse::complete;
+    }
+    if (length > kMaxBodyBytes) return fail(413, "request body too large", status, message);
+    if (buf.size() < body_start + length) return HttpParse::need_more;
+    req.body.assign(buf.data() + body_start, length);
+    consumed = body_start + length;
+    return HttpParse::complete;
+}
+
+const char* reason_phrase(int status) {
+    switch (status) {
+        case 100: return "Continue";
+        case 200: return "OK";
+        case 400: return "Bad Request";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 413: return "Content Too Large";
+        case 429: return "Too Many Requests";
+        case 431: return "Request Header Fields Too Large";
+        case 500: return "Internal Server Error";
+        case 501: return "Not Implemented";
+        case 503: return "Service Unavailable";
+        case 505: return "HTTP Version Not Supported";
+        default: return "Unknown";
+    }
+}
+
+void append_status_line(std::string& out, int status) {
+    out += "HTTP/1.1 ";
+    out += std::to_string(status);
+    out.push_back(' ');
+    out += reason_phrase(status);
+    out += "\r\n";
+}
+
+void append_chunk(std::string& out, std::string_view payload) {
+    static const char hex[] = "0123456789abcdef";
+    char buf[16];
+    int n = 0;
+    size_t v = payload.size();
+    do {
+        buf[n++] = hex[v & 15];
+        v >>= 4;
+    } while (v);
+    while (n) out.push_back(buf[--n]);
+    out += "\r\n";
+    out.append(payload.data(), payload.size());
+    out += "\r\n";
+}
+
+}  // namespace pytps

@@ -1,0 +1,278 @@
+"""pytps.Emulator: a precise streaming emulator of OpenAI, Anthropic and Ollama endpoints.
+
+The server and its timing engine are native (pytps._core.Emulator, its own thread with epoll
+and a spin before each deadline); this module validates the settings, parses fault specs and
+gives the context-manager face.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._native import _core
+
+__all__ = ["Emulator", "FAULT_KINDS", "parse_fault"]
+
+#: Fault kinds and what they do (see docs/emulator.md).
+FAULT_KINDS = {
+    "http_429": "HTTP 429 with Retry-After (retry_after_s) instead of a response",
+    "http_500": "HTTP 500 with the provider's JSON error",
+    "http_503": "HTTP 503 with the provider's JSON error",
+    "disconnect": "connection closed after after_events events, without ending the body",
+    "malformed_json": "one event with cut-short JSON before event after_events; the stream goes on",
+    "error_event": "the provider's in-stream error event at event after_events; the stream ends there",
+    "stall": "a pause of `seconds` before event after_events; later events shift by it",
+    "slow_headers": "response headers (and everything after) late by `seconds`",
+}
+_FAULT_ALIASES = {"429": "http_429", "500": "http_500", "503": "http_503", "malformed": "malformed_json",
+                  "error": "error_event", "close": "disconnect"}
+_FAULT_FIELDS = {"probability": float, "p": float, "every": int, "seconds": float, "after_events": int,
+                 "after": int, "retry_after_s": int, "retry_after": int}
+_DISTS = ("fixed", "normal", "lognormal")
+
+
+def parse_fault(spec: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A fault as the native emulator takes it, from a dict or a CLI string.
+
+    Strings read ``KIND[:key=value,...]``, e.g. ``429:p=0.1`` or ``stall:every=5,seconds=2``.
+    Keys: ``probability``/``p``, ``every``, ``seconds``, ``after_events``/``after``,
+    ``retry_after_s``/``retry_after``. Each fault needs ``probability`` or ``every``.
+    """
+    if isinstance(spec, str):
+        kind, _, rest = spec.partition(":")
+        fields: dict[str, Any] = {"kind": kind.strip()}
+        for part in filter(None, (p.strip() for p in rest.split(","))):
+            key, eq, value = part.partition("=")
+            if not eq:
+                raise ValueError(f"fault {spec!r}: expected key=value, got {part!r}")
+            fields[key.strip()] = value.strip()
+    elif isinstance(spec, Mapping):
+        fields = dict(spec)
+    else:
+        raise ValueError(f"a fault is a dict or a 'kind:key=value,...' string, not {type(spec).__name__}")
+    kind = str(fields.pop("kind", "")).strip()
+    kind = _FAULT_ALIASES.get(kind, kind)
+    if kind not in FAULT_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r}; choose one of {', '.join(FAULT_KINDS)}")
+    out: dict[str, Any] = {"kind": kind}
+    for key, value in fields.items():
+        if key not in _FAULT_FIELDS:
+            raise ValueError(f"fault {kind}: unknown field {key!r}; known: {', '.join(_FAULT_FIELDS)}")
+        try:
+            value = _FAULT_FIELDS[key](value)
+        except (TypeError, ValueError):
+            raise ValueError(f"fault {kind}: {key}={value!r} is not a number") from None
+        key = {"p": "probability", "after": "after_events", "retry_after": "retry_after_s"}.get(key, key)
+        out[key] = value
+    p = out.get("probability", 0.0)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"fault {kind}: probability must be within [0, 1], got {p}")
+    if out.get("every", 0) < 0:
+        raise ValueError(f"fault {kind}: every must be a positive integer")
+    if not out.get("every") and not p:
+        raise ValueError(f"fault {kind}: give probability=P or every=N, or it never happens")
+    if out.get("seconds", 1.0) < 0 or not math.isfinite(out.get("seconds", 1.0)):
+        raise ValueError(f"fault {kind}: seconds must be a non-negative number")
+    if out.get("retry_after_s", 1) < 0:
+        raise ValueError(f"fault {kind}: retry_after_s must be >= 0")
+    return out
+
+
+def _ns(value: float, name: str, scale: float, minimum: float = 0.0) -> int:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v < minimum:
+        raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
+    return int(round(v * scale))
+
+
+def _int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class Emulator:
+    """A streaming LLM endpoint emulator on 127.0.0.1 with ground-truth send times.
+
+    ``with pytps.Emulator(ttft_ms=50, itl_us=500) as emu:`` starts it in the background;
+    ``emu.base_url`` is ``http://127.0.0.1:<port>``. Endpoints: POST /v1/chat/completions,
+    /v1/completions, /v1/responses, /v1/messages, /api/chat, /api/generate; GET /v1/models,
+    /health.
+
+    Timing: the first token event is due ``ttft_ms`` (+ ``prefill_us_per_token`` x prompt
+    tokens) after the request was fully received; each next event one inter-event gap later
+    (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``, or cycled from
+    ``itl_replay_us``). Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
+    in one write (0: whatever is due when a write is made). ``spin_us`` is how long before a deadline the timing thread stops sleeping
+    and busy-waits (precision for CPU); ``realtime=True`` gives the timing thread SCHED_FIFO
+    (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See docs/emulator.md
+    for every setting and rule.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ttft_ms: float = 50.0,
+        ttft_dist: str = "fixed",
+        ttft_sd_ms: float = 0.0,
+        itl_us: float = 500.0,
+        itl_dist: str = "fixed",
+        itl_sd_us: float = 0.0,
+        itl_replay_us: Sequence[float] | None = None,
+        prefill_us_per_token: float = 0.0,
+        tokens_per_event: int = 1,
+        coalesce: int = 1,
+        reasoning_tokens: int = 0,
+        tool_calls: bool = False,
+        keepalive_ms: float | None = None,
+        max_output_tokens: int = 4096,
+        default_output_tokens: int = 64,
+        model: str = "pytps-emulator",
+        faults: Iterable[str | Mapping[str, Any]] | None = None,
+        seed: int = 0,
+        spin_us: float = 60.0,
+        realtime: bool = False,
+        truth_log: str | None = None,
+        keep_truth: bool = True,
+    ) -> None:
+        if host != "127.0.0.1":
+            raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
+        _int(port, "port", 0)
+        if port > 65535:
+            raise ValueError(f"port must be within 0..65535 (0 picks a free one), got {port}")
+        if ttft_dist not in _DISTS:
+            raise ValueError(f"ttft_dist must be one of {', '.join(_DISTS)}, got {ttft_dist!r}")
+        if itl_dist not in _DISTS + ("replay",):
+            raise ValueError(f"itl_dist must be one of {', '.join(_DISTS)} or 'replay', got {itl_dist!r}")
+        replay: list[int] = []
+        if itl_replay_us is not None:
+            replay = [_ns(v, "itl_replay_us[]", 1e3) for v in itl_replay_us]
+            if not replay:
+                raise ValueError("itl_replay_us must hold at least one gap")
+            if itl_dist == "fixed":
+                itl_dist = "replay"
+        if itl_dist == "replay" and not replay:
+            raise ValueError("itl_dist='replay' needs itl_replay_us=[...]")
+        if itl_dist in ("normal", "lognormal") and itl_sd_us <= 0:
+            raise ValueError(f"itl_dist={itl_dist!r} needs itl_sd_us > 0")
+        if ttft_dist in ("normal", "lognormal") and ttft_sd_ms <= 0:
+            raise ValueError(f"ttft_dist={ttft_dist!r} needs ttft_sd_ms > 0")
+        if itl_dist == "lognormal" and itl_us <= 0:
+            raise ValueError("itl_dist='lognormal' needs itl_us > 0")
+        _int(tokens_per_event, "tokens_per_event", 1)
+        _int(coalesce, "coalesce", 0)
+        _int(reasoning_tokens, "reasoning_tokens", 0)
+        _int(max_output_tokens, "max_output_tokens", 1)
+        _int(default_output_tokens, "default_output_tokens", 1)
+        _int(seed, "seed", 0)
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty string")
+        fault_list = [parse_fault(f) for f in (faults or [])]
+        self._config: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "ttft_ns": _ns(ttft_ms, "ttft_ms", 1e6),
+            "ttft_dist": ttft_dist,
+            "ttft_sd_ns": _ns(ttft_sd_ms, "ttft_sd_ms", 1e6),
+            "itl_ns": _ns(itl_us, "itl_us", 1e3),
+            "itl_dist": itl_dist,
+            "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),
+            "itl_replay_ns": replay,
+            "prefill_ns_per_token": _ns(prefill_us_per_token, "prefill_us_per_token", 1e3),
+            "tokens_per_event": tokens_per_event,
+            "coalesce": coalesce,
+            "reasoning_tokens": reasoning_tokens,
+            "tool_calls": bool(tool_calls),
+            "keepalive_ns": 0 if keepalive_ms is None else _ns(keepalive_ms, "keepalive_ms", 1e6, 0.001),
+            "max_output_tokens": max_output_tokens,
+            "default_output_tokens": default_output_tokens,
+            "model": model,
+            "faults": fault_list,
+            "seed": seed,
+            "spin_ns": _ns(spin_us, "spin_us", 1e3),
+            "realtime": bool(realtime),
+            "truth_log": "" if truth_log is None else str(truth_log),
+            "keep_truth": bool(keep_truth),
+        }
+        self._native = _core.Emulator(self._config)
+
+    # ---- lifecycle ----
+    def start(self) -> Emulator:
+        """Binds and starts serving in the background; returns self. Raises ValueError if the port is
+        taken, or realtime=True is refused."""
+        self._native.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops serving and closes every connection. Safe to call twice."""
+        self._native.stop()
+
+    def __enter__(self) -> Emulator:
+        if not self._native.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- facts ----
+    @property
+    def port(self) -> int:
+        """The bound port (0 before start())."""
+        return self._native.port
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``; the OpenAI base URL is this plus ``/v1``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._native.running
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The settings in the native units (ns) the timing engine uses."""
+        return dict(self._config)
+
+    def truth(self, clear: bool = False) -> list[dict[str, Any]]:
+        """Ground truth: one dict per finished generation request, in finishing order.
+
+        Keys: ``seq``, ``id`` (the response id the stream carries, also the ``x-request-id``
+        header), ``api``, ``path``, ``status``, ``fault``, ``stream``, ``completed``,
+        ``client_closed``, ``received_ns``, ``headers_sent_ns``, ``done_ns``, ``prompt_tokens``,
+        ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives`` and numpy
+        arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
+        CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32) and ``kinds``
+        (uint8, the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments). ``clear=True`` hands the
+        records over and forgets them.
+        """
+        return self._native.truth(clear)
+
+    def wait_truth(self, n: int, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+        """Waits until at least ``n`` records are kept (or ``timeout_s`` passes), then returns truth().
+
+        A client holds a response's last bytes a moment before the emulator publishes its record
+        (the record needs the time the last write returned), so read the truth through this.
+        """
+        self._native.wait_truth(n, timeout_s)
+        return self.truth()
+
+    def truth_by_id(self) -> dict[str, dict[str, Any]]:
+        """truth() keyed by response id."""
+        return {r["id"]: r for r in self.truth()}
+
+    def stats(self) -> dict[str, int]:
+        """Counters of the native server (connections, requests, events, writes, bytes, faults, spins)."""
+        return self._native.stats()
+
+    def __repr__(self) -> str:
+        state = f"serving on {self.base_url}" if self.running else "stopped"
+        return f"<pytps.Emulator {state}>"
