@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
+from .api import run
 from .emulator import Emulator
 from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
 
@@ -47,4 +48,5 @@ __all__ = [
     "__version__",
     "clock_info",
     "now_ns",
+    "run",
 ]

@@ -33,7 +33,8 @@ class RequestRecord:
     index: int
     warmup: bool = False
     t_sched_ns: int | None = None  # intended send time (rate mode)
-    t_send_ns: int = 0  # just before the request was handed to the transport
+    t_submit_ns: int | None = None  # the runner handed the request to the transport
+    t_send_ns: int = 0  # the transport finished writing the request to the socket
     t_headers_ns: int | None = None  # response headers received
     t_done_ns: int | None = None  # the request finished, one way or another
     status: int | None = None
