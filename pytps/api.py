@@ -48,12 +48,12 @@ def make_config(
     from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
 
     apis.check_api(api)
-    output = LengthSpec.parse(output_tokens, name="output_tokens")
+    output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
     if dataset is not None:
         workload: Any = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
         described: dict[str, Any] = {"dataset": str(dataset), "output_tokens": str(output)}
     else:
-        inp = LengthSpec.parse(input_tokens, name="input_tokens")
+        inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
         # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
         # it is recorded, so the prompts can be rebuilt.
         salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -61,7 +61,7 @@ def make_config(
         described = {"input_tokens": str(inp), "output_tokens": str(output),
                      "shared_prefix_tokens": shared_prefix_tokens, "salt": salt}
     if max_error_rate is not None and not 0 <= max_error_rate <= 1:
-        raise ConfigError(f"max_error_rate {max_error_rate} is outside 0..1")
+        raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
     if timeout <= 0:
         raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
     plan = LoadPlan(concurrency=concurrency, rate_rps=rate, arrival=arrival, burstiness=burstiness,

@@ -114,6 +114,10 @@ class Runner:
             raise EndpointError(f"{self.cfg.base_url}{path} answered {status}: the API key was refused; "
                                 "set --api-key-env to the variable that holds a valid key")
         models = apis.parse_models(self.cfg.api, body) if status == 200 and body is not None else []
+        if not models and path != "/v1/models":
+            # Ollama also serves the OpenAI-compatible list.
+            status, body = await self.transport.get_json("/v1/models", self._headers())
+            models = apis.parse_models("openai-chat", body) if status == 200 and body is not None else []
         if not models:
             raise EndpointError(f"could not list models at {self.cfg.base_url}{path} (HTTP {status}); "
                                 "name one with --model")
