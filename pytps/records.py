@@ -28,7 +28,7 @@ def _empty(dtype: Any) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
 
-@dataclass
+@dataclass(repr=False)
 class RequestRecord:
     index: int
     warmup: bool = False
@@ -63,6 +63,10 @@ class RequestRecord:
     phases_ns: dict[str, int] = field(default_factory=dict)
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
+
+    def __repr__(self) -> str:
+        return (f"<RequestRecord {self.index} status={self.status} error={self.error} "
+                f"events={len(self.output_times_ns)}>")
 
     @property
     def ok(self) -> bool:

@@ -52,7 +52,7 @@ class RunConfig:
     tokenizer: Any = None  # object with .count(text) -> int, optional
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     out_dir: Path
     metadata: dict[str, Any]
@@ -60,6 +60,11 @@ class RunResult:
     records: list[RequestRecord]
     interrupted: bool = False
     stopped_reason: str | None = None
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio formats a finished task's result with repr (on Python 3.11
+        # even on every signal.getsignal), and the records' arrays are large.
+        return f"<RunResult {len(self.records)} requests in {self.out_dir}>"
 
 
 class Progress:
