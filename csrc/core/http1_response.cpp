@@ -210,10 +210,9 @@ bool Http1ResponseParser::parse_header_line(std::string_view line) {
     if (colon == std::string_view::npos) return fail("header line without ':' " + quote(line));
     const std::string_view name = line.substr(0, colon);
     if (name.empty()) return fail("header line with an empty name " + quote(line));
-    for (const char c : name) {
-        if (is_ows(c)) return fail("whitespace before ':' in the header line " + quote(line));
+    if (is_ows(name.back())) return fail("whitespace before ':' in the header line " + quote(line));
+    for (const char c : name)
         if (!is_tchar(c)) return fail("invalid character in the header name " + quote(name));
-    }
     const std::string_view value = trim(line.substr(colon + 1));
     if (std::memchr(value.data(), '\0', value.size())) return fail("NUL in the value of header " + quote(name));
     if (headers_.size() >= max_headers_)
