@@ -25,6 +25,7 @@ clock_info = _core.clock_info
 SSEParser = _core.SSEParser
 SSEEvent = _core.SSEEvent
 StreamRecorder = _core.StreamRecorder
+HttpStreamRecorder = _core.HttpStreamRecorder
 DIALECTS = _core.DIALECTS
 KIND_CONTENT = _core.KIND_CONTENT
 KIND_REASONING = _core.KIND_REASONING
@@ -36,6 +37,7 @@ __all__ = [
     "Emulator",
     "EndpointError",
     "Histogram",
+    "HttpStreamRecorder",
     "ProtocolError",
     "PytpsError",
     "SSEEvent",

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
     pytps_bindings::register_recorder(m);
     pytps_bindings::register_histogram(m);
     pytps_bindings::register_emulator(m);
+    pytps_bindings::register_http(m);
 }
