@@ -6,7 +6,9 @@ Against pytps.Emulator (native, its own thread, ground-truth send times) on 127.
 For each, pytps (httpx transport with stamped reads and the native StreamRecorder) and a
 plain client (httpx aiter_lines, json.loads, time.monotonic_ns per line) run the same
 workload one after the other. Printed: the error of TTFT (mean |client - truth|, truth being
-the emulator's first-token send time minus its request receipt), of mean TPOT (relative), of
+the emulator's first-token send time minus its request receipt; split into the send lag,
+emulator receipt minus the client's send stamp, and the read lag, the client's stamp of the
+first token minus the emulator's write of it), of mean TPOT (relative), of
 output throughput (relative), and the client's CPU time per token (its own thread only; the
 emulator's thread is excluded).
 
@@ -28,7 +30,7 @@ import numpy as np
 
 import pytps
 from pytps.api import make_config
-from pytps.runner import Runner
+from pytps.runner import Runner, event_loop_name, run_coroutine
 
 
 async def plain_client(base_url: str, concurrency: int, requests: int, max_tokens: int) -> tuple[list, float]:
@@ -85,6 +87,9 @@ def compare(rows: list[tuple[str, int, int, int, int]], truth: dict, cpu_s: floa
     ids = [r[0] for r in rows]
     t_ttft, t_tpot = truth_figures(truth, ids)
     ttft_err = [abs((first - send) - t_ttft[rid]) for rid, send, first, _, _ in rows]
+    # Where the error lies: the emulator receiving after our send stamp, our stamp after its write.
+    send_lag = [int(truth[rid]["received_ns"]) - send for rid, send, _, _, _ in rows]
+    read_lag = [first - int(truth[rid]["sent_ns"][0]) for rid, _, first, _, _ in rows]
     tpot_client = [(last - first) / max(1, tok - 1) for _, _, first, last, tok in rows]
     tpot_true = [t_tpot[rid] for rid in ids]
     tokens = sum(r[4] for r in rows)
@@ -93,6 +98,8 @@ def compare(rows: list[tuple[str, int, int, int, int]], truth: dict, cpu_s: floa
     return {
         "ttft_err_mean_ms": float(np.mean(ttft_err)) / 1e6,
         "ttft_err_p99_ms": float(np.percentile(ttft_err, 99)) / 1e6,
+        "send_lag_ms": float(np.mean(send_lag)) / 1e6,
+        "read_lag_ms": float(np.mean(read_lag)) / 1e6,
         "tpot_err_rel": abs(np.mean(tpot_client) - np.mean(tpot_true)) / np.mean(tpot_true),
         "throughput_err_rel": abs(tokens / window_client - tokens / window_true) / (tokens / window_true),
         "cpu_us_per_token": cpu_s * 1e6 / tokens,
@@ -106,13 +113,13 @@ def run_case(name: str, itl_us: float, concurrency: int, requests: int, tokens: 
                           input_tokens=64, out=f"/tmp/pytps-bench-fidelity-{name}")
         runner = Runner(cfg)
         cpu0 = time.thread_time()
-        result = asyncio.run(runner.run())
+        result = run_coroutine(runner.run())
         cpu_pytps = time.thread_time() - cpu0
         truth = {t["id"]: t for t in emu.wait_truth(len(result.records), timeout_s=10)}
         ours = compare([(r.response_id, r.t_send_ns, r.first_output_ns, r.last_output_ns,
                          r.usage.get("completion_tokens", 0)) for r in result.records if r.ok], truth, cpu_pytps)
         emu.truth(clear=True)
-        plain, cpu_plain = asyncio.run(plain_client(emu.base_url, concurrency, requests, tokens))
+        plain, cpu_plain = run_coroutine(plain_client(emu.base_url, concurrency, requests, tokens))
         truth = {t["id"]: t for t in emu.wait_truth(len(plain), timeout_s=10)}
         theirs = compare([(p["id"], p["t_send"], p["times"][0], p["times"][-1], p["tokens"]) for p in plain],
                          truth, cpu_plain)
@@ -131,12 +138,14 @@ def main() -> None:
         ("b", "(b) 32 streams @ 1,000 tok/s", 1000.0, 32, args.requests_b, {"ttft_err_mean_ms": 5.0,
                                                                             "tpot_err_rel": 0.01}),
     ]
-    print(f"{'case':<30}{'client':<8}{'TTFT err ms':>12}{'p99':>8}{'TPOT err':>10}{'thru err':>10}"
-          f"{'CPU us/tok':>12}")
+    print(f"event loop: {event_loop_name()} (both clients)")
+    print(f"{'case':<30}{'client':<8}{'TTFT err ms':>12}{'p99':>8}{'send lag':>10}{'read lag':>10}"
+          f"{'TPOT err':>10}{'thru err':>10}{'CPU us/tok':>12}")
     for key, label, itl, conc, reqs, targets in cases:
         ours, theirs = run_case(key, itl, conc, reqs, args.tokens)
         for who, fig in (("pytps", ours), ("plain", theirs)):
             print(f"{label:<30}{who:<8}{fig['ttft_err_mean_ms']:>12.3f}{fig['ttft_err_p99_ms']:>8.2f}"
+                  f"{fig['send_lag_ms']:>10.3f}{fig['read_lag_ms']:>10.3f}"
                   f"{fig['tpot_err_rel']:>9.2%}{fig['throughput_err_rel']:>9.2%}{fig['cpu_us_per_token']:>12.1f}")
         verdicts = [f"{k} {'MET' if ours[k] <= v else 'MISSED'} (target {v})" for k, v in targets.items()]
         ratio = ours["cpu_us_per_token"] / theirs["cpu_us_per_token"]

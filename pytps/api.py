@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from contextlib import ExitStack
@@ -23,6 +22,7 @@ def make_config(
     headers: dict[str, str] | None = None,
     extra_body: dict[str, Any] | None = None,
     http2: bool = False,
+    transport: str = "auto",
     input_tokens: str | int = "256",
     output_tokens: str | int = "128",
     shared_prefix_tokens: int = 0,
@@ -67,13 +67,15 @@ def make_config(
     plan = LoadPlan(concurrency=concurrency, rate_rps=rate, arrival=arrival, burstiness=burstiness,
                     max_concurrency=max_concurrency, requests=requests, duration_s=duration, warmup=warmup)
     plan.validate()
+    if transport not in ("auto", "asyncio", "httpx"):
+        raise ConfigError(f"transport (--transport) {transport!r} is unknown; use auto, asyncio or httpx")
     if api_key is None:
         if api_key_env is not None and api_key_env not in os.environ:
             raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
         api_key = os.environ.get(api_key_env or apis.default_api_key_env(api)) or None
     return RunConfig(
         base_url=base_url, api=api, model=model, workload=workload, plan=plan, api_key=api_key,
-        headers=dict(headers or {}), extra_body=extra_body, http2=http2,
+        headers=dict(headers or {}), extra_body=extra_body, http2=http2, transport=transport,
         out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
         read_timeout_s=timeout, seed=seed, workload_description=described,
     )
@@ -86,7 +88,7 @@ def run(base_url: str | None = None, *, progress: Any = None, emulator: dict[str
     Without base_url, starts pytps.Emulator (with the `emulator` settings) and benchmarks it.
     The other keyword arguments are make_config()'s, named like the CLI flags.
     """
-    from .runner import Runner
+    from .runner import Runner, run_coroutine
 
     with ExitStack() as stack:
         if base_url is None:
@@ -94,7 +96,7 @@ def run(base_url: str | None = None, *, progress: Any = None, emulator: dict[str
 
             base_url = stack.enter_context(Emulator(**(emulator or {}))).base_url
         cfg = make_config(base_url, **settings)
-        return asyncio.run(Runner(cfg, progress).run())
+        return run_coroutine(Runner(cfg, progress).run())
 
 
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:

@@ -31,7 +31,10 @@ def add_run_parser(sub: Any) -> None:
                     "ANTHROPIC_API_KEY for --api anthropic)")
     ep.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
     ep.add_argument("--extra-body", metavar="JSON", help='merged into each request body, e.g. \'{"ignore_eos": true}\'')
-    ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default)")
+    ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
+    ep.add_argument("--transport", choices=("auto", "asyncio", "httpx"), default="auto",
+                    help="asyncio: HTTP/1.1 on asyncio protocols, one native call per read (the default for "
+                    "http://); httpx: https://, HTTP/2 and proxies")
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
@@ -80,7 +83,7 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
     return make_config(
         base_url, api=args.api, model=args.model, api_key_env=args.api_key_env,
         headers=_parse_headers(args.header), extra_body=parse_json_object(args.extra_body, "--extra-body"),
-        http2=args.http2, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+        http2=args.http2, transport=args.transport, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         shared_prefix_tokens=args.shared_prefix_tokens, dataset=args.dataset, seed=args.seed, salt=args.salt,
         concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
         max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
@@ -95,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .report.console import RichProgress, render
     from .results import load_results
-    from .runner import Runner
+    from .runner import Runner, run_coroutine
 
     console = Console()
     with ExitStack() as stack:
@@ -109,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg = build_config(args, base_url)
         runner = Runner(cfg, RichProgress())
         try:
-            result = asyncio.run(runner.run())
+            result = run_coroutine(runner.run())
             interrupted = result.interrupted
         except KeyboardInterrupt:
             interrupted = True

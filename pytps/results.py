@@ -45,8 +45,10 @@ class Journal:
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the run
 
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
+        # The per-event lists are plain ints already; only the scalars need cleaning (a
+        # recursive walk over every token would cost more than recording them did).
         line = {
-            **scalars,
+            **_jsonable(scalars),
             "t_sched_ns": rec.t_sched_ns,
             "t_headers_ns": rec.t_headers_ns,
             "first_output_ns": rec.first_output_ns,
@@ -60,11 +62,12 @@ class Journal:
             "done": rec.done,
             "events": rec.events,
             "phases_ns": rec.phases_ns,
-            "output_times_ns": rec.output_times_ns.tolist(),
-            "output_tokens": rec.output_tokens.tolist(),
-            "output_kinds": rec.output_kinds.tolist(),
         }
-        self._f.write(json.dumps(_jsonable(line), separators=(",", ":")) + "\n")
+        line = _jsonable(line)
+        line["output_times_ns"] = rec.output_times_ns.tolist()
+        line["output_tokens"] = rec.output_tokens.tolist()
+        line["output_kinds"] = rec.output_kinds.tolist()
+        self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._f.flush()
 
     def close(self) -> None:

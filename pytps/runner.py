@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from . import apis
 from ._native import _core
-from .errors import EndpointError
+from .errors import ConfigError, EndpointError
 from .metrics import summarize
 from .records import RequestRecord
 from .results import Journal, write_events, write_json_atomic
@@ -42,6 +42,7 @@ class RunConfig:
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] | None = None
     http2: bool = False
+    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), or auto
     out_dir: Path | None = None
     max_error_rate: float | None = None
     request_timeout_s: float = 600.0
@@ -272,14 +273,7 @@ class Runner:
         cfg.plan.validate()
         own_transport = self.transport is None
         if own_transport:
-            import httpx
-
-            self.transport = HttpxTransport(
-                cfg.base_url, http2=cfg.http2,
-                max_connections=max(cfg.plan.concurrency or 0, cfg.plan.max_concurrency or 0, 100),
-                timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
-                total_timeout_s=cfg.request_timeout_s,
-            )
+            self.transport = make_transport(cfg)
         interrupted = False
         journal: Journal | None = None
         try:
@@ -334,6 +328,7 @@ class Runner:
             "api": cfg.api,
             "model": model,
             "transport": getattr(self.transport, "name", "httpx"),
+            "event_loop": event_loop_name(),
             "http2": cfg.http2,
             "workload": cfg.workload_description,
             "load": {
@@ -353,6 +348,35 @@ class Runner:
         }
 
 
+def choose_transport(cfg: RunConfig) -> str:
+    """auto: the asyncio transport for plain http:// over HTTP/1.1 (the most exact), else httpx."""
+    if cfg.transport not in ("auto", "asyncio", "httpx"):
+        raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio or httpx")
+    plain = urlsplit(cfg.base_url).scheme == "http" and not cfg.http2
+    if cfg.transport == "asyncio" and not plain:
+        raise ConfigError("the asyncio transport speaks plain http:// over HTTP/1.1; for https:// or --http2 "
+                          "use --transport httpx (or auto)")
+    if cfg.transport == "auto":
+        return "asyncio" if plain else "httpx"
+    return cfg.transport
+
+
+def make_transport(cfg: RunConfig) -> Any:
+    import httpx
+
+    from .transport.asyncio_transport import AsyncioTransport
+
+    if choose_transport(cfg) == "asyncio":
+        return AsyncioTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
+                                read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s)
+    return HttpxTransport(
+        cfg.base_url, http2=cfg.http2,
+        max_connections=max(cfg.plan.concurrency or 0, cfg.plan.max_concurrency or 0, 100),
+        timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
+        total_timeout_s=cfg.request_timeout_s,
+    )
+
+
 def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecord], plan: LoadPlan) -> RunResult:
     """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
     target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
@@ -366,9 +390,27 @@ def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecor
     return RunResult(out_dir=out_dir, metadata=metadata, summary=summary, records=records)
 
 
+def event_loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+def run_coroutine(coro: Any) -> Any:
+    """Runs the client's event loop: uvloop when installed (its per-read cost is a fraction of
+    the pure-Python selector loop's, which keeps stamps close to the wire under load)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
 def run(cfg: RunConfig, progress: Progress | None = None) -> RunResult:
     """Runs a benchmark to the end (library entry point): pytps.run(...) builds cfg for you."""
-    return asyncio.run(Runner(cfg, progress).run())
+    return run_coroutine(Runner(cfg, progress).run())
 
 
 Callback = Callable[[RequestRecord], None]

@@ -101,10 +101,14 @@ class _ResponseStream(httpx.AsyncByteStream):
 class StampingTransport(httpx.AsyncBaseTransport):
     """httpx transport over an httpcore pool whose sockets stamp every read."""
 
-    def __init__(self, *, http2: bool = False, max_connections: int = 100, verify: bool = True) -> None:
-        ctx = ssl.create_default_context() if verify else ssl._create_unverified_context()  # noqa: S323
-        if http2:
-            ctx.set_alpn_protocols(["h2", "http/1.1"])
+    def __init__(self, *, http2: bool = False, max_connections: int = 100, verify: bool = True,
+                 tls: bool = True) -> None:
+        # Loading the CA store costs ~50 ms: only when the endpoint speaks TLS.
+        ctx = None
+        if tls:
+            ctx = ssl.create_default_context() if verify else ssl._create_unverified_context()  # noqa: S323
+            if http2:
+                ctx.set_alpn_protocols(["h2", "http/1.1"])
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ctx,
             max_connections=max_connections,
@@ -218,7 +222,8 @@ class HttpxTransport:
         self.total_timeout_s = total_timeout_s
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
-            transport=StampingTransport(http2=http2, max_connections=max_connections, verify=verify),
+            transport=StampingTransport(http2=http2, max_connections=max_connections, verify=verify,
+                                        tls=self.base_url.startswith("https:")),
             timeout=timeout or httpx.Timeout(connect=10.0, read=60.0, write=10.0, pool=None),
         )
 
