@@ -136,6 +136,10 @@ void EventLoop::wait(std::vector<epoll_event>& ready, std::vector<Deadline>& due
     }
     const int64_t target = heap_.top().due_ns;
     spins_.fetch_add(1, std::memory_order_relaxed);
+    // Shrink the window a little on every spin too: otherwise a window that once grew past
+    // the gap between deadlines would never sleep, never measure, never shrink, and the
+    // thread would spin forever (fatal for a real-time thread, which the kernel throttles).
+    window_ns_.store(window - (window - std::min(window, kSpinMargin)) / 64, std::memory_order_relaxed);
     do {
         now = now_ns();
     } while (now < target);

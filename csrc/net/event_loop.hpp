@@ -2,8 +2,8 @@
 // the kernel until a spin window before the earliest deadline, then busy-wait on the clock.
 // Sleeping alone is late by the scheduler's wake-up latency (tens of µs on a VM); the spin
 // trades that much CPU per deadline for being on time. The window adapts to the wake-up
-// lateness actually seen (it jumps up to cover a late wake-up and decays slowly), capped
-// at `spin_ns`: spinning longer than wake-ups need only burns CPU, which costs precision
+// lateness actually seen (it jumps up to cover a late wake-up and decays slowly, on sleeps
+// and spins alike), capped at `spin_ns`: spinning longer than wake-ups need only burns CPU, which costs precision
 // when the core is shared (a busy thread is preempted for whole time slices) or the thread
 // is real-time (the kernel throttles real-time threads that never sleep).
 #pragma once
