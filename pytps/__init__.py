@@ -10,8 +10,9 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
+from .api import run
 from .emulator import Emulator
-from .errors import BuildError, ProtocolError, PytpsError
+from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
 
 try:
     __version__: str = _dist_version("pytps")
@@ -31,7 +32,9 @@ KIND_TOOL = _core.KIND_TOOL
 
 __all__ = [
     "BuildError",
+    "ConfigError",
     "Emulator",
+    "EndpointError",
     "Histogram",
     "ProtocolError",
     "PytpsError",
@@ -45,4 +48,5 @@ __all__ = [
     "__version__",
     "clock_info",
     "now_ns",
+    "run",
 ]

@@ -38,6 +38,7 @@ def add_run_parser(sub: Any) -> None:
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
     wl.add_argument("--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON")
     wl.add_argument("--seed", type=int, default=0)
+    wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ld = p.add_argument_group("load")
     ld.add_argument("--concurrency", type=int, help="closed loop with N users (default 1)")
     ld.add_argument("--rate", type=float, metavar="R", help="open loop: R requests per second")
@@ -73,56 +74,17 @@ def _parse_headers(items: list[str]) -> dict[str, str]:
     return headers
 
 
-def _extra_body(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--extra-body is not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--extra-body must be a JSON object, e.g. '{\"ignore_eos\": true}'")
-    return value
-
-
 def build_config(args: argparse.Namespace, base_url: str) -> Any:
-    from . import apis
-    from .runner import RunConfig
-    from .schedule import LoadPlan
-    from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
+    from .api import make_config, parse_json_object
 
-    output = LengthSpec.parse(args.output_tokens)
-    if args.dataset:
-        workload: Any = DatasetWorkload.from_file(args.dataset, output_tokens=output, seed=args.seed)
-        described = {"dataset": str(args.dataset), "output_tokens": str(output)}
-    else:
-        inp = LengthSpec.parse(args.input_tokens)
-        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=args.shared_prefix_tokens, seed=args.seed)
-        described = {"input_tokens": str(inp), "output_tokens": str(output),
-                     "shared_prefix_tokens": args.shared_prefix_tokens}
-    if args.max_error_rate is not None and not 0 <= args.max_error_rate <= 1:
-        raise ConfigError(f"--max-error-rate {args.max_error_rate} is outside 0..1")
-    plan = LoadPlan(
-        concurrency=args.concurrency if args.rate is None else None,
-        rate_rps=args.rate, arrival=args.arrival, burstiness=args.burstiness,
-        max_concurrency=args.max_concurrency, requests=args.requests, duration_s=args.duration,
-        warmup=args.warmup,
-    )
-    if args.rate is not None and args.concurrency is not None:
-        raise ConfigError("--concurrency and --rate are two load modes; for a cap on in-flight requests in rate "
-                          "mode use --max-concurrency")
-    if plan.mode == "concurrency" and plan.concurrency is None:
-        plan.concurrency = 1
-    plan.validate()
-    key_env = args.api_key_env or apis.default_api_key_env(args.api)
-    if args.api_key_env and args.api_key_env not in os.environ:
-        raise ConfigError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
-    return RunConfig(
-        base_url=base_url, api=args.api, model=args.model, workload=workload, plan=plan,
-        api_key=os.environ.get(key_env) or None, headers=_parse_headers(args.header),
-        extra_body=_extra_body(args.extra_body), http2=args.http2,
-        out_dir=Path(args.out) if args.out else None, max_error_rate=args.max_error_rate,
-        read_timeout_s=args.timeout, seed=args.seed, workload_description=described,
+    return make_config(
+        base_url, api=args.api, model=args.model, api_key_env=args.api_key_env,
+        headers=_parse_headers(args.header), extra_body=parse_json_object(args.extra_body, "--extra-body"),
+        http2=args.http2, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+        shared_prefix_tokens=args.shared_prefix_tokens, dataset=args.dataset, seed=args.seed, salt=args.salt,
+        concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
+        warmup=args.warmup, max_error_rate=args.max_error_rate, timeout=args.timeout, out=args.out,
     )
 
 

@@ -15,9 +15,10 @@ class BuildError(PytpsError, ImportError):
     """The compiled module pytps._core is missing or does not match this package."""
 
 
+class ConfigError(PytpsError, ValueError):
+    """A run is configured in a way that cannot work (a bad flag, length spec, API or dataset). Raised
+    before any request is sent, with the bad value and the accepted forms."""
+
+
 class EndpointError(PytpsError):
     """The endpoint cannot be benchmarked as asked: unreachable, refusing the key, unknown path or model."""
-
-
-class ConfigError(PytpsError, ValueError):
-    """A flag, option or file is not usable as given; the message says what to write instead."""

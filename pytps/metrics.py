@@ -105,6 +105,7 @@ class RequestMetrics:
     tokens_per_event: float | None
     prompt_tokens: int | None
     schedule_lag_s: float | None
+    send_overhead_s: float | None
     ttft_sched_s: float | None
     e2e_sched_s: float | None
 
@@ -148,6 +149,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         tokens_per_event=(tokens / n) if n else None,
         prompt_tokens=rec.usage.get("prompt_tokens"),
         schedule_lag_s=_seconds(rec.t_send_ns, rec.t_sched_ns),
+        send_overhead_s=_seconds(rec.t_send_ns, rec.t_submit_ns),
         ttft_sched_s=_seconds(rec.first_output_ns, rec.t_sched_ns),
         e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
     )
@@ -280,6 +282,7 @@ def summarize(
         "e2e_s": dist("e2e_s"),
         "decode_tps": dist("decode_tps"),
         "chunk_gap_s": distribution(np.concatenate(gap_values).tolist() if gap_values else []),
+        "send_overhead_s": distribution(m.send_overhead_s for _, m in measured),
     }
     if rate_mode:
         summary["ttft_sched_s"] = dist("ttft_sched_s")

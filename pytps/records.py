@@ -28,12 +28,13 @@ def _empty(dtype: Any) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
 
-@dataclass
+@dataclass(repr=False)
 class RequestRecord:
     index: int
     warmup: bool = False
     t_sched_ns: int | None = None  # intended send time (rate mode)
-    t_send_ns: int = 0  # just before the request was handed to the transport
+    t_submit_ns: int | None = None  # the runner handed the request to the transport
+    t_send_ns: int = 0  # the transport finished writing the request to the socket
     t_headers_ns: int | None = None  # response headers received
     t_done_ns: int | None = None  # the request finished, one way or another
     status: int | None = None
@@ -62,6 +63,10 @@ class RequestRecord:
     phases_ns: dict[str, int] = field(default_factory=dict)
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
+
+    def __repr__(self) -> str:
+        return (f"<RequestRecord {self.index} status={self.status} error={self.error} "
+                f"events={len(self.output_times_ns)}>")
 
     @property
     def ok(self) -> bool:

@@ -25,7 +25,7 @@ from .errors import EndpointError
 from .metrics import summarize
 from .records import RequestRecord
 from .results import Journal, write_events, write_json_atomic
-from .schedule import LoadPlan, arrival_offsets_ns
+from .schedule import LoadPlan
 from .transport import HttpxTransport, RequestSpec
 
 _now_ns = _core.now_ns
@@ -52,7 +52,7 @@ class RunConfig:
     tokenizer: Any = None  # object with .count(text) -> int, optional
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     out_dir: Path
     metadata: dict[str, Any]
@@ -60,6 +60,11 @@ class RunResult:
     records: list[RequestRecord]
     interrupted: bool = False
     stopped_reason: str | None = None
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio formats a finished task's result with repr (on Python 3.11
+        # even on every signal.getsignal), and the records' arrays are large.
+        return f"<RunResult {len(self.records)} requests in {self.out_dir}>"
 
 
 class Progress:
@@ -85,6 +90,7 @@ class Runner:
         self._secrets = [s for s in (cfg.api_key,) if s]
         self._include_usage = True
         self._usage_note: str | None = None
+        self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration
         self._in_flight = 0
         self._tokens = 0
         self._errors = 0
@@ -113,6 +119,10 @@ class Runner:
             raise EndpointError(f"{self.cfg.base_url}{path} answered {status}: the API key was refused; "
                                 "set --api-key-env to the variable that holds a valid key")
         models = apis.parse_models(self.cfg.api, body) if status == 200 and body is not None else []
+        if not models and path != "/v1/models":
+            # Ollama also serves the OpenAI-compatible list.
+            status, body = await self.transport.get_json("/v1/models", self._headers())
+            models = apis.parse_models("openai-chat", body) if status == 200 and body is not None else []
         if not models:
             raise EndpointError(f"could not list models at {self.cfg.base_url}{path} (HTTP {status}); "
                                 "name one with --model")
@@ -120,6 +130,8 @@ class Runner:
 
     def _spec(self, i: int, model: str, warmup: bool, t_sched_ns: int | None = None) -> RequestSpec:
         prompt = self.cfg.workload.prompt(i)
+        if getattr(prompt, "planned_tokens", None):
+            self._planned[i] = prompt.planned_tokens
         path, body = apis.build_request(self.cfg.api, model, prompt, include_usage=self._include_usage,
                                         extra_body=self.cfg.extra_body)
         return RequestSpec(
@@ -134,13 +146,16 @@ class Runner:
         from .metrics import request_metrics
 
         rec.error_detail = self._redact(rec.error_detail)
-        if self.cfg.tokenizer is not None and rec.ok and "completion_tokens" not in rec.usage:
-            rec.tokenizer_tokens = None  # set by the transport when it kept the text
         self.records.append(rec)
         m = request_metrics(rec)
         journal.append(rec, m.as_dict())
-        if rec.prompt_tokens_planned and rec.usage.get("prompt_tokens") and hasattr(self.cfg.workload, "calibrate"):
-            self.cfg.workload.calibrate(rec.prompt_tokens_planned, rec.usage["prompt_tokens"])
+        reported = rec.usage.get("prompt_tokens")
+        planned = self._planned.pop(rec.index, None)
+        if reported and planned and hasattr(self.cfg.workload, "calibrate"):
+            # Anthropic's input_tokens leave out cache reads; the prompt is both.
+            if self.cfg.api == "anthropic":
+                reported += rec.usage.get("cached_tokens", 0)
+            self.cfg.workload.calibrate(planned, reported)
         if not rec.warmup:
             if rec.ok:
                 self._tokens += m.output_tokens
@@ -157,7 +172,8 @@ class Runner:
         """Sends request 0 alone, to fail fast on a wrong key, path or model, and to learn
         whether the server accepts the usage request (retried once without it)."""
         rec = await self.transport.send(self._spec(0, model, warmup))
-        if rec.status == 400 and self._include_usage:
+        if self._include_usage and rec.status is not None and apis.rejects_usage_request(
+                rec.status, rec.error_detail or ""):
             self._include_usage = False
             self._usage_note = "the server rejected stream_options.include_usage; retried without it"
             rec = await self.transport.send(self._spec(0, model, warmup))
@@ -165,9 +181,10 @@ class Runner:
             raise EndpointError(f"the endpoint refused the API key (HTTP {rec.status}); set --api-key-env "
                                 "to the variable that holds a valid key")
         if rec.status == 404:
-            raise EndpointError(self._redact(
-                f"HTTP 404 for {self.cfg.base_url}{self._spec(0, model, warmup).path}: wrong --base-url or --api, "
-                f"or unknown model '{model}' ({(rec.error_detail or '')[:200]})") or "")
+            raise EndpointError(
+                f"{apis.describe_error(404, rec.error_detail or '', self._secrets)} for "
+                f"{self.cfg.base_url}{self._spec(0, model, warmup).path}: wrong --base-url or --api, "
+                f"or unknown model '{model}'")
         if rec.error in ("connect",):
             raise EndpointError(self._redact(f"cannot connect to {self.cfg.base_url}: {rec.error_detail}; "
                                              "is the server running? Check --base-url") or "")
@@ -175,17 +192,22 @@ class Runner:
 
     # ---- load -------------------------------------------------------------------------------
 
-    async def _concurrency_loop(self, model: str, journal: Journal, t_start: int) -> None:
+    async def _concurrency_loop(self, model: str, journal: Journal) -> None:
         plan = self.cfg.plan
         next_index = 1
-        deadline = t_start + int(plan.duration_s * 1e9) if plan.duration_s else None
+        end_index = plan.warmup + plan.requests if plan.requests is not None else None
+        # Duration is measurement time: it starts with the first measured request.
+        deadline: int | None = None
 
         def take() -> int | None:
-            nonlocal next_index
-            if self._stop or (plan.requests is not None and next_index >= plan.requests + plan.warmup):
+            nonlocal next_index, deadline
+            if self._stop or (end_index is not None and next_index >= end_index):
                 return None
-            if deadline is not None and _now_ns() >= deadline:
+            now = _now_ns()
+            if deadline is not None and now >= deadline:
                 return None
+            if deadline is None and plan.duration_s and next_index >= plan.warmup:
+                deadline = now + int(plan.duration_s * 1e9)
             i = next_index
             next_index += 1
             return i
@@ -201,14 +223,11 @@ class Runner:
 
         await asyncio.gather(*(worker() for _ in range(plan.concurrency or 1)))
 
-    async def _rate_loop(self, model: str, journal: Journal, t_start: int) -> None:
+    async def _rate_loop(self, model: str, journal: Journal) -> None:
+        """Sends on an absolute schedule that starts after the first (probe) request."""
         plan = self.cfg.plan
-        n = (plan.requests + plan.warmup) if plan.requests is not None else 10_000_000
-        if plan.duration_s and plan.requests is None:
-            n = int(plan.rate_rps * plan.duration_s) + plan.warmup + 1
-        offsets = arrival_offsets_ns(n, plan.rate_rps, plan.arrival, plan.burstiness, self.cfg.seed)
+        end_index = plan.warmup + plan.requests if plan.requests is not None else None
         limit = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
-        deadline = t_start + int(plan.duration_s * 1e9) if plan.duration_s else None
         tasks: set[asyncio.Task[None]] = set()
 
         async def one(i: int, t_sched: int) -> None:
@@ -223,9 +242,13 @@ class Runner:
                     limit.release()
             self._finish(rec, journal)
 
-        for i in range(1, n):
-            t_sched = t_start + int(offsets[i])
-            if self._stop or (deadline is not None and t_sched >= deadline):
+        t0 = _now_ns()
+        deadline = t0 + int(plan.duration_s * 1e9) if plan.duration_s else None
+        for i, offset in enumerate(plan.arrivals_ns(self.cfg.seed), start=1):
+            if self._stop or (end_index is not None and i >= end_index):
+                break
+            t_sched = t0 + int(offset)
+            if deadline is not None and t_sched >= deadline:
                 break
             delay = (t_sched - _now_ns()) / 1e9
             if delay > 0:
@@ -273,9 +296,9 @@ class Runner:
             try:
                 await self._first_request(model, journal, warmup=cfg.plan.warmup > 0)
                 if cfg.plan.mode == "rate":
-                    await self._rate_loop(model, journal, t_start)
+                    await self._rate_loop(model, journal)
                 else:
-                    await self._concurrency_loop(model, journal, t_start)
+                    await self._concurrency_loop(model, journal)
             except asyncio.CancelledError:
                 interrupted = True
             finally:

@@ -53,6 +53,39 @@ inline int utf8_sequence(const unsigned char* s, const unsigned char* end, int* 
     return need + 1;
 }
 
+// For a JSON number whose magnitude does not fit a double: true when it is too large
+// (it becomes an infinity), false when too small (it becomes zero). Such a number is
+// at least 1e308 or below 1e-323, so the sign of its decimal exponent decides.
+bool magnitude_is_huge(const char* p, const char* end) noexcept {
+    if (p < end && *p == '-') ++p;
+    int64_t int_digits = 0;  // digits before the point, leading zeros excluded
+    int64_t frac_zeros = 0;  // zeros after the point before the first non-zero digit
+    bool seen_nonzero = false;
+    for (; p < end && detail::is_digit(*p); ++p) {
+        if (*p != '0') seen_nonzero = true;
+        if (seen_nonzero && int_digits < (int64_t(1) << 40)) ++int_digits;
+    }
+    if (p < end && *p == '.') {
+        for (++p; p < end && detail::is_digit(*p); ++p) {
+            if (!seen_nonzero && *p == '0' && frac_zeros < (int64_t(1) << 40)) ++frac_zeros;
+            else seen_nonzero = true;
+        }
+    }
+    int64_t exp = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        ++p;
+        const bool neg = p < end && *p == '-';
+        if (p < end && (*p == '+' || *p == '-')) ++p;
+        for (; p < end && detail::is_digit(*p); ++p) {
+            if (exp < (int64_t(1) << 40)) exp = exp * 10 + (*p - '0');
+        }
+        if (neg) exp = -exp;
+    }
+    // The decimal exponent of the leading digit.
+    const int64_t e10 = (int_digits > 0 ? int_digits - 1 : -(frac_zeros + 1)) + exp;
+    return e10 > 0;
+}
+
 }  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -146,9 +179,11 @@ bool JsonReader::scan_number(double* d, int64_t* i, bool* is_int) noexcept {
         double v = 0;
         const auto r = std::from_chars(start, p_, v);
         // Out-of-range magnitudes are valid JSON; report them as infinities/zero
-        // rather than failing the event.
+        // rather than failing the event. (from_chars leaves v alone then, and says
+        // result_out_of_range for both directions: underflow used to become infinity.)
         if (r.ec == std::errc::result_out_of_range) {
-            v = (*start == '-') ? -__builtin_huge_val() : __builtin_huge_val();
+            v = magnitude_is_huge(start, p_) ? __builtin_huge_val() : 0.0;
+            if (*start == '-') v = -v;
         }
         *d = v;
     }
@@ -237,10 +272,16 @@ bool JsonReader::scan_special(std::string* out, bool* had_escape, const char*& r
     return true;
 }
 
-bool JsonReader::decode_key(std::string_view& key) noexcept {
+bool JsonReader::decode_key(std::string_view& key, bool had_escape) noexcept {
     key_scratch_.clear();
-    JsonReader sub(std::string_view(key.data() - 1, key.size() + 2));
-    if (!sub.read_string(key_scratch_)) return fail("invalid key");
+    if (had_escape) {
+        JsonReader sub(std::string_view(key.data() - 1, key.size() + 2));
+        if (!sub.read_string(key_scratch_)) return fail("invalid key");
+    } else {
+        // Found by fuzzing: invalid UTF-8 in a key without escapes used to be returned
+        // raw, breaking the promise that every decoded string is valid UTF-8.
+        append_utf8_sanitized(key_scratch_, key);
+    }
     key = key_scratch_;
     return true;
 }

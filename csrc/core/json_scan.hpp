@@ -65,7 +65,9 @@ public:
 
     // Objects: begin_object() consumes '{'; next_key() then yields each key (its value
     // must be read or skipped before the next call) and returns false after consuming
-    // the closing '}' (or on error: check failed()).
+    // the closing '}' (or on error: check failed()). The key is decoded like a string
+    // value; it may point into an internal buffer, so it is valid only until the next
+    // call that reads a key (next_key, or skip_value over an object): compare it first.
     bool begin_object() noexcept;
     bool next_key(std::string_view& key) noexcept;
 
@@ -132,7 +134,8 @@ private:
     bool scan_number(double* d, int64_t* i, bool* is_int) noexcept;
     bool expect_literal(const char* lit, size_t n) noexcept;
     bool skip_compound() noexcept;  // containers, literals and errors
-    bool decode_key(std::string_view& key) noexcept;  // an escaped key, decoded into key_scratch_
+    // A key with escapes or non-ASCII bytes, decoded into key_scratch_ (valid until the next key).
+    bool decode_key(std::string_view& key, bool had_escape) noexcept;
     // Consumes the ',' or closing bracket after a member/element. Returns true when
     // another member/element follows.
     bool after_value(char close) noexcept;
@@ -186,6 +189,12 @@ inline uint32_t attention_mask16(const char* p, bool high_too) noexcept {
     return mask;
 }
 #endif
+
+inline bool has_high_byte(std::string_view s) noexcept {
+    unsigned char any = 0;
+    for (const char c : s) any |= static_cast<unsigned char>(c);
+    return any >= 0x80;
+}
 }  // namespace detail
 
 inline void JsonReader::skip_ws() noexcept {
@@ -269,7 +278,7 @@ inline bool JsonReader::next_key(std::string_view& key) noexcept {
     // when an escape makes the raw bytes differ from the text.
     if (!scan_string(nullptr, &had_escape)) return false;
     key = std::string_view(start, static_cast<size_t>(p_ - 1 - start));
-    if (had_escape && !decode_key(key)) return false;
+    if ((had_escape || detail::has_high_byte(key)) && !decode_key(key, had_escape)) return false;
     skip_ws();
     if (p_ >= end_ || *p_ != ':') return fail("expected ':' after a key");
     ++p_;

@@ -1,6 +1,8 @@
 #include "core/sse_parser.hpp"
 
+#include <initializer_list>
 #include <limits>
+#include <string>
 
 namespace pytps {
 
@@ -21,10 +23,13 @@ bool SSEParser::close() {
     const bool partial_line = lines_.undecided_bom_bytes() > 0 || (!partial.empty() && partial[0] != ':');
     const bool incomplete = !discarding_ && (!data_.empty() || partial_line);
     lines_.reset();
-    data_.clear();
     data_is_view_ = false;
-    type_.clear();
-    last_id_.clear();
+    // Like the line buffer, give back what a huge event took, so a parser reused for
+    // many streams stays small (clear() alone kept up to max_line_bytes per parser).
+    for (std::string* s : {&data_, &type_, &last_id_}) {
+        if (s->capacity() > (size_t(1) << 16)) std::string().swap(*s);
+        s->clear();
+    }
     retry_ms_ = -1;
     discarding_ = false;
     return incomplete;

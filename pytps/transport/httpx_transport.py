@@ -41,6 +41,7 @@ class StampingStream(httpcore.AsyncNetworkStream):
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
         self.last_read_ns = 0
+        self.last_write_ns = 0
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._inner.read(max_bytes, timeout)
@@ -48,6 +49,10 @@ class StampingStream(httpcore.AsyncNetworkStream):
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        # Stamped before: the bytes reach the kernel inside this call, and the call then
+        # yields to the event loop, which would add its lag to a stamp taken after.
+        if buffer:  # h11 ends a body with an empty write; the request was sent before it
+            self.last_write_ns = _now_ns()
         await self._inner.write(buffer, timeout)
 
     async def aclose(self) -> None:
@@ -160,6 +165,11 @@ class _PhaseTrace:
     async def __call__(self, name: str, info: dict[str, typing.Any]) -> None:
         self.stamps[name] = _now_ns()
 
+    def send_ns(self) -> int | None:
+        # Runs right after httpcore's last write of the request: from here the server has it all.
+        return self.stamps.get("http11.send_request_body.complete") or self.stamps.get(
+            "http2.send_request_body.complete")
+
     def phases_ns(self) -> dict[str, int]:
         s = self.stamps
         out: dict[str, int] = {}
@@ -168,6 +178,8 @@ class _PhaseTrace:
             ("tls", "connection.start_tls.started", "connection.start_tls.complete"),
             ("send", "http11.send_request_headers.started", "http11.send_request_body.complete"),
             ("wait_headers", "http11.send_request_body.complete", "http11.receive_response_headers.complete"),
+            ("send", "http2.send_request_headers.started", "http2.send_request_body.complete"),
+            ("wait_headers", "http2.send_request_body.complete", "http2.receive_response_headers.complete"),
         ):
             if start in s and end in s:
                 out[phase] = s[end] - s[start]
@@ -202,6 +214,7 @@ class HttpxTransport:
         verify: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.http2 = http2
         self.total_timeout_s = total_timeout_s
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
@@ -234,16 +247,25 @@ class HttpxTransport:
         headers = {"content-type": "application/json", "accept": "text/event-stream", **spec.headers}
         request = self._client.build_request("POST", spec.path, content=spec.body, headers=headers,
                                              extensions={"trace": trace})
-        rec.t_send_ns = _now_ns()
+        rec.t_submit_ns = _now_ns()
         try:
             response = await self._client.send(request, stream=True)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded error class
             rec.t_done_ns = _now_ns()
+            rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
             rec.error = classify_exception(exc)
             rec.error_detail = f"{type(exc).__name__}: {exc}"
             rec.phases_ns = trace.phases_ns()
             return rec
         stream = response.extensions.get("network_stream")
+        # t_send is when the request's last bytes were written to the socket (docs/metrics.md):
+        # the Python work before it, and connection setup, are the client's, reported apart.
+        # On HTTP/1.1 the connection's last write before the response is this request's body;
+        # HTTP/2 interleaves requests on one connection, so there the trace tells.
+        if not self.http2 and getattr(stream, "last_write_ns", 0):
+            rec.t_send_ns = stream.last_write_ns
+        else:
+            rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
         rec.t_headers_ns = getattr(stream, "last_read_ns", None) or _now_ns()
         rec.status = response.status_code
         body_error: BaseException | None = None

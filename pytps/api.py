@@ -1,0 +1,109 @@
+"""The library entry point: pytps.run(...), the same job as `pytps run`, returning the result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+
+def make_config(
+    base_url: str,
+    *,
+    api: str = "openai-chat",
+    model: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    headers: dict[str, str] | None = None,
+    extra_body: dict[str, Any] | None = None,
+    http2: bool = False,
+    input_tokens: str | int = "256",
+    output_tokens: str | int = "128",
+    shared_prefix_tokens: int = 0,
+    dataset: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    salt: str | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    arrival: str = "poisson",
+    burstiness: float = 1.0,
+    max_concurrency: int | None = None,
+    requests: int | None = None,
+    duration: float | None = None,
+    warmup: int = 0,
+    max_error_rate: float | None = None,
+    timeout: float = 120.0,
+    out: str | os.PathLike[str] | None = None,
+) -> Any:
+    """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
+    from . import apis
+    from .runner import RunConfig
+    from .schedule import LoadPlan
+    from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
+
+    apis.check_api(api)
+    output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
+    if dataset is not None:
+        workload: Any = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
+        described: dict[str, Any] = {"dataset": str(dataset), "output_tokens": str(output)}
+    else:
+        inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
+        # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
+        # it is recorded, so the prompts can be rebuilt.
+        salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=shared_prefix_tokens, seed=seed, salt=salt)
+        described = {"input_tokens": str(inp), "output_tokens": str(output),
+                     "shared_prefix_tokens": shared_prefix_tokens, "salt": salt}
+    if max_error_rate is not None and not 0 <= max_error_rate <= 1:
+        raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
+    if timeout <= 0:
+        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    plan = LoadPlan(concurrency=concurrency, rate_rps=rate, arrival=arrival, burstiness=burstiness,
+                    max_concurrency=max_concurrency, requests=requests, duration_s=duration, warmup=warmup)
+    plan.validate()
+    if api_key is None:
+        if api_key_env is not None and api_key_env not in os.environ:
+            raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
+        api_key = os.environ.get(api_key_env or apis.default_api_key_env(api)) or None
+    return RunConfig(
+        base_url=base_url, api=api, model=model, workload=workload, plan=plan, api_key=api_key,
+        headers=dict(headers or {}), extra_body=extra_body, http2=http2,
+        out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
+        read_timeout_s=timeout, seed=seed, workload_description=described,
+    )
+
+
+def run(base_url: str | None = None, *, progress: Any = None, emulator: dict[str, Any] | None = None,
+        **settings: Any) -> Any:
+    """Benchmark an endpoint and return a RunResult (.summary is the results.json summary).
+
+    Without base_url, starts pytps.Emulator (with the `emulator` settings) and benchmarks it.
+    The other keyword arguments are make_config()'s, named like the CLI flags.
+    """
+    from .runner import Runner
+
+    with ExitStack() as stack:
+        if base_url is None:
+            from .emulator import Emulator
+
+            base_url = stack.enter_context(Emulator(**(emulator or {}))).base_url
+        cfg = make_config(base_url, **settings)
+        return asyncio.run(Runner(cfg, progress).run())
+
+
+def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag} must be a JSON object, e.g. '{{\"ignore_eos\": true}}'")
+    return value

@@ -1,0 +1,257 @@
+"""What differs between the streaming APIs pytps speaks, on the request side.
+
+The runner builds every request through build_request() and auth_headers(), lists models with
+models_path()/parse_models(), and turns failures into messages with describe_error(); nothing
+else in it knows an API's field names. The response side is the StreamRecorder's dialect (same
+names as API_NAMES).
+
+Secrets: every message built here from server text goes through redact(), and API keys are never
+put into an error message, so nothing logged or saved from these helpers can leak a key.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from .datasets import content_text
+from .errors import ConfigError, ProtocolError
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "API_NAMES",
+    "auth_headers",
+    "build_request",
+    "default_api_key_env",
+    "describe_error",
+    "models_path",
+    "parse_models",
+    "redact",
+    "redacted_headers",
+    "rejects_usage_request",
+    "without_usage_request",
+]
+
+API_NAMES: tuple[str, ...] = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")
+#: The Messages API version pytps speaks; Anthropic requires the header on every request.
+ANTHROPIC_VERSION = "2023-06-01"
+
+_PATHS = {
+    "openai-chat": "/v1/chat/completions",
+    "openai-completions": "/v1/completions",
+    "openai-responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+    "ollama": "/api/chat",
+}
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie")
+_MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
+
+
+class PromptLike(Protocol):
+    messages: list[dict[str, Any]] | None
+    text: str | None
+    max_tokens: int
+
+
+def check_api(api: str) -> str:
+    """Return api if it is one of API_NAMES, else raise ConfigError listing them."""
+    if api not in _PATHS:
+        raise ConfigError(f"unknown API {api!r}: use one of {', '.join(API_NAMES)}")
+    return api
+
+
+def build_request(
+    api: str,
+    model: str,
+    prompt: PromptLike,
+    *,
+    stream: bool = True,
+    include_usage: bool = True,
+    extra_body: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of one generation request.
+
+    openai-chat sends max_tokens, not max_completion_tokens: every OpenAI-compatible server
+    (vLLM, SGLang, TGI, llama.cpp, Ollama) accepts it, while OpenAI's own reasoning models want
+    the newer name; for those pass extra_body={"max_tokens": None, "max_completion_tokens": N}.
+    include_usage asks OpenAI-style streams for a final usage chunk (stream_options), the only
+    way to learn token counts from a stream; Anthropic, Responses and Ollama always report usage.
+    extra_body is merged last, recursively for nested objects, so it can set anything (ignore_eos,
+    temperature, vLLM's stream_options.continuous_usage_stats); a None value deletes the key.
+    """
+    check_api(api)
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError("a model name is required (--model); the server's /models list shows the choices")
+    messages, text = _prompt_parts(prompt)
+    max_tokens = prompt.max_tokens
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ConfigError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    usage = {"stream_options": {"include_usage": True}} if stream and include_usage else {}
+
+    body: dict[str, Any]
+    if api == "openai-chat":
+        body = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream, **usage}
+    elif api == "openai-completions":
+        body = {"model": model, "prompt": text, "max_tokens": max_tokens, "stream": stream, **usage}
+    elif api == "openai-responses":
+        # Usage arrives in response.completed; Responses has no stream_options. Plain-string
+        # content is the form every implementation accepts.
+        inputs = [{"role": m["role"], "content": content_text(m.get("content"))} for m in messages]
+        body = {"model": model, "input": inputs, "max_output_tokens": max_tokens, "stream": stream}
+    elif api == "anthropic":
+        # The Messages API takes the system prompt as a top-level field, not as a message.
+        system = "\n\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
+        body = {"model": model, "messages": [m for m in messages if m.get("role") != "system"], "max_tokens": max_tokens}
+        if system:
+            body["system"] = system
+        body["stream"] = stream
+    else:  # ollama: content must be a string; it streams unless told not to
+        inputs = [{**m, "content": content_text(m.get("content"))} for m in messages]
+        body = {"model": model, "messages": inputs, "stream": stream, "options": {"num_predict": max_tokens}}
+
+    if extra_body is not None:
+        if not isinstance(extra_body, Mapping):
+            raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
+        _merge(body, extra_body)
+    return _PATHS[api], body
+
+
+def _prompt_parts(prompt: PromptLike) -> tuple[list[dict[str, Any]], str]:
+    messages, text = prompt.messages, prompt.text
+    if messages is None and text is None:
+        raise ConfigError("the prompt has neither messages nor text")
+    if messages is None:
+        messages = [{"role": "user", "content": text}]
+    if text is None:
+        text = "\n\n".join(t for t in (content_text(m.get("content")) for m in messages) if t)
+    return copy.deepcopy(messages), text
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if value is None:
+            base.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def without_usage_request(api: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of body without the usage request, for the one retry after a server rejected
+    stream_options (older OpenAI-compatible servers do). Other APIs ask for nothing: unchanged."""
+    check_api(api)
+    out = copy.deepcopy(dict(body))
+    if api in ("openai-chat", "openai-completions"):
+        out.pop("stream_options", None)
+    return out
+
+
+def rejects_usage_request(status: int, error_text: str) -> bool:
+    """Whether an error response looks like a server refusing stream_options, the case for the
+    retry with without_usage_request(). Anything else is a real error and is reported as such."""
+    text = error_text.lower()
+    return status in (400, 422) and ("stream_options" in text or "include_usage" in text)
+
+
+def auth_headers(api: str, api_key: str | None) -> dict[str, str]:
+    """Headers that authenticate a request: Bearer for OpenAI-style servers, x-api-key plus the
+    mandatory anthropic-version for Anthropic, nothing for Ollama unless a key is given (a proxy
+    in front of it may want one). Surrounding whitespace (a key file's newline) is dropped."""
+    check_api(api)
+    if api_key is not None and not isinstance(api_key, str):
+        raise ConfigError(f"API key must be a string, got {type(api_key).__name__}")
+    key = api_key.strip() if api_key else None
+    if key and any(ord(ch) < 0x20 or ord(ch) > 0x7E for ch in key):
+        # Never echo the key: this message may be printed or logged.
+        raise ConfigError(
+            "API key contains a control or non-ASCII character (a line break pasted in?): "
+            f"check where it came from (e.g. ${default_api_key_env(api)})"
+        )
+    if api == "anthropic":
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        return headers
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def default_api_key_env(api: str) -> str:
+    """The environment variable the provider's own SDK reads the key from."""
+    return "ANTHROPIC_API_KEY" if check_api(api) == "anthropic" else "OPENAI_API_KEY"
+
+
+def models_path(api: str) -> str:
+    """Where the server lists its models (GET)."""
+    return "/api/tags" if check_api(api) == "ollama" else "/v1/models"
+
+
+def parse_models(api: str, body: Mapping[str, Any] | str | bytes, secrets: Iterable[str | None] = ()) -> list[str]:
+    """Model names from a models_path() response: {"data": [{"id"}]} (OpenAI, Anthropic) or
+    {"models": [{"name"}]} (Ollama). A body of another shape raises ProtocolError quoting it
+    (redacted, shortened), since that usually means the URL points at something else."""
+    check_api(api)
+    where = models_path(api)
+    if isinstance(body, (str, bytes, bytearray)):
+        try:
+            body = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ProtocolError(f"{where} did not answer JSON: {_quote(body, secrets)}") from None
+    listed, key = ("models", "name") if api == "ollama" else ("data", "id")
+    items = body.get(listed) if isinstance(body, Mapping) else None
+    if not isinstance(items, list):
+        raise ProtocolError(f'{where} answered without a "{listed}" list: {_quote(body, secrets)}')
+    names = [item.get(key) for item in items if isinstance(item, Mapping)]
+    return [name for name in names if isinstance(name, str)]
+
+
+def describe_error(status: int, body: str | bytes, secrets: Iterable[str | None] = ()) -> str:
+    """One line for a failed request: "HTTP 401: <the server's message>", with the message dug
+    out of the usual error shapes ({"error": {"message"}} for OpenAI and Anthropic, {"error": "..."}
+    for Ollama, {"detail"} for FastAPI servers), redacted and shortened."""
+    text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else str(body)
+    message: Any = text
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, Mapping):
+        err = parsed.get("error", parsed.get("detail", parsed.get("message")))
+        if isinstance(err, Mapping):
+            err = err.get("message", err)
+        if err is not None:
+            message = err
+    return f"HTTP {status}: {_quote(message, secrets)}"
+
+
+def _quote(value: Any, secrets: Iterable[str | None], limit: int = 300) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    # Redact before shortening, so a key cut in half by the limit cannot slip through.
+    text = redact(" ".join(text.split()), secrets)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """text with every occurrence of each secret (of 4+ characters) replaced by "***". Longest
+    first, so a secret that contains another is removed whole."""
+    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def redacted_headers(headers: Mapping[str, str], secrets: Iterable[str | None] = ()) -> dict[str, str]:
+    """A copy of request headers fit for a log or results file: credential headers masked
+    (keeping the "Bearer" scheme, which helps debugging), secrets redacted from the rest."""
+    secrets = list(secrets)
+    out = {}
+    for name, value in headers.items():
+        if name.lower() in _SECRET_HEADERS:
+            scheme = value.split(" ", 1)[0] if name.lower().endswith("authorization") and " " in value else ""
+            out[name] = f"{scheme} ***" if scheme else "***"
+        else:
+            out[name] = redact(value, secrets)
+    return out

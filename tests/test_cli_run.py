@@ -1,0 +1,139 @@
+"""The pytps run command line: the main command with no arguments, clear one-line errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import pytps
+from pytps.results import load_journal, load_results
+
+
+def pytps_cli(*args, timeout=120, env=None):
+    return subprocess.run([sys.executable, "-m", "pytps", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_main_command_runs_with_no_endpoint_and_prints_the_table(tmp_path):
+    out = pytps_cli("run", "--requests", "6", "--output-tokens", "8", "--out", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr
+    assert "TTFT" in out.stdout and "TPOT" in out.stdout and "output throughput" in out.stdout
+    assert "built-in emulator" in out.stderr
+    assert load_results(tmp_path / "r")["summary"]["requests_ok"] == 6
+
+
+def test_report_reads_a_saved_run(tmp_path):
+    assert pytps_cli("run", "--requests", "3", "--output-tokens", "4", "--out", str(tmp_path / "r")).returncode == 0
+    out = pytps_cli("report", str(tmp_path / "r"))
+    assert out.returncode == 0 and "TTFT" in out.stdout
+    out = pytps_cli("report", str(tmp_path / "r"), "--json")
+    assert json.loads(out.stdout)["requests_ok"] == 3
+
+
+def _one_line_error(out):
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip() and "built-in emulator" not in line]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--input-tokens", "ten"], "--input-tokens"),
+        (["--concurrency", "2", "--rate", "3"], "--max-concurrency"),
+        (["--extra-body", "{nope"], "--extra-body"),
+        (["--header", "nocolon"], "K:V"),
+        (["--max-error-rate", "3"], "0..1"),
+        (["--api-key-env", "PYTPS_SURELY_UNSET_VAR"], "PYTPS_SURELY_UNSET_VAR"),
+    ],
+)
+def test_bad_flags_give_one_clear_line(args, needle):
+    line = _one_line_error(pytps_cli("run", "--base-url", "http://127.0.0.1:9", *args))
+    assert needle in line
+
+
+def test_unreachable_endpoint_gives_one_clear_line():
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    line = _one_line_error(pytps_cli("run", "--base-url", f"http://127.0.0.1:{port}", "--requests", "2"))
+    assert "cannot" in line and "--base-url" in line
+
+
+def test_404_gives_one_clear_line():
+    with pytps.Emulator() as emu:
+        line = _one_line_error(pytps_cli("run", "--base-url", emu.base_url + "/nope", "--model", "m",
+                                         "--requests", "2"))
+    assert "404" in line
+
+
+class _Refuses(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        self._deny()
+
+    def do_POST(self):  # noqa: N802
+        self._deny()
+
+    def _deny(self):
+        body = b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}'
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_401_gives_one_clear_line_without_the_key():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {**os.environ, "OPENAI_API_KEY": "sk-secret-never-printed-123"}
+        out = pytps_cli("run", "--base-url", f"http://127.0.0.1:{server.server_address[1]}", "--requests", "2",
+                        env=env)
+    finally:
+        server.shutdown()
+    line = _one_line_error(out)
+    assert "key" in line
+    assert "sk-secret-never-printed-123" not in out.stdout + out.stderr
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    out_dir = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytps", "run", "--requests", "100000", "--concurrency", "4", "--output-tokens", "8",
+         "--emu-ttft-ms", "2", "--emu-itl-us", "500", "--out", str(out_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            journal = out_dir / "requests.jsonl"
+            if journal.exists() and journal.read_text().count("\n") >= 10:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    results = load_results(out_dir)
+    journal = load_journal(out_dir)
+    assert results["metadata"]["interrupted"] is True
+    assert results["summary"]["requests_total"] == len(journal) >= 10
+    assert len(results["requests"]) == len(journal)
+    assert "TTFT" in stdout

@@ -1,0 +1,145 @@
+"""pytps run end to end against pytps.Emulator on 127.0.0.1, checked against the emulator's truth."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+import pytps
+from pytps.api import make_config
+from pytps.results import load_journal, load_results
+from pytps.runner import Runner
+
+MS = 1_000_000
+
+
+def run_against(emu, tmp_path, **settings):
+    settings.setdefault("requests", 6)
+    settings.setdefault("output_tokens", 12)
+    settings.setdefault("input_tokens", 32)
+    cfg = make_config(emu.base_url, out=tmp_path / "out", **settings)
+    result = asyncio.run(Runner(cfg).run())
+    truth = {t["id"]: t for t in emu.wait_truth(len(result.records))}
+    return result, truth
+
+
+@pytest.mark.parametrize("api", pytps.DIALECTS)
+def test_every_dialect_measures_exact_tokens(api, tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
+        result, truth = run_against(emu, tmp_path, api=api, concurrency=2)
+    s = result.summary
+    assert s["requests_ok"] == 6 and s["error_rate"] == 0
+    assert s["output_tokens_total"] == 6 * 12
+    assert s["token_source"] == "usage"
+    for rec in result.records:
+        t = truth[rec.response_id] if api != "ollama" else None
+        if t is not None:
+            assert rec.usage["completion_tokens"] == t["output_tokens"] == 12
+            assert len(rec.output_times_ns) == len(t["sent_ns"])
+    # The files are written and agree with the result.
+    saved = load_results(tmp_path / "out")
+    assert saved["summary"]["output_tokens_total"] == 72
+    assert len(load_journal(tmp_path / "out")) == 6
+    events = np.load(tmp_path / "out" / "events.npz")
+    assert len(events["t_ns"]) == 72 and events["t_ns"].dtype == np.int64
+
+
+def test_ttft_tpot_and_tokens_match_the_truth(tmp_path):
+    with pytps.Emulator(ttft_ms=20, itl_us=1000) as emu:
+        result, truth = run_against(emu, tmp_path, concurrency=1, requests=10, output_tokens=40)
+    send_lag, read_lag, tpot_err = [], [], []
+    for rec in result.records:
+        t = truth[rec.response_id]
+        sent = t["sent_ns"]
+        # The two instants of TTFT against the emulator's: our send stamp comes before the
+        # emulator has the request, and our first-output stamp after it wrote the token.
+        send_lag.append(t["received_ns"] - rec.t_send_ns)
+        read_lag.append(rec.first_output_ns - sent[0])
+        true_tpot = (sent[-1] - sent[0]) / (t["output_tokens"] - t["tokens"][0])
+        m = pytps.metrics.request_metrics(rec)
+        tpot_err.append(abs(m.tpot_s * 1e9 - true_tpot) / true_tpot)
+        assert m.output_tokens == t["output_tokens"] == 40
+    # Definitions, not speed: generous enough for a loaded CI box, tight enough to catch a
+    # wrong instant (a role chunk, connect time or TTFT folded into TPOT are all >= 1 ms here).
+    assert 0 <= np.median(send_lag) < 0.5 * MS, send_lag
+    # TTFT's error against the truth seen from this client (send stamp to token written).
+    assert 0 <= np.median(read_lag) < 0.5 * MS, read_lag
+    assert np.mean(tpot_err) < 0.01, tpot_err
+
+
+def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=2000, tokens_per_event=4) as emu:
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=4, output_tokens=40)
+    s = result.summary
+    assert s["tokens_per_event"] == pytest.approx(4.0)
+    assert s["itl_s"]["count"] == 4 * (40 - 4)
+    assert s["itl_s"]["p50"] == pytest.approx(0.0005, rel=0.2)
+    assert s["chunk_gap_s"]["p50"] == pytest.approx(0.002, rel=0.2)
+
+
+def test_rate_mode_keeps_schedule_and_send_figures(tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
+        result, _ = run_against(emu, tmp_path, rate=50.0, arrival="constant", requests=10, output_tokens=8)
+    s = result.summary
+    assert s["requests_ok"] == 10
+    assert s["schedule_lag_s"]["count"] == 9  # the probe request has no schedule
+    for key in ("ttft_sched_s", "e2e_sched_s"):
+        assert s[key]["count"] == 9
+        # From the schedule is never shorter than from the send.
+        assert s[key]["mean"] >= s[key.replace("_sched", "")]["mean"] - 1e-4
+    scheduled = [r.t_sched_ns for r in result.records if r.t_sched_ns is not None]
+    gaps = np.diff(sorted(scheduled))
+    assert np.allclose(gaps, 20 * MS, atol=1)  # constant arrivals at 50/s, an absolute schedule
+
+
+@pytest.mark.parametrize(
+    ("fault", "error_class"),
+    [
+        ("429:every=2", "http_429"),
+        ("500:every=2", "http_500"),
+        ("503:every=2", "http_503"),
+        ("disconnect:every=2,after=3", "truncated"),
+        ("malformed_json:every=2,after=3", "protocol"),
+        ("error_event:every=2,after=3", "in_stream"),
+        ("stall:every=2,seconds=2,after=2", "timeout"),
+    ],
+)
+def test_faults_are_counted_by_class(fault, error_class, tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=300, faults=[fault]) as emu:
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=8, output_tokens=10, timeout=0.5)
+    s = result.summary
+    assert s["errors"].get(error_class, 0) >= 3, s["errors"]
+    assert set(s["errors"]) == {error_class}
+    assert s["requests_ok"] + sum(s["errors"].values()) == 8
+    assert s["error_rate"] == pytest.approx(sum(s["errors"].values()) / 8)
+    # Failed requests stay out of the latency figures.
+    assert s["ttft_s"]["count"] == s["requests_ok"]
+
+
+def test_warmup_is_measured_but_left_out(tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=4, warmup=2, output_tokens=6)
+    assert len(result.records) == 6
+    assert result.summary["requests_total"] == 4
+    journal = load_journal(tmp_path / "out")
+    assert [line["warmup"] for line in journal] == [True, True, False, False, False, False]
+
+
+def test_max_error_rate_stops_early(tmp_path):
+    with pytps.Emulator(ttft_ms=1, itl_us=200, faults=["500:p=1"]) as emu:
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=50, max_error_rate=0.2, output_tokens=4)
+    assert result.stopped_reason and "max-error-rate" in result.stopped_reason
+    assert len(result.records) < 50
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["metadata"]["stopped_reason"]
+
+
+def test_api_key_never_reaches_results(tmp_path):
+    secret = "sk-test-DO-NOT-LEAK-1234567890"
+    with pytps.Emulator(ttft_ms=1, itl_us=200, faults=["500:every=2"]) as emu:
+        cfg = make_config(emu.base_url, api_key=secret, requests=4, output_tokens=4, out=tmp_path / "out")
+        asyncio.run(Runner(cfg).run())
+    for f in (tmp_path / "out").iterdir():
+        assert secret.encode() not in f.read_bytes(), f.name
