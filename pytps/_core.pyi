@@ -257,7 +257,8 @@ class Emulator:
     the config dict (ns units: ttft_ns, itl_ns, itl_sd_ns, itl_replay_ns, prefill_ns_per_token,
     keepalive_ns, spin_ns; plus host, port, ttft_dist, itl_dist, tokens_per_event, coalesce,
     reasoning_tokens, tool_calls, max_output_tokens, default_output_tokens, model, faults,
-    seed, truth_log, keep_truth). Serves OpenAI, Anthropic and Ollama endpoints on its own thread."""
+    seed, realtime, truth_log, keep_truth). Serves OpenAI, Anthropic and Ollama endpoints on its
+    own thread."""
 
     def __init__(self, config: dict[str, Any]) -> None: ...
     def start(self) -> int:

@@ -94,9 +94,9 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="KIND:key=value,...",
                    help="inject a fault, e.g. 429:p=0.1 or stall:every=5,seconds=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the timing and fault draws")
-    p.add_argument("--spin-us", type=float, default=60.0, help="busy-wait this long before each deadline (µs)")
+    p.add_argument("--spin-us", type=float, default=60.0, help="most µs to busy-wait before each deadline (the window adapts below it; default 60)")
     p.add_argument("--realtime", action="store_true",
-                   help="SCHED_FIFO for the timing thread (root/CAP_SYS_NICE); keep --spin-us small with it")
+                   help="SCHED_FIFO for the timing thread, so other load cannot preempt it (root or CAP_SYS_NICE)")
     p.add_argument("--truth-log", default=None, metavar="FILE", help="write ground truth as JSON lines to FILE")
     p.set_defaults(func=_cmd_serve)
 

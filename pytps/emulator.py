@@ -108,10 +108,11 @@ class Emulator:
     tokens) after the request was fully received; each next event one inter-event gap later
     (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``, or cycled from
     ``itl_replay_us``). Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
-    in one write (0: whatever is due when a write is made). ``spin_us`` is how long before a deadline the timing thread stops sleeping
-    and busy-waits (precision for CPU); ``realtime=True`` gives the timing thread SCHED_FIFO
-    (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See docs/emulator.md
-    for every setting and rule.
+    in one write (0: whatever is due when a write is made). ``spin_us`` caps how long before a
+    deadline the timing thread stops sleeping and busy-waits (precision for CPU; the window
+    adapts below the cap to the wake-up lateness seen); ``realtime=True`` gives the timing
+    thread SCHED_FIFO (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See
+    docs/emulator.md for every setting and rule.
     """
 
     def __init__(

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -12,7 +13,7 @@
 
 namespace pytps {
 
-EventLoop::EventLoop(int64_t spin_ns) : spin_ns_(spin_ns < 0 ? 0 : spin_ns) {
+EventLoop::EventLoop(int64_t spin_ns) : spin_ns_(spin_ns < 0 ? 0 : spin_ns), window_ns_(spin_ns_) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1 failed: ") + std::strerror(errno));
     wakefd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -109,9 +110,18 @@ void EventLoop::wait(std::vector<epoll_event>& ready, std::vector<Deadline>& due
         return;
     }
     const int64_t remaining = heap_.top().due_ns - now;
-    if (remaining > spin_ns_) {
-        poll(ready, remaining - spin_ns_);
+    int64_t window = window_ns_.load(std::memory_order_relaxed);
+    if (remaining > window) {
+        const int64_t wake_at = heap_.top().due_ns - window;
+        const int n = poll(ready, wake_at - now);
         last_io_poll_ns_ = now_ns();
+        if (n == 0 && spin_ns_ > 0) {
+            // A timed-out sleep: how late did it wake? Cover that (plus a margin) at once,
+            // forget it slowly (1/64 per sleep), so the window tracks a high quantile.
+            const int64_t need = std::min(spin_ns_, std::max<int64_t>(0, last_io_poll_ns_ - wake_at) + kSpinMargin);
+            window = need > window ? need : window - (window - need) / 64;
+            window_ns_.store(window, std::memory_order_relaxed);
+        }
         collect_due(due, last_io_poll_ns_);
         return;
     }
@@ -126,6 +136,10 @@ void EventLoop::wait(std::vector<epoll_event>& ready, std::vector<Deadline>& due
     }
     const int64_t target = heap_.top().due_ns;
     spins_.fetch_add(1, std::memory_order_relaxed);
+    // Shrink the window a little on every spin too: otherwise a window that once grew past
+    // the gap between deadlines would never sleep, never measure, never shrink, and the
+    // thread would spin forever (fatal for a real-time thread, which the kernel throttles).
+    window_ns_.store(window - (window - std::min(window, kSpinMargin)) / 64, std::memory_order_relaxed);
     do {
         now = now_ns();
     } while (now < target);

@@ -1,7 +1,11 @@
 // One thread's epoll set plus a heap of absolute deadlines, with a precise wait: sleep in
-// the kernel until `spin_ns` before the earliest deadline, then busy-wait on the clock.
-// Sleeping alone is late by the scheduler's wake-up latency (tens of µs on a loaded VM);
-// the spin trades that much CPU per deadline for being on time.
+// the kernel until a spin window before the earliest deadline, then busy-wait on the clock.
+// Sleeping alone is late by the scheduler's wake-up latency (tens of µs on a VM); the spin
+// trades that much CPU per deadline for being on time. The window adapts to the wake-up
+// lateness actually seen (it jumps up to cover a late wake-up and decays slowly, on sleeps
+// and spins alike), capped at `spin_ns`: spinning longer than wake-ups need only burns CPU, which costs precision
+// when the core is shared (a busy thread is preempted for whole time slices) or the thread
+// is real-time (the kernel throttles real-time threads that never sleep).
 #pragma once
 #include <sys/epoll.h>
 
@@ -41,9 +45,11 @@ public:
     void wake();
     // The tag under which the wake-up descriptor reports; the owner drains it with drain_wake().
     static constexpr uint64_t kWakeTag = ~uint64_t(0);
+    static constexpr int64_t kSpinMargin = 5'000;  // added to the wake-up lateness seen
     void drain_wake();
 
     int64_t spin_ns() const { return spin_ns_; }
+    int64_t spin_window_ns() const { return window_ns_.load(std::memory_order_relaxed); }
     uint64_t spins() const { return spins_.load(std::memory_order_relaxed); }
 
 private:
@@ -53,6 +59,7 @@ private:
     std::atomic<uint64_t> spins_{0};
     bool have_pwait2_ = true;
     int64_t last_io_poll_ns_ = 0;
+    std::atomic<int64_t> window_ns_{0};  // current spin window, <= spin_ns_
     std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> heap_;
 
     int poll(std::vector<epoll_event>& ready, int64_t timeout_ns);  // timeout < 0: forever
