@@ -14,6 +14,8 @@ from pytps.results import load_journal, load_results
 from pytps.runner import Runner
 
 MS = 1_000_000
+# Both transports must measure the same things the same way.
+TRANSPORTS = ("asyncio", "httpx")
 
 
 def run_against(emu, tmp_path, **settings):
@@ -26,10 +28,12 @@ def run_against(emu, tmp_path, **settings):
     return result, truth
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("api", pytps.DIALECTS)
-def test_every_dialect_measures_exact_tokens(api, tmp_path):
+def test_every_dialect_measures_exact_tokens(api, transport, tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
-        result, truth = run_against(emu, tmp_path, api=api, concurrency=2)
+        result, truth = run_against(emu, tmp_path, api=api, concurrency=2, transport=transport)
+    assert result.metadata["transport"] == transport
     s = result.summary
     assert s["requests_ok"] == 6 and s["error_rate"] == 0
     assert s["output_tokens_total"] == 6 * 12
@@ -47,9 +51,10 @@ def test_every_dialect_measures_exact_tokens(api, tmp_path):
     assert len(events["t_ns"]) == 72 and events["t_ns"].dtype == np.int64
 
 
-def test_ttft_tpot_and_tokens_match_the_truth(tmp_path):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ttft_tpot_and_tokens_match_the_truth(transport, tmp_path):
     with pytps.Emulator(ttft_ms=20, itl_us=1000) as emu:
-        result, truth = run_against(emu, tmp_path, concurrency=1, requests=10, output_tokens=40)
+        result, truth = run_against(emu, tmp_path, concurrency=1, requests=10, output_tokens=40, transport=transport)
     send_lag, read_lag, tpot_err = [], [], []
     for rec in result.records:
         t = truth[rec.response_id]
@@ -68,6 +73,21 @@ def test_ttft_tpot_and_tokens_match_the_truth(tmp_path):
     # TTFT's error against the truth seen from this client (send stamp to token written).
     assert 0 <= np.median(read_lag) < 0.5 * MS, read_lag
     assert np.mean(tpot_err) < 0.01, tpot_err
+
+
+def test_transports_agree_on_one_workload(tmp_path):
+    """Same workload through both transports: per-request token counts equal, medians close."""
+    summaries = {}
+    with pytps.Emulator(ttft_ms=10, itl_us=1000) as emu:
+        for transport in TRANSPORTS:
+            result, _ = run_against(emu, tmp_path / transport, concurrency=2, requests=8, output_tokens=30,
+                                    transport=transport, seed=3, salt="same")
+            assert [r.usage["completion_tokens"] for r in sorted(result.records, key=lambda r: r.index)] == [30] * 8
+            summaries[transport] = result.summary
+    a, b = summaries["asyncio"], summaries["httpx"]
+    assert a["output_tokens_total"] == b["output_tokens_total"] == 240
+    assert a["ttft_s"]["p50"] == pytest.approx(b["ttft_s"]["p50"], abs=0.003)
+    assert a["tpot_s"]["p50"] == pytest.approx(b["tpot_s"]["p50"], rel=0.05)
 
 
 def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
@@ -107,9 +127,11 @@ def test_rate_mode_keeps_schedule_and_send_figures(tmp_path):
         ("stall:every=2,seconds=2,after=2", "timeout"),
     ],
 )
-def test_faults_are_counted_by_class(fault, error_class, tmp_path):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_faults_are_counted_by_class(fault, error_class, transport, tmp_path):
     with pytps.Emulator(ttft_ms=2, itl_us=300, faults=[fault]) as emu:
-        result, _ = run_against(emu, tmp_path, concurrency=1, requests=8, output_tokens=10, timeout=0.5)
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=8, output_tokens=10, timeout=0.5,
+                                transport=transport)
     s = result.summary
     assert s["errors"].get(error_class, 0) >= 3, s["errors"]
     assert set(s["errors"]) == {error_class}
