@@ -40,11 +40,13 @@ def make_config(
     max_error_rate: float | None = None,
     timeout: float = 120.0,
     out: str | os.PathLike[str] | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
 ) -> Any:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
     from . import apis
     from .runner import RunConfig
     from .schedule import LoadPlan
+    from .tokenizer import LocalTokenizer
     from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
 
     apis.check_api(api)
@@ -78,6 +80,7 @@ def make_config(
         headers=dict(headers or {}), extra_body=extra_body, http2=http2, transport=transport,
         out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
         read_timeout_s=timeout, seed=seed, workload_description=described,
+        tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
     )
 
 

@@ -40,6 +40,8 @@ def add_run_parser(sub: Any) -> None:
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
     wl.add_argument("--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON")
+    wl.add_argument("--tokenizer", metavar="PATH", help="tokenizer.json to count output tokens when the server "
+                    "reports no usage (needs: pip install \"pytps[tokenizer]\")")
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ld = p.add_argument_group("load")
@@ -88,6 +90,7 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
         concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
         max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
         warmup=args.warmup, max_error_rate=args.max_error_rate, timeout=args.timeout, out=args.out,
+        tokenizer=args.tokenizer,
     )
 
 

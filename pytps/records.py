@@ -63,6 +63,8 @@ class RequestRecord:
     phases_ns: dict[str, int] = field(default_factory=dict)
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
+    # The generated text (answer + reasoning), kept only until a local tokenizer counted it.
+    text: str = ""
 
     def __repr__(self) -> str:
         return (f"<RequestRecord {self.index} status={self.status} error={self.error} "
@@ -88,4 +90,5 @@ class RequestRecord:
         self.first_answer_ns = rec.first_answer_ns
         self.last_output_ns = rec.last_output_ns
         self.end_ns = rec.end_ns
-        self.text_chars = len(rec.text)
+        self.text = rec.text + rec.reasoning_text
+        self.text_chars = len(self.text)

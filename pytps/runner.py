@@ -147,6 +147,9 @@ class Runner:
         from .metrics import request_metrics
 
         rec.error_detail = self._redact(rec.error_detail)
+        if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
+            rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text)
+        rec.text = ""  # counted or not needed: do not hold every answer in memory
         self.records.append(rec)
         m = request_metrics(rec)
         journal.append(rec, m.as_dict())
@@ -337,6 +340,7 @@ class Runner:
                 "requests": plan.requests, "duration_s": plan.duration_s, "warmup": plan.warmup,
             },
             "seed": cfg.seed,
+            "tokenizer": getattr(cfg.tokenizer, "path", None),
             "extra_body": cfg.extra_body,
             "header_names": sorted(cfg.headers),  # values may hold secrets
             "client": {

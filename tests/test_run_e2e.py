@@ -165,3 +165,26 @@ def test_api_key_never_reaches_results(tmp_path):
         asyncio.run(Runner(cfg).run())
     for f in (tmp_path / "out").iterdir():
         assert secret.encode() not in f.read_bytes(), f.name
+
+
+def test_local_tokenizer_counts_when_the_server_reports_no_usage(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    # A small word-level tokenizer made here (no downloads): one token per word or punctuation.
+    vocab = {"[UNK]": 0}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
+        # Without stream_options the emulator, like OpenAI, reports no usage.
+        result, truth = run_against(emu, tmp_path, concurrency=1, requests=3, output_tokens=10,
+                                    extra_body={"stream_options": None}, tokenizer=path)
+    s = result.summary
+    assert s["token_source"] == "tokenizer"
+    local = tokenizers.Tokenizer.from_file(str(path))
+    for rec in result.records:
+        assert rec.usage.get("completion_tokens") is None
+        assert rec.tokenizer_tokens is not None and rec.tokenizer_tokens > 0
+    assert result.metadata["tokenizer"] == str(path)
+    assert s["output_tokens_total"] == sum(r.tokenizer_tokens for r in result.records)
+    assert local.get_vocab_size() == 1
