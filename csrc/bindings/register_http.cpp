@@ -10,14 +10,6 @@ namespace {
 using pytps::HttpStreamRecorder;
 using pytps::StreamRecorder;
 
-std::string dialect_names() {
-    std::string s;
-    for (auto d : pytps::kAllDialects) {
-        if (!s.empty()) s += ", ";
-        s += pytps::dialect_name(d);
-    }
-    return s;
-}
 
 // Header values are bytes on the wire; latin-1 maps each byte to one code point, so any
 // value round-trips (as in http.client and WSGI).
@@ -40,7 +32,7 @@ void register_http(py::module_& m) {
         .def(py::init([](const std::string& dialect, long long max_header_bytes) {
                  pytps::Dialect d;
                  if (!pytps::parse_dialect(dialect, d))
-                     throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + dialect_names());
+                     throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + pytps::dialect_list());
                  if (max_header_bytes < 1)
                      throw py::value_error("max_header_bytes must be >= 1, got " + std::to_string(max_header_bytes));
                  return new HttpStreamRecorder(d, static_cast<size_t>(max_header_bytes));

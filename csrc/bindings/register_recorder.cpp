@@ -24,14 +24,6 @@ py::object time_or_none(int64_t t) {
     return py::int_(t);
 }
 
-std::string dialect_list() {
-    std::string s;
-    for (auto d : pytps::kAllDialects) {
-        if (!s.empty()) s += ", ";
-        s += pytps::dialect_name(d);
-    }
-    return s;
-}
 
 py::dict usage_dict(const pytps::Usage& u) {
     py::dict d;
@@ -65,7 +57,7 @@ void register_recorder(py::module_& m) {
         .def(py::init([](const std::string& dialect) {
                  pytps::Dialect d;
                  if (!pytps::parse_dialect(dialect, d))
-                     throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + dialect_list());
+                     throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + pytps::dialect_list());
                  return new StreamRecorder(d);
              }),
              py::arg("dialect"))

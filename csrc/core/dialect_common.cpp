@@ -15,6 +15,15 @@ const char* dialect_name(Dialect d) {
     return "?";
 }
 
+std::string dialect_list() {
+    std::string s;
+    for (Dialect d : kAllDialects) {
+        if (!s.empty()) s += ", ";
+        s += dialect_name(d);
+    }
+    return s;
+}
+
 bool parse_dialect(std::string_view name, Dialect& out) {
     for (Dialect d : kAllDialects) {
         if (name == dialect_name(d)) {

@@ -13,16 +13,7 @@ namespace {
 // message.tool_calls[]: {function: {name, arguments: {...}}}; Ollama sends each call
 // whole, with arguments as an object, which is kept as its JSON text.
 void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
-    if (j.peek() != Type::Array) {
-        j.skip_value();
-        return;
-    }
-    j.begin_array();
-    while (j.next_element()) {
-        if (j.peek() != Type::Object) {
-            j.skip_value();
-            continue;
-        }
+    each_object(j, [&] {
         ToolCall& call = st.tool(static_cast<int64_t>(st.tool_calls.size()));
         j.begin_object();
         std::string_view key;
@@ -55,7 +46,7 @@ void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
                 j.skip_value();
             }
         }
-    }
+    });
 }
 
 void read_message(JsonReader& j, StreamState& st, EventResult& r) {

@@ -14,16 +14,7 @@ namespace {
 
 // choices[].delta.tool_calls[]: {index, id, type, function: {name, arguments}}
 void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
-    if (j.peek() != Type::Array) {
-        j.skip_value();
-        return;
-    }
-    j.begin_array();
-    while (j.next_element()) {
-        if (j.peek() != Type::Object) {
-            j.skip_value();
-            continue;
-        }
+    each_object(j, [&] {
         // The index may come after the fields it indexes: collect, then apply.
         int64_t index = 0;
         std::string_view id_raw, function_raw;
@@ -61,7 +52,7 @@ void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
                 }
             }
         }
-    }
+    });
 }
 
 // The answer text of a chunk, noting where its value lies for the ShapeCache.

@@ -6,6 +6,7 @@
 // is reported through EventResult::malformed and the recorder moves on.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "core/json_scan.hpp"
@@ -19,6 +20,8 @@ constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompleti
                                     Dialect::Anthropic, Dialect::Ollama};
 
 const char* dialect_name(Dialect d);
+// "openai-chat, openai-completions, ..." for error messages.
+std::string dialect_list();
 bool parse_dialect(std::string_view name, Dialect& out);
 // True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
 inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama; }
@@ -56,6 +59,24 @@ std::string error_message(std::string_view data);
 
 // Marks the event as an in-stream error carrying data as its payload.
 void mark_error(std::string_view data, EventResult& r);
+
+// Calls fn() with the reader at each object element of an array value; other elements,
+// and a value that is not an array, are skipped.
+template <class Fn>
+void each_object(json::JsonReader& j, Fn&& fn) {
+    if (j.peek() != json::Type::Array) {
+        j.skip_value();
+        return;
+    }
+    j.begin_array();
+    while (j.next_element()) {
+        if (j.peek() != json::Type::Object) {
+            j.skip_value();
+            continue;
+        }
+        fn();
+    }
+}
 
 // Sets r.malformed from the reader's error when it failed.
 inline bool check(const json::JsonReader& r, EventResult& res) {
