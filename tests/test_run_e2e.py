@@ -125,6 +125,7 @@ def test_rate_mode_keeps_schedule_and_send_figures(tmp_path):
         ("malformed_json:every=2,after=3", "protocol"),
         ("error_event:every=2,after=3", "in_stream"),
         ("stall:every=2,seconds=2,after=2", "timeout"),
+        ("slow_headers:every=2,seconds=2", "timeout"),
     ],
 )
 @pytest.mark.parametrize("transport", TRANSPORTS)
