@@ -137,3 +137,48 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     assert results["summary"]["requests_total"] == len(journal) >= 10
     assert len(results["requests"]) == len(journal)
     assert "TTFT" in stdout
+
+
+class _NoStreamOptions(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that, like some, rejects stream_options with a 400."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if "stream_options" in body:
+            err = b'{"error": {"message": "Unrecognized request argument supplied: stream_options"}}'
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(err)))
+            self.end_headers()
+            self.wfile.write(err)
+            return
+        chunks = [{"id": "c1", "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}
+                  for w in ("a", " b", " c")]
+        payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("transport", ["asyncio", "httpx"])
+def test_a_server_rejecting_the_usage_request_is_retried_once_without_it(transport, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoStreamOptions)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = pytps.run(f"http://127.0.0.1:{server.server_address[1]}", model="m", requests=3,
+                           transport=transport, out=tmp_path / "r")
+    finally:
+        server.shutdown()
+    assert result.summary["requests_ok"] == 3
+    assert result.metadata["include_usage"] is False
+    assert "stream_options" in result.metadata["usage_note"]
+    # No usage: tokens are counted as events, and the report says so.
+    assert result.summary["token_source"] == "events"
+    assert result.summary["output_tokens_total"] == 9
