@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -95,7 +94,6 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
 
     from rich.console import Console
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import apis
@@ -416,5 +416,3 @@ def run(cfg: RunConfig, progress: Progress | None = None) -> RunResult:
     """Runs a benchmark to the end (library entry point): pytps.run(...) builds cfg for you."""
     return run_coroutine(Runner(cfg, progress).run())
 
-
-Callback = Callable[[RequestRecord], None]

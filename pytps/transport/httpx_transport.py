@@ -282,8 +282,13 @@ class HttpxTransport:
                         error_body += chunk
             else:
                 feed = recorder.feed
+                deadline = rec.t_send_ns + int(self.total_timeout_s * 1e9) if self.total_timeout_s else None
                 async for chunk in response.aiter_bytes():
-                    feed(chunk, stream.last_read_ns if stream is not None else _now_ns())
+                    t = stream.last_read_ns if stream is not None else _now_ns()
+                    feed(chunk, t)
+                    if deadline is not None and t > deadline:
+                        raise TimeoutError(f"the response took longer than {self.total_timeout_s} s "
+                                           "(total timeout)")
         except Exception as exc:  # noqa: BLE001
             body_error = exc
         finally:
