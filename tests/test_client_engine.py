@@ -3,6 +3,7 @@ misbehaving servers made here."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import socket
@@ -233,3 +234,58 @@ def test_bad_arguments_are_value_errors():
     with pytest.raises(ValueError, match="empty"):
         engine.submit(1, b"", "openai-chat")
     engine.stop()
+
+
+def spec(index: int = 0):
+    from pytps.transport import RequestSpec
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+                       "max_tokens": 4, "stream_options": {"include_usage": True}}).encode()
+    return RequestSpec(index=index, path="/v1/chat/completions", body=body, headers={}, dialect="openai-chat")
+
+
+def test_native_transport_records_a_refused_port_and_a_stream():
+    from pytps.transport.native_transport import NativeTransport
+
+    async def main(base_url: str) -> list:
+        transport = NativeTransport(base_url)
+        try:
+            return [await transport.send(spec(i)) for i in range(2)]
+        finally:
+            await transport.aclose()
+
+    refused = asyncio.run(main(f"http://127.0.0.1:{free_port()}"))
+    assert [r.error for r in refused] == ["connect", "connect"]
+    with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
+        records = asyncio.run(main(emu.base_url))
+    for rec in records:
+        assert rec.ok and rec.transport == "native" and rec.usage["completion_tokens"] == 4
+        assert rec.t_submit_ns <= rec.t_send_ns < rec.t_headers_ns <= rec.first_output_ns <= rec.t_done_ns
+    assert "connect" in records[0].phases_ns and "connect" not in records[1].phases_ns
+
+
+def test_native_transport_survives_a_cancelled_send():
+    from pytps.transport.native_transport import NativeTransport
+
+    async def main(port: int) -> None:
+        transport = NativeTransport(f"http://127.0.0.1:{port}")
+        task = asyncio.create_task(transport.send(spec()))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await transport.aclose()  # stops the engine with the request still open
+
+    with ScriptServer(half_chunk) as srv:
+        asyncio.run(main(srv.port))
+
+
+def test_native_transport_is_opt_in_and_plain_http_only():
+    from pytps.api import make_config
+    from pytps.errors import ConfigError
+    from pytps.runner import choose_transport
+
+    assert choose_transport(make_config("http://127.0.0.1:1")) == "asyncio"
+    assert choose_transport(make_config("http://127.0.0.1:1", transport="native")) == "native"
+    with pytest.raises(ConfigError, match="native transport speaks plain http"):
+        choose_transport(make_config("https://example.invalid", transport="native"))
