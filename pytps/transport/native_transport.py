@@ -8,8 +8,9 @@ an eventfd watched by loop.add_reader.
 
 Timeouts are the engine's: connect, idle (no data since the send or the last read; the same
 limit for the first byte) and total (from the send). Rate mode: the runner's asyncio timers
-decide when send() is called, and the engine sends at once; the engine can also send at an
-absolute t_sched_ns itself (ClientEngine.submit), which this transport does not use yet.
+decide when send() is called, so t_sched_ns has passed when the engine gets it and it sends at
+once. The engine can hold a request until an absolute t_sched_ns from its own timers
+(ClientEngine.submit), ready for a runner that submits ahead of the schedule; this one does not.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class NativeTransport:
         self._waiting[rid] = fut
         rec.t_submit_ns = _now_ns()
         try:
-            self._engine.submit(rid, payload, spec.dialect)
+            # The runner calls send() at t_sched already (its asyncio timers pace rate mode), so
+            # the engine sends at once; given a future t_sched it would wait for it itself.
+            self._engine.submit(rid, payload, spec.dialect, spec.t_sched_ns)
             result = await fut
         finally:
             # Cancelled: the engine finishes the request on its own; its result is dropped.
