@@ -357,3 +357,72 @@ class HttpStreamRecorder:
     @property
     def recorder(self) -> StreamRecorder:
         """The owned StreamRecorder (a view that keeps this object alive) with the timing read-outs."""
+
+# ---- client -----------------------------------------------------------------
+
+class ClientResult:
+    """One finished request of a ClientEngine (from ClientEngine.collect())."""
+
+    @property
+    def id(self) -> int:
+        """The id given to submit()."""
+    @property
+    def t_send_ns(self) -> int | None:
+        """Stamp taken right before the write that completed the request; None if never sent."""
+    @property
+    def t_done_ns(self) -> int:
+        """When the request finished: the read that ended the response, or the error."""
+    @property
+    def connect_ns(self) -> int | None:
+        """How long a new connection took to connect; None on a reused connection."""
+    @property
+    def error(self) -> str | None:
+        """The transport's own error class: "connect", "timeout" or "client" (stopped, too large),
+        else None. HTTP statuses, framing errors, truncation and in-stream errors are read from http."""
+    @property
+    def error_detail(self) -> str:
+        """What went wrong, for a transport error ("" otherwise)."""
+    @property
+    def http(self) -> HttpStreamRecorder:
+        """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
+
+class ClientEngine:
+    """A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, TCP_NODELAY, no GIL).
+
+    submit() pre-rendered requests; add_reader(notify_fd) and collect() the finished ones. Every
+    recv is stamped with CLOCK_MONOTONIC right after it returns and fed to an HttpStreamRecorder;
+    t_send is stamped right before the write that completes the request. Timeouts (ns): connect;
+    first byte and idle (no data since the send / the last read); total (from the send, 0: none).
+    A response may read at most max_response_bytes (then error "client"). A reused keep-alive
+    connection that the server had closed before any byte of the response is retried once on a
+    new connection.
+    """
+
+    def __init__(self, host: str, port: int, max_connections: int = 100,
+                 connect_timeout_ns: int = 10_000_000_000, idle_timeout_ns: int = 120_000_000_000,
+                 total_timeout_ns: int = 0, first_byte_timeout_ns: int = 0,
+                 max_response_bytes: int = 268435456, spin_ns: int = 0) -> None:
+        """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
+        connect/idle timeout. first_byte_timeout_ns 0: the idle timeout. spin_ns: busy-wait
+        window before scheduled sends (0: sleep only). A host that does not resolve makes every
+        request fail with error "connect"."""
+    def submit(self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str,
+               t_sched_ns: int | None = None) -> None:
+        """Queue one rendered HTTP/1.1 request whose response is recorded in `dialect` (one of
+        DIALECTS). t_sched_ns: send at that CLOCK_MONOTONIC instant from the engine's own timer
+        (absolute schedule), else at once. ValueError for an unknown dialect, empty bytes, or
+        after stop()."""
+    @property
+    def notify_fd(self) -> int:
+        """An eventfd, readable while collect() has results."""
+    def collect(self) -> list[ClientResult]:
+        """Every finished request, in finishing order; resets notify_fd."""
+    def stop(self) -> None:
+        """End the engine's thread (joins it, without the GIL). Unfinished requests finish with
+        error "client"; collect() returns them. Idempotent; also done on destruction."""
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections opened so far."""
+    @property
+    def spin_window_ns(self) -> int:
+        """The current busy-wait window before scheduled sends (adapts; <= spin_ns)."""

@@ -69,8 +69,8 @@ def make_config(
     plan = LoadPlan(concurrency=concurrency, rate_rps=rate, arrival=arrival, burstiness=burstiness,
                     max_concurrency=max_concurrency, requests=requests, duration_s=duration, warmup=warmup)
     plan.validate()
-    if transport not in ("auto", "asyncio", "httpx"):
-        raise ConfigError(f"transport (--transport) {transport!r} is unknown; use auto, asyncio or httpx")
+    if transport not in ("auto", "asyncio", "httpx", "native"):
+        raise ConfigError(f"transport (--transport) {transport!r} is unknown; use auto, asyncio, httpx or native")
     if api_key is None:
         if api_key_env is not None and api_key_env not in os.environ:
             raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")

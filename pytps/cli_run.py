@@ -31,9 +31,10 @@ def add_run_parser(sub: Any) -> None:
     ep.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
     ep.add_argument("--extra-body", metavar="JSON", help='merged into each request body, e.g. \'{"ignore_eos": true}\'')
     ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
-    ep.add_argument("--transport", choices=("auto", "asyncio", "httpx"), default="auto",
+    ep.add_argument("--transport", choices=("auto", "asyncio", "httpx", "native"), default="auto",
                     help="asyncio: HTTP/1.1 on asyncio protocols, one native call per read (the default for "
-                    "http://); httpx: https://, HTTP/2 and proxies")
+                    "http://); httpx: https://, HTTP/2 and proxies; native: http:// HTTP/1.1 on a C++ engine "
+                    "thread, no Python per read (experimental)")
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")

@@ -42,7 +42,7 @@ class RunConfig:
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] | None = None
     http2: bool = False
-    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), or auto
+    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "native", or auto
     out_dir: Path | None = None
     max_error_rate: float | None = None
     request_timeout_s: float = 600.0
@@ -354,12 +354,12 @@ class Runner:
 
 def choose_transport(cfg: RunConfig) -> str:
     """auto: the asyncio transport for plain http:// over HTTP/1.1 (the most exact), else httpx."""
-    if cfg.transport not in ("auto", "asyncio", "httpx"):
-        raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio or httpx")
+    if cfg.transport not in ("auto", "asyncio", "httpx", "native"):
+        raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio, httpx or native")
     plain = urlsplit(cfg.base_url).scheme == "http" and not cfg.http2
-    if cfg.transport == "asyncio" and not plain:
-        raise ConfigError("the asyncio transport speaks plain http:// over HTTP/1.1; for https:// or --http2 "
-                          "use --transport httpx (or auto)")
+    if cfg.transport in ("asyncio", "native") and not plain:
+        raise ConfigError(f"the {cfg.transport} transport speaks plain http:// over HTTP/1.1; for https:// or "
+                          "--http2 use --transport httpx (or auto)")
     if cfg.transport == "auto":
         return "asyncio" if plain else "httpx"
     return cfg.transport
@@ -370,12 +370,20 @@ def make_transport(cfg: RunConfig) -> Any:
 
     from .transport.asyncio_transport import AsyncioTransport
 
-    if choose_transport(cfg) == "asyncio":
+    chosen = choose_transport(cfg)
+    max_connections = max(cfg.plan.concurrency or 0, cfg.plan.max_concurrency or 0, 100)
+    if chosen == "native":
+        from .transport.native_transport import NativeTransport
+
+        return NativeTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
+                               read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s,
+                               max_connections=max_connections)
+    if chosen == "asyncio":
         return AsyncioTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                 read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s)
     return HttpxTransport(
         cfg.base_url, http2=cfg.http2,
-        max_connections=max(cfg.plan.concurrency or 0, cfg.plan.max_concurrency or 0, 100),
+        max_connections=max_connections,
         timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
         total_timeout_s=cfg.request_timeout_s,
     )

@@ -14,8 +14,8 @@ from pytps.results import load_journal, load_results
 from pytps.runner import Runner
 
 MS = 1_000_000
-# Both transports must measure the same things the same way.
-TRANSPORTS = ("asyncio", "httpx")
+# Every transport must measure the same things the same way.
+TRANSPORTS = ("asyncio", "httpx", "native")
 
 
 def run_against(emu, tmp_path, **settings):
@@ -57,7 +57,7 @@ def test_ttft_tpot_and_tokens_match_the_truth(transport, tmp_path):
         # Streams of 200 tokens: one scheduling hiccup of the client (a few ms on a busy box)
         # moves a stream's last stamp, and must not dominate the mean TPOT it is checked on.
         result, truth = run_against(emu, tmp_path, concurrency=1, requests=8, output_tokens=200, transport=transport)
-    send_lag, read_lag, tpot_err = [], [], []
+    send_lag, read_lag, read_after_due, tpot_err = [], [], [], []
     for rec in result.records:
         t = truth[rec.response_id]
         sent = t["sent_ns"]
@@ -65,6 +65,7 @@ def test_ttft_tpot_and_tokens_match_the_truth(transport, tmp_path):
         # emulator has the request, and our first-output stamp after it wrote the token.
         send_lag.append(t["received_ns"] - rec.t_send_ns)
         read_lag.append(rec.first_output_ns - sent[0])
+        read_after_due.append(rec.first_output_ns - t["scheduled_ns"][0])
         true_tpot = (sent[-1] - sent[0]) / (t["output_tokens"] - t["tokens"][0])
         m = pytps.metrics.request_metrics(rec)
         tpot_err.append(abs(m.tpot_s * 1e9 - true_tpot) / true_tpot)
@@ -73,12 +74,16 @@ def test_ttft_tpot_and_tokens_match_the_truth(transport, tmp_path):
     # wrong instant (a role chunk, connect time or TTFT folded into TPOT are all >= 1 ms here).
     assert 0 <= np.median(send_lag) < 0.5 * MS, send_lag
     # TTFT's error against the truth seen from this client (send stamp to token written).
-    assert 0 <= np.median(read_lag) < 0.5 * MS, read_lag
+    # The lower bound is the write's start (its due time): on loopback a client thread woken
+    # by the write can return from recv() before the emulator's write() returns and is
+    # stamped (the native transport often does), so "written" is no lower bound for reads.
+    assert 0 <= np.median(read_after_due), read_after_due
+    assert np.median(read_lag) < 0.5 * MS, read_lag
     assert np.mean(tpot_err) < 0.01, tpot_err
 
 
 def test_transports_agree_on_one_workload(tmp_path):
-    """Same workload through both transports: per-request token counts equal, medians close."""
+    """Same workload through every transport: per-request token counts equal, medians close."""
     summaries = {}
     with pytps.Emulator(ttft_ms=10, itl_us=1000) as emu:
         for transport in TRANSPORTS:
@@ -86,10 +91,12 @@ def test_transports_agree_on_one_workload(tmp_path):
                                     transport=transport, seed=3, salt="same")
             assert [r.usage["completion_tokens"] for r in sorted(result.records, key=lambda r: r.index)] == [30] * 8
             summaries[transport] = result.summary
-    a, b = summaries["asyncio"], summaries["httpx"]
-    assert a["output_tokens_total"] == b["output_tokens_total"] == 240
-    assert a["ttft_s"]["p50"] == pytest.approx(b["ttft_s"]["p50"], abs=0.003)
-    assert a["tpot_s"]["p50"] == pytest.approx(b["tpot_s"]["p50"], rel=0.05)
+    a = summaries["asyncio"]
+    for other in TRANSPORTS[1:]:
+        b = summaries[other]
+        assert a["output_tokens_total"] == b["output_tokens_total"] == 240
+        assert a["ttft_s"]["p50"] == pytest.approx(b["ttft_s"]["p50"], abs=0.003)
+        assert a["tpot_s"]["p50"] == pytest.approx(b["tpot_s"]["p50"], rel=0.05)
 
 
 def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):

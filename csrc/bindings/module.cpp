@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
     pytps_bindings::register_histogram(m);
     pytps_bindings::register_emulator(m);
     pytps_bindings::register_http(m);
+    pytps_bindings::register_client(m);
 }

@@ -18,11 +18,11 @@ import asyncio
 import socket
 from collections import deque
 from typing import Any
-from urllib.parse import urlsplit
 
 from .._native import _core
-from ..records import ERROR_CLIENT, ERROR_CONNECT, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord, http_error_class
-from .httpx_transport import HttpxTransport, RequestSpec, classify_stream
+from ..records import ERROR_CONNECT, ERROR_TIMEOUT, RequestRecord
+from .http1 import Http1Target, fill_from_http
+from .httpx_transport import HttpxTransport, RequestSpec
 
 _now_ns = _core.now_ns
 
@@ -70,14 +70,10 @@ class AsyncioTransport:
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
                  total_timeout_s: float | None = None) -> None:
-        url = urlsplit(base_url)
-        if url.scheme != "http":
-            raise ValueError("the asyncio transport speaks plain http://; use the httpx transport for https://")
-        self.base_url = base_url.rstrip("/")
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or 80
-        self.prefix = url.path.rstrip("/")
-        self.host_header = url.netloc
+        self._target = Http1Target(base_url, self.name)
+        self.base_url = self._target.base_url
+        self.host = self._target.host
+        self.port = self._target.port
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self.total_timeout_s = total_timeout_s
@@ -109,18 +105,11 @@ class AsyncioTransport:
         self._open.add(conn)
         return conn, False
 
-    def _render(self, spec: RequestSpec) -> bytes:
-        head = [f"POST {self.prefix}{spec.path} HTTP/1.1", f"Host: {self.host_header}",
-                "Content-Type: application/json", "Accept: text/event-stream",
-                f"Content-Length: {len(spec.body)}"]
-        head += [f"{k}: {v}" for k, v in spec.headers.items()]
-        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + spec.body
-
     async def send(self, spec: RequestSpec) -> RequestRecord:
         rec = RequestRecord(index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
                             prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
                             usage_requested=spec.usage_requested, transport=self.name)
-        payload = self._render(spec)
+        payload = self._target.render(spec)
         rec.t_submit_ns = _now_ns()
         try:
             t_connect = _now_ns()
@@ -150,22 +139,9 @@ class AsyncioTransport:
         t_end = _now_ns()
         recorder.close(t_end)
         rec.t_done_ns = t_end
-        rec.t_headers_ns = recorder.t_headers_ns
-        rec.status = recorder.status
-        rec.fill_from_recorder(recorder.recorder)
+        fill_from_http(rec, recorder, error)
         conn.recorder = None
         conn.done = None
-        if error is not None:
-            rec.error, rec.error_detail = ERROR_TIMEOUT, error
-        elif recorder.error is not None:
-            rec.error, rec.error_detail = ERROR_TRUNCATED if recorder.status else ERROR_CLIENT, recorder.error
-        elif rec.status is None:
-            rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
-        elif rec.status >= 300:
-            rec.error = http_error_class(rec.status)
-            rec.error_detail = bytes(recorder.error_body[:500]).decode("utf-8", "replace")
-        else:
-            classify_stream(rec, recorder.recorder.error)
         if recorder.message_done and recorder.keep_alive and not conn.closed and error is None:
             self._idle.append(conn)
         else:

@@ -1,0 +1,134 @@
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings/buffer.hpp"
+#include "bindings/register.hpp"
+#include "net/client_engine.hpp"
+
+namespace pytps_bindings {
+namespace {
+
+using pytps::ClientEngine;
+using pytps::ClientResult;
+using pytps::HttpStreamRecorder;
+
+py::object time_or_none(int64_t t) {
+    if (t == ClientResult::kNoTime) return py::none();
+    return py::int_(t);
+}
+
+int64_t timeout_arg(const char* name, long long v, bool zero_ok) {
+    if (v < 0 || (v == 0 && !zero_ok))
+        throw py::value_error(std::string(name) + " must be " + (zero_ok ? ">= 0" : "> 0") + " ns, got " +
+                              std::to_string(v));
+    return v;
+}
+
+}  // namespace
+
+void register_client(py::module_& m) {
+    py::class_<ClientResult>(
+        m, "ClientResult",
+        "One finished request of a ClientEngine (returned by ClientEngine.collect()).")
+        .def_readonly("id", &ClientResult::id, "The id given to submit().")
+        .def_property_readonly("t_send_ns", [](const ClientResult& r) { return time_or_none(r.t_send_ns); },
+                               "Stamp taken right before the write that completed the request, or None if\n"
+                               "it was never sent.")
+        .def_property_readonly("t_done_ns", [](const ClientResult& r) { return time_or_none(r.t_done_ns); },
+                               "When the request finished: the read that ended the response, or the error.")
+        .def_property_readonly(
+            "connect_ns",
+            [](const ClientResult& r) -> py::object {
+                if (r.connect_ns < 0) return py::none();
+                return py::int_(r.connect_ns);
+            },
+            "How long a new connection took to connect (ns); None on a reused connection.")
+        .def_property_readonly(
+            "error",
+            [](const ClientResult& r) -> py::object {
+                if (r.error_class.empty()) return py::none();
+                return py::str(r.error_class);
+            },
+            "The transport's own error class ('connect', 'timeout', 'client'), or None. HTTP\n"
+            "statuses, framing and in-stream errors are read from `http`.")
+        .def_readonly("error_detail", &ClientResult::error_detail, "What went wrong, for a transport error.")
+        .def_property_readonly(
+            "http", [](ClientResult& r) -> HttpStreamRecorder& { return *r.http; },
+            py::return_value_policy::reference_internal,
+            "The response's HttpStreamRecorder (closed): status, headers, error, error_body and the\n"
+            "StreamRecorder read-outs. It keeps this result alive.");
+
+    py::class_<ClientEngine>(
+        m, "ClientEngine",
+        "ClientEngine(host, port, max_connections=100, connect_timeout_ns=10e9, idle_timeout_ns=120e9,\n"
+        "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0)\n\n"
+        "A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, no GIL): submit()\n"
+        "pre-rendered requests, watch notify_fd, collect() the finished ones. Every socket read is\n"
+        "stamped right after it returns and fed to an HttpStreamRecorder. Timeouts are in ns; 0\n"
+        "means none for total_timeout_ns, and 'the idle timeout' for first_byte_timeout_ns.")
+        .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
+                         long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
+                         long long max_response_bytes, long long spin_ns) {
+                 if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
+                 if (max_connections < 1)
+                     throw py::value_error("max_connections must be >= 1, got " + std::to_string(max_connections));
+                 if (max_response_bytes < 1)
+                     throw py::value_error("max_response_bytes must be >= 1, got " + std::to_string(max_response_bytes));
+                 pytps::ClientOptions o;
+                 o.max_connections = max_connections;
+                 o.connect_timeout_ns = timeout_arg("connect_timeout_ns", connect_timeout_ns, false);
+                 o.idle_timeout_ns = timeout_arg("idle_timeout_ns", idle_timeout_ns, false);
+                 o.total_timeout_ns = timeout_arg("total_timeout_ns", total_timeout_ns, true);
+                 o.first_byte_timeout_ns = timeout_arg("first_byte_timeout_ns", first_byte_timeout_ns, true);
+                 o.max_response_bytes = static_cast<size_t>(max_response_bytes);
+                 o.spin_ns = timeout_arg("spin_ns", spin_ns, true);
+                 py::gil_scoped_release release;  // name resolution may wait
+                 return std::make_unique<ClientEngine>(host, port, o);
+             }),
+             py::arg("host"), py::arg("port"), py::arg("max_connections") = 100,
+             py::arg("connect_timeout_ns") = 10'000'000'000LL, py::arg("idle_timeout_ns") = 120'000'000'000LL,
+             py::arg("total_timeout_ns") = 0, py::arg("first_byte_timeout_ns") = 0,
+             py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0)
+        .def(
+            "submit",
+            [](ClientEngine& self, unsigned long long id, py::handle request, const std::string& dialect,
+               py::object t_sched_ns) {
+                pytps::Dialect d;
+                if (!pytps::parse_dialect(dialect, d))
+                    throw py::value_error("unknown dialect '" + dialect + "'; use one of: " + pytps::dialect_list());
+                BytesArg bytes(request);
+                if (bytes.size() == 0) throw py::value_error("request_bytes is empty: pass a rendered HTTP/1.1 request");
+                const int64_t t = t_sched_ns.is_none() ? ClientResult::kNoTime : t_sched_ns.cast<int64_t>();
+                try {
+                    self.submit(id, std::string(bytes.data(), bytes.size()), d, t);
+                } catch (const std::runtime_error& e) {
+                    throw py::value_error(e.what());
+                }
+            },
+            py::arg("id"), py::arg("request_bytes"), py::arg("dialect"), py::arg("t_sched_ns") = py::none(),
+            "submit(id, request_bytes, dialect, t_sched_ns=None)\n\n"
+            "Queue one rendered HTTP/1.1 request (bytes, bytearray or memoryview) whose response is\n"
+            "recorded in `dialect`. With t_sched_ns (CLOCK_MONOTONIC ns) the engine sends it at that\n"
+            "instant from its own timer, else at once. Raises ValueError after stop().")
+        .def_property_readonly("notify_fd", &ClientEngine::notify_fd,
+                               "An eventfd that is readable while collect() has results (for loop.add_reader).")
+        .def(
+            "collect",
+            [](ClientEngine& self) {
+                std::vector<ClientResult> done = self.collect();
+                py::list out(done.size());
+                for (size_t i = 0; i < done.size(); ++i) out[i] = py::cast(std::move(done[i]));
+                return out;
+            },
+             "collect() -> list[ClientResult]\n\nTake every finished request (in finishing order); resets notify_fd.")
+        .def("stop", &ClientEngine::stop, py::call_guard<py::gil_scoped_release>(),
+             "stop()\n\nEnd the engine's thread (joins it). Requests still in flight finish with error 'client';\n"
+             "collect() returns them. Idempotent; also done when the engine is destroyed.")
+        .def_property_readonly("connections_opened", &ClientEngine::connections_opened,
+                               "How many TCP connections the engine has opened so far.")
+        .def_property_readonly("spin_window_ns", &ClientEngine::spin_window_ns,
+                               "The current busy-wait window before scheduled sends (adapts, <= spin_ns).");
+}
+
+}  // namespace pytps_bindings

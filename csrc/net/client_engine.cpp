@@ -1,0 +1,102 @@
+#include "net/client_engine.hpp"
+
+#include <netdb.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "net/client_engine_internal.hpp"
+
+namespace pytps {
+
+ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions options) : opt_(options) {
+    if (opt_.max_connections < 1) throw std::invalid_argument("max_connections must be >= 1");
+    if (opt_.first_byte_timeout_ns <= 0) opt_.first_byte_timeout_ns = opt_.idle_timeout_ns;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const std::string port_s = std::to_string(port);
+    const int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res);
+    if (rc != 0 || res == nullptr) {
+        // Every request then fails with class "connect", as an unreachable host would.
+        resolve_error_ = "cannot resolve " + host + ": " + gai_strerror(rc);
+    } else {
+        std::memcpy(&addr_, res->ai_addr, res->ai_addrlen);
+        addr_len_ = res->ai_addrlen;
+    }
+    if (res) freeaddrinfo(res);
+    notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (notify_fd_ < 0) throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
+    loop_ = std::make_unique<Loop>(opt_.spin_ns);
+    thread_ = std::thread([this] { run(); });
+}
+
+ClientEngine::~ClientEngine() {
+    stop();
+    if (notify_fd_ >= 0) ::close(notify_fd_);
+}
+
+void ClientEngine::submit(uint64_t id, std::string request, Dialect dialect, int64_t t_sched_ns) {
+    auto job = std::make_unique<Job>();
+    job->id = id;
+    job->request = std::move(request);
+    job->t_sched_ns = t_sched_ns;
+    job->http = std::make_unique<HttpStreamRecorder>(dialect);
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_.load()) throw std::runtime_error("submit() after stop(): make a new ClientEngine");
+        incoming_.push_back(std::move(job));
+    }
+    loop_->el.wake();
+}
+
+std::vector<ClientResult> ClientEngine::collect() {
+    std::vector<ClientResult> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t v;
+    ssize_t r = ::read(notify_fd_, &v, sizeof v);
+    (void)r;
+    out.swap(done_);
+    notified_ = false;
+    return out;
+}
+
+void ClientEngine::stop() {
+    if (!thread_.joinable()) return;
+    {
+        // Under the lock, so a submit() either lands before the thread's last look at
+        // incoming_ (and is reported) or is refused.
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_.store(true);
+    }
+    loop_->el.wake();
+    thread_.join();
+}
+
+int64_t ClientEngine::spin_window_ns() const { return loop_->el.spin_window_ns(); }
+
+void ClientEngine::finish(std::unique_ptr<Job> job, int64_t t_done, const char* error_class, std::string detail) {
+    ClientResult r;
+    r.id = job->id;
+    r.t_send_ns = job->t_send_ns;
+    r.t_done_ns = t_done;
+    r.connect_ns = job->connect_ns;
+    r.error_class = error_class;
+    r.error_detail = std::move(detail);
+    job->http->close(t_done);
+    r.http = std::move(job->http);
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.push_back(std::move(r));
+    if (!notified_) {
+        notified_ = true;
+        uint64_t one = 1;
+        ssize_t w = ::write(notify_fd_, &one, sizeof one);
+        (void)w;
+    }
+}
+
+}  // namespace pytps

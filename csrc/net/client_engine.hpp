@@ -1,0 +1,96 @@
+// ClientEngine: a native HTTP/1.1 client on its own thread (epoll), so that no Python runs
+// per socket read. Python submits pre-rendered requests; the engine sends them over a
+// keep-alive connection pool, stamps every recv right after it returns, feeds the bytes to an
+// HttpStreamRecorder, and hands finished requests back through a completion queue plus an
+// eventfd that an asyncio loop can watch (one wake-up per batch, not per read).
+//
+// Error classes set here are the transport's own (docs/metrics.md): "connect", "timeout",
+// "client". HTTP statuses, framing errors, truncation and in-stream errors are read from the
+// HttpStreamRecorder by the caller, exactly as for the asyncio transport.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/dialects.hpp"
+#include "core/http_stream_recorder.hpp"
+
+namespace pytps {
+
+struct ClientOptions {
+    int max_connections = 100;
+    int64_t connect_timeout_ns = 10'000'000'000;
+    int64_t first_byte_timeout_ns = 0;  // 0: the idle timeout
+    int64_t idle_timeout_ns = 120'000'000'000;  // no data for this long (from the send, then from each read)
+    int64_t total_timeout_ns = 0;  // from the send to the end of the response; 0: none
+    size_t max_response_bytes = size_t(256) << 20;  // bytes read for one response, head included
+    int64_t spin_ns = 0;  // busy-wait window before scheduled sends (0: sleep only)
+};
+
+struct ClientResult {
+    static constexpr int64_t kNoTime = HttpStreamRecorder::kNoTime;
+    uint64_t id = 0;
+    int64_t t_send_ns = kNoTime;  // right before the write that completed the request
+    int64_t t_done_ns = kNoTime;
+    int64_t connect_ns = -1;  // duration of a new connection's connect; -1 on a reused one
+    std::string error_class;  // "" when the transport saw no error of its own
+    std::string error_detail;
+    std::unique_ptr<HttpStreamRecorder> http;  // closed at t_done_ns
+};
+
+class ClientEngine {
+public:
+    ClientEngine(const std::string& host, int port, ClientOptions options);
+    ~ClientEngine();
+    ClientEngine(const ClientEngine&) = delete;
+    ClientEngine& operator=(const ClientEngine&) = delete;
+
+    // Queues a request (callable from any thread). t_sched_ns: send no earlier than this
+    // CLOCK_MONOTONIC instant (kNoTime: at once).
+    void submit(uint64_t id, std::string request, Dialect dialect, int64_t t_sched_ns = ClientResult::kNoTime);
+    // Takes every finished request; also drains notify_fd.
+    std::vector<ClientResult> collect();
+    // Readable while collect() has something to return.
+    int notify_fd() const { return notify_fd_; }
+    // Ends the thread; requests in flight finish with error class "client". Idempotent.
+    void stop();
+
+    uint64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }
+    int64_t spin_window_ns() const;
+
+    struct Job;
+    struct Conn;
+
+private:
+    ClientOptions opt_;
+    sockaddr_storage addr_{};
+    socklen_t addr_len_ = 0;
+    std::string resolve_error_;
+    int notify_fd_ = -1;
+
+    std::mutex mu_;  // guards incoming_, done_, notified_
+    std::vector<std::unique_ptr<Job>> incoming_;
+    std::vector<ClientResult> done_;
+    bool notified_ = false;
+    std::atomic<bool> stopping_{false};
+    std::atomic<uint64_t> opened_{0};
+
+    // Loop-thread state.
+    struct Loop;
+    std::unique_ptr<Loop> loop_;
+    std::thread thread_;
+
+    void run();
+    void finish(std::unique_ptr<Job> job, int64_t t_done, const char* error_class, std::string detail);
+};
+
+}  // namespace pytps

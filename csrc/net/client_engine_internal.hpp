@@ -1,0 +1,56 @@
+// ClientEngine's private parts, shared by client_engine.cpp (the API side) and
+// client_loop.cpp (the engine thread). Not for other users.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/client_engine.hpp"
+#include "net/event_loop.hpp"
+
+namespace pytps {
+
+constexpr uint64_t kClientSchedTag = uint64_t(1) << 62;  // the deadline of the earliest scheduled send
+constexpr size_t kClientRecvBytes = 64 * 1024;
+
+struct ClientEngine::Job {
+    uint64_t id = 0;
+    std::string request;
+    int64_t t_sched_ns = ClientResult::kNoTime;
+    int64_t t_send_ns = ClientResult::kNoTime;
+    int64_t connect_ns = -1;
+    size_t bytes_read = 0;
+    bool retried = false;
+    std::unique_ptr<HttpStreamRecorder> http;
+};
+
+struct ClientEngine::Conn {
+    enum class State { connecting, busy, idle };
+    uint64_t id = 0;
+    int fd = -1;
+    State state = State::connecting;
+    bool reused = false;  // carried a response before this request
+    bool want_out = false;
+    uint64_t gen = 0;  // timer generation: deadlines of an earlier request are stale
+    size_t write_off = 0;
+    int64_t t_start_ns = 0;  // connect or write start
+    int64_t last_data_ns = 0;
+    std::unique_ptr<Job> job;
+};
+
+struct ClientEngine::Loop {
+    explicit Loop(int64_t spin_ns) : el(spin_ns), buf(kClientRecvBytes) {}
+    EventLoop el;
+    std::map<uint64_t, std::unique_ptr<Conn>> conns;
+    std::vector<uint64_t> idle;  // most recently used last
+    std::deque<std::unique_ptr<Job>> ready;
+    std::multimap<int64_t, std::unique_ptr<Job>> scheduled;
+    std::vector<char> buf;
+    uint64_t next_conn = 1;
+};
+
+}  // namespace pytps

@@ -1,0 +1,328 @@
+// The ClientEngine's thread: connections, writes, reads, timeouts, the scheduled sends.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/clock.hpp"
+#include "net/client_engine_internal.hpp"
+
+namespace pytps {
+
+namespace {
+std::string seconds(int64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ns) / 1e9);
+    return buf;
+}
+}  // namespace
+
+void ClientEngine::run() {
+    Loop& L = *loop_;
+    std::vector<epoll_event> ready;
+    std::vector<Deadline> due;
+    std::vector<std::unique_ptr<Job>> taken;
+
+    auto close_conn = [&](Conn& c) {
+        if (c.state == Conn::State::idle) L.idle.erase(std::remove(L.idle.begin(), L.idle.end(), c.id), L.idle.end());
+        L.el.remove(c.fd);
+        ::close(c.fd);
+        L.conns.erase(c.id);  // destroys c
+    };
+
+    auto arm = [&](Conn& c, int64_t due_ns) { L.el.schedule(due_ns, c.id, c.gen); };
+
+    // When this request's connection times out next, and why.
+    auto expiry = [&](const Conn& c, std::string* why) -> int64_t {
+        if (c.state == Conn::State::connecting) {
+            if (why) *why = "connect timed out after " + seconds(opt_.connect_timeout_ns) + " s";
+            return c.t_start_ns + opt_.connect_timeout_ns;
+        }
+        const Job& j = *c.job;
+        const int64_t limit = j.bytes_read == 0 ? opt_.first_byte_timeout_ns : opt_.idle_timeout_ns;
+        int64_t at = c.last_data_ns + limit;
+        if (why) *why = "no data for " + seconds(limit) + " s (read timeout)";
+        if (opt_.total_timeout_ns > 0 && j.t_send_ns != ClientResult::kNoTime &&
+            j.t_send_ns + opt_.total_timeout_ns < at) {
+            at = j.t_send_ns + opt_.total_timeout_ns;
+            if (why) *why = "the response took longer than " + seconds(opt_.total_timeout_ns) + " s (total timeout)";
+        }
+        return at;
+    };
+
+    auto set_out = [&](Conn& c, bool want) {
+        if (c.want_out == want) return;
+        c.want_out = want;
+        L.el.modify(c.fd, EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u), c.id);
+    };
+
+    // The request is over on this connection (the recorder says how); keep or close it.
+    auto complete = [&](Conn& c, int64_t t, bool keep) {
+        finish(std::move(c.job), t, "", "");
+        ++c.gen;
+        if (keep && !stopping_.load()) {
+            c.state = Conn::State::idle;
+            c.reused = true;
+            set_out(c, false);
+            L.idle.push_back(c.id);
+        } else {
+            close_conn(c);
+        }
+    };
+
+    auto fail = [&](Conn& c, int64_t t, const char* cls, std::string detail) {
+        finish(std::move(c.job), t, cls, std::move(detail));
+        close_conn(c);
+    };
+
+    // A reused keep-alive connection the server had already closed: send once more on a new
+    // one (nothing of a response was seen, so nothing is lost or counted twice).
+    auto retry_stale = [&](Conn& c) -> bool {
+        Job& j = *c.job;
+        if (!c.reused || j.bytes_read != 0 || j.retried) return false;
+        j.retried = true;
+        j.t_send_ns = ClientResult::kNoTime;
+        L.ready.push_front(std::move(c.job));
+        close_conn(c);
+        return true;
+    };
+
+    auto try_write = [&](Conn& c) {
+        Job& j = *c.job;
+        const std::string& req = j.request;
+        while (c.write_off < req.size()) {
+            const int64_t t = now_ns();
+            const ssize_t n = ::send(c.fd, req.data() + c.write_off, req.size() - c.write_off, MSG_NOSIGNAL);
+            if (n > 0) {
+                c.write_off += static_cast<size_t>(n);
+                if (c.write_off == req.size()) {
+                    j.t_send_ns = t;
+                    c.last_data_ns = t;
+                    set_out(c, false);
+                    arm(c, expiry(c, nullptr));
+                    return;
+                }
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                set_out(c, true);
+                return;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            const int err = errno;
+            if (retry_stale(c)) return;
+            // The server closed while we wrote: report it as a response that never came.
+            const int64_t te = now_ns();
+            c.job->http->finish_eof(te);
+            fail(c, te, "", std::string("send failed: ") + std::strerror(err));
+            return;
+        }
+    };
+
+    auto start = [&](Conn& c, std::unique_ptr<Job> job) {
+        c.job = std::move(job);
+        c.state = Conn::State::busy;
+        c.write_off = 0;
+        ++c.gen;
+        c.t_start_ns = now_ns();
+        c.last_data_ns = c.t_start_ns;
+        arm(c, expiry(c, nullptr));  // a write that never completes times out too
+        try_write(c);
+    };
+
+    auto open_conn = [&](std::unique_ptr<Job> job) {
+        const int64_t t0 = now_ns();
+        if (!resolve_error_.empty()) {
+            finish(std::move(job), now_ns(), "connect", resolve_error_);
+            return;
+        }
+        const int fd = ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            finish(std::move(job), now_ns(), "connect", std::string("socket failed: ") + std::strerror(errno));
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
+        if (rc < 0 && errno != EINPROGRESS) {
+            const int err = errno;
+            ::close(fd);
+            finish(std::move(job), now_ns(), "connect", std::string("connect failed: ") + std::strerror(err));
+            return;
+        }
+        opened_.fetch_add(1, std::memory_order_relaxed);
+        auto conn = std::make_unique<Conn>();
+        Conn& c = *conn;
+        c.id = L.next_conn++;
+        c.fd = fd;
+        c.t_start_ns = t0;
+        c.job = std::move(job);
+        L.conns.emplace(c.id, std::move(conn));
+        c.want_out = true;
+        L.el.add(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, c.id);
+        if (rc == 0) {
+            c.job->connect_ns = now_ns() - t0;
+            start(c, std::move(c.job));
+        } else {
+            c.state = Conn::State::connecting;
+            ++c.gen;
+            arm(c, expiry(c, nullptr));
+        }
+    };
+
+    auto dispatch = [&] {
+        while (!L.ready.empty()) {
+            Conn* c = nullptr;
+            while (!L.idle.empty() && c == nullptr) {
+                auto it = L.conns.find(L.idle.back());
+                L.idle.pop_back();
+                if (it != L.conns.end() && it->second->state == Conn::State::idle) c = it->second.get();
+            }
+            std::unique_ptr<Job> job = std::move(L.ready.front());
+            L.ready.pop_front();
+            if (c != nullptr) {
+                start(*c, std::move(job));
+            } else if (static_cast<int>(L.conns.size()) < opt_.max_connections) {  // no idle one left
+                open_conn(std::move(job));
+            } else {
+                L.ready.push_front(std::move(job));
+                return;  // every connection is busy; a finishing one picks this up
+            }
+        }
+    };
+
+    auto on_read = [&](Conn& c) {
+        for (;;) {
+            const ssize_t n = ::recv(c.fd, L.buf.data(), L.buf.size(), 0);
+            const int64_t t = now_ns();
+            if (n > 0) {
+                Job& j = *c.job;
+                j.bytes_read += static_cast<size_t>(n);
+                c.last_data_ns = t;
+                if (j.bytes_read > opt_.max_response_bytes) {
+                    fail(c, t, "client", "the response is larger than max_response_bytes (" +
+                                             std::to_string(opt_.max_response_bytes) + ")");
+                    return;
+                }
+                const size_t used = j.http->feed(L.buf.data(), static_cast<size_t>(n), t);
+                const Http1ResponseParser& p = j.http->parser();
+                if (p.message_done() || p.failed()) {
+                    // Bytes after the response on a connection with one request in flight
+                    // mean the server and we disagree on framing: do not reuse it.
+                    complete(c, t, p.message_done() && p.keep_alive() && used == static_cast<size_t>(n));
+                    return;
+                }
+                if (static_cast<size_t>(n) < L.buf.size()) return;  // level-triggered: epoll tells of more
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+            if (n < 0 && errno == EINTR) continue;
+            if (retry_stale(c)) return;
+            c.job->http->finish_eof(t);  // EOF, or a reset: the response ends here
+            complete(c, t, false);
+            return;
+        }
+    };
+
+    auto on_event = [&](Conn& c, uint32_t events) {
+        if (c.state == Conn::State::idle) {
+            close_conn(c);  // the server closed a kept-alive connection (or sent unasked bytes)
+            return;
+        }
+        if (c.state == Conn::State::connecting) {
+            int err = 0;
+            socklen_t len = sizeof err;
+            getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            if (err == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
+                c.job->connect_ns = now_ns() - c.t_start_ns;
+                start(c, std::move(c.job));
+            } else if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+                fail(c, now_ns(), "connect", std::string("connect failed: ") + std::strerror(err ? err : ECONNREFUSED));
+            }
+            return;
+        }
+        if ((events & EPOLLOUT) && c.write_off < c.job->request.size()) {
+            const uint64_t id = c.id;
+            try_write(c);  // may close c
+            auto it = L.conns.find(id);
+            if (it == L.conns.end() || !it->second->job || c.write_off < c.job->request.size()) return;
+        }
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_read(c);
+    };
+
+    while (!stopping_.load()) {
+        L.el.wait(ready, due);
+        for (const epoll_event& ev : ready) {
+            if (ev.data.u64 == EventLoop::kWakeTag) {
+                L.el.drain_wake();
+                {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    taken.swap(incoming_);
+                }
+                const int64_t now = now_ns();
+                for (auto& job : taken) {
+                    if (job->t_sched_ns != ClientResult::kNoTime && job->t_sched_ns > now) {
+                        L.el.schedule(job->t_sched_ns, kClientSchedTag, 0);
+                        L.scheduled.emplace(job->t_sched_ns, std::move(job));
+                    } else {
+                        L.ready.push_back(std::move(job));
+                    }
+                }
+                taken.clear();
+                continue;
+            }
+            auto it = L.conns.find(ev.data.u64);
+            if (it != L.conns.end()) on_event(*it->second, ev.events);
+        }
+        for (const Deadline& d : due) {
+            if (d.tag == kClientSchedTag) {
+                const int64_t now = now_ns();
+                while (!L.scheduled.empty() && L.scheduled.begin()->first <= now) {
+                    L.ready.push_back(std::move(L.scheduled.begin()->second));
+                    L.scheduled.erase(L.scheduled.begin());
+                }
+                continue;
+            }
+            auto it = L.conns.find(d.tag);
+            if (it == L.conns.end() || it->second->gen != d.gen || !it->second->job) continue;
+            Conn& c = *it->second;
+            std::string why;
+            const int64_t at = expiry(c, &why);
+            const int64_t now = now_ns();
+            if (now >= at) {
+                fail(c, now, "timeout", why);
+            } else {
+                arm(c, at);  // data came since this deadline was set: check again later
+            }
+        }
+        dispatch();
+    }
+
+    // Stopped: whatever is unfinished ends here, reported rather than dropped.
+    const int64_t t = now_ns();
+    const char* why = "the client engine stopped before the response ended";
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        taken.swap(incoming_);
+    }
+    for (auto& job : taken) finish(std::move(job), t, "client", why);
+    for (auto& job : L.ready) finish(std::move(job), t, "client", why);
+    for (auto& kv : L.scheduled) finish(std::move(kv.second), t, "client", why);
+    L.ready.clear();
+    L.scheduled.clear();
+    for (auto& kv : L.conns) {
+        Conn& c = *kv.second;
+        if (c.job) finish(std::move(c.job), t, "client", why);
+        L.el.remove(c.fd);
+        ::close(c.fd);
+    }
+    L.conns.clear();
+    L.idle.clear();
+}
+
+}  // namespace pytps

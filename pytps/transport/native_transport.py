@@ -1,0 +1,112 @@
+"""The native transport: plain HTTP/1.1 through a C++ engine thread (pytps._core.ClientEngine).
+
+The engine owns the sockets (epoll, keep-alive pool, TCP_NODELAY), stamps every read right
+after recv() returns and parses it in C++ without the GIL, so no Python runs per read: the
+stamps do not wait for the event loop, however busy it is. Python renders each request (as the
+asyncio transport does), submits it, and is woken once per batch of finished requests through
+an eventfd watched by loop.add_reader.
+
+Timeouts are the engine's: connect, idle (no data since the send or the last read; the same
+limit for the first byte) and total (from the send). Rate mode: the runner's asyncio timers
+decide when send() is called, so t_sched_ns has passed when the engine gets it and it sends at
+once. The engine can hold a request until an absolute t_sched_ns from its own timers
+(ClientEngine.submit), ready for a runner that submits ahead of the schedule; this one does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from .._native import _core
+from ..records import RequestRecord
+from .http1 import Http1Target, fill_from_http
+from .httpx_transport import HttpxTransport, RequestSpec
+
+_now_ns = _core.now_ns
+
+
+class NativeTransport:
+    """Sends RequestSpecs through a native ClientEngine; returns RequestRecords."""
+
+    name = "native"
+
+    def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
+                 total_timeout_s: float | None = None, max_connections: int = 100) -> None:
+        self._target = Http1Target(base_url, self.name)
+        self.base_url = self._target.base_url
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self.total_timeout_s = total_timeout_s
+        self._engine = _core.ClientEngine(
+            self._target.host, self._target.port, max_connections=max_connections,
+            connect_timeout_ns=int(connect_timeout_s * 1e9), idle_timeout_ns=int(read_timeout_s * 1e9),
+            total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0)
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Model listing and other one-off JSON requests are not timed: httpx does them.
+        self._httpx = HttpxTransport(base_url)
+
+    def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        if self._loop is not None:
+            raise RuntimeError("a NativeTransport serves one event loop; make a new one for another loop")
+        self._loop = loop
+        loop.add_reader(self._engine.notify_fd, self._on_notify)
+
+    def _on_notify(self) -> None:
+        for result in self._engine.collect():
+            fut = self._waiting.pop(result.id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
+
+    async def send(self, spec: RequestSpec) -> RequestRecord:
+        rec = RequestRecord(index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
+                            prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
+                            usage_requested=spec.usage_requested, transport=self.name)
+        payload = self._target.render(spec)
+        self._watch()
+        assert self._loop is not None
+        rid = next(self._ids)
+        fut = self._loop.create_future()
+        self._waiting[rid] = fut
+        rec.t_submit_ns = _now_ns()
+        try:
+            # The runner calls send() at t_sched already (its asyncio timers pace rate mode), so
+            # the engine sends at once; given a future t_sched it would wait for it itself.
+            self._engine.submit(rid, payload, spec.dialect, spec.t_sched_ns)
+            result = await fut
+        finally:
+            # Cancelled: the engine finishes the request on its own; its result is dropped.
+            self._waiting.pop(rid, None)
+        rec.t_done_ns = result.t_done_ns
+        rec.t_send_ns = result.t_send_ns if result.t_send_ns is not None else rec.t_submit_ns
+        if result.connect_ns is not None:
+            rec.phases_ns["connect"] = result.connect_ns
+        error = result.error
+        if error == "timeout":
+            fill_from_http(rec, result.http, result.error_detail)
+        elif error is not None:
+            fill_from_http(rec, result.http)
+            rec.error, rec.error_detail = error, result.error_detail
+        else:
+            fill_from_http(rec, result.http)
+        return rec
+
+    async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, Any]:
+        return await self._httpx.get_json(path, headers)
+
+    async def aclose(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._engine.notify_fd)
+        self._engine.stop()  # joins the engine's thread (without the GIL); in-flight requests end
+        for result in self._engine.collect():
+            fut = self._waiting.pop(result.id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
+        await self._httpx.aclose()
+
