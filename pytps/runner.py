@@ -246,6 +246,9 @@ class Runner:
                     limit.release()
             self._finish(rec, journal)
 
+        # A transport that paces sends itself (the native engine's timers) gets each request a
+        # little ahead of its time and holds it until t_sched; asyncio timers are only ms-exact.
+        lead_ns = getattr(self.transport, "schedule_lead_ns", 0)
         t0 = _now_ns()
         deadline = t0 + int(plan.duration_s * 1e9) if plan.duration_s else None
         for i, offset in enumerate(plan.arrivals_ns(self.cfg.seed), start=1):
@@ -254,7 +257,7 @@ class Runner:
             t_sched = t0 + int(offset)
             if deadline is not None and t_sched >= deadline:
                 break
-            delay = (t_sched - _now_ns()) / 1e9
+            delay = (t_sched - lead_ns - _now_ns()) / 1e9
             if delay > 0:
                 await asyncio.sleep(delay)
             task = asyncio.create_task(one(i, t_sched))

@@ -7,10 +7,9 @@ asyncio transport does), submits it, and is woken once per batch of finished req
 an eventfd watched by loop.add_reader.
 
 Timeouts are the engine's: connect, idle (no data since the send or the last read; the same
-limit for the first byte) and total (from the send). Rate mode: the runner's asyncio timers
-decide when send() is called, so t_sched_ns has passed when the engine gets it and it sends at
-once. The engine can hold a request until an absolute t_sched_ns from its own timers
-(ClientEngine.submit), ready for a runner that submits ahead of the schedule; this one does not.
+limit for the first byte) and total (from the send). Rate mode: the runner calls send()
+schedule_lead_ns ahead of each request's t_sched_ns, and the engine holds it until then on its
+own timers, so sends are paced by the engine, not by event-loop sleeps (about 1 ms coarse).
 """
 
 from __future__ import annotations
@@ -31,6 +30,9 @@ class NativeTransport:
     """Sends RequestSpecs through a native ClientEngine; returns RequestRecords."""
 
     name = "native"
+    # How far ahead of t_sched the runner hands over a scheduled request: more than the event
+    # loop's timer slack, so the engine, not the loop, decides the send instant.
+    schedule_lead_ns = 3_000_000
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
                  total_timeout_s: float | None = None, max_connections: int = 100) -> None:
@@ -76,8 +78,7 @@ class NativeTransport:
         self._waiting[rid] = fut
         rec.t_submit_ns = _now_ns()
         try:
-            # The runner calls send() at t_sched already (its asyncio timers pace rate mode), so
-            # the engine sends at once; given a future t_sched it would wait for it itself.
+            # In rate mode the runner calls send() ahead of t_sched: the engine holds it till then.
             self._engine.submit(rid, payload, spec.dialect, spec.t_sched_ns)
             result = await fut
         finally:
