@@ -106,9 +106,7 @@ class AsyncioTransport:
         return conn, False
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
-        rec = RequestRecord(index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
-                            prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
-                            usage_requested=spec.usage_requested, transport=self.name)
+        rec = spec.new_record(self.name)
         payload = self._target.render(spec)
         rec.t_submit_ns = _now_ns()
         try:

@@ -159,6 +159,18 @@ class RequestSpec:
     max_tokens: int | None = None
     usage_requested: bool = True
 
+    def new_record(self, transport: str) -> RequestRecord:
+        """The record a transport fills in for this request, carrying what the spec knows."""
+        return RequestRecord(
+            index=self.index,
+            warmup=self.warmup,
+            t_sched_ns=self.t_sched_ns,
+            prompt_tokens_planned=self.prompt_tokens_planned,
+            max_tokens=self.max_tokens,
+            usage_requested=self.usage_requested,
+            transport=transport,
+        )
+
 
 class _PhaseTrace:
     """httpcore trace callback: stamps the connection phases of one request."""
@@ -238,15 +250,7 @@ class HttpxTransport:
             return resp.status_code, None
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
-        rec = RequestRecord(
-            index=spec.index,
-            warmup=spec.warmup,
-            t_sched_ns=spec.t_sched_ns,
-            prompt_tokens_planned=spec.prompt_tokens_planned,
-            max_tokens=spec.max_tokens,
-            usage_requested=spec.usage_requested,
-            transport=self.name,
-        )
+        rec = spec.new_record(self.name)
         recorder = _core.StreamRecorder(spec.dialect)
         trace = _PhaseTrace()
         headers = {"content-type": "application/json", "accept": "text/event-stream", **spec.headers}

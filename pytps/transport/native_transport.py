@@ -67,9 +67,7 @@ class NativeTransport:
                 fut.set_result(result)
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
-        rec = RequestRecord(index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
-                            prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
-                            usage_requested=spec.usage_requested, transport=self.name)
+        rec = spec.new_record(self.name)
         payload = self._target.render(spec)
         self._watch()
         assert self._loop is not None
