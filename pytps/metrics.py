@@ -72,17 +72,12 @@ def first_event_tokens(rec: RequestRecord, tokens: int) -> float:
 def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(values_ns, counts): event i >= 1 with k >= 1 tokens gives k samples of (t_i - t_prev) / k,
     t_prev being the previous event that carried a token. The first event's tokens give none."""
-    values: list[float] = []
-    counts: list[int] = []
-    t_prev = None
-    for t, k in zip(times_ns.tolist(), layout.tolist()):
-        if k <= 0:
-            continue
-        if t_prev is not None:
-            values.append((t - t_prev) / k)
-            counts.append(k)
-        t_prev = t
-    return np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.int64)
+    carrying = np.asarray(layout) > 0
+    t = np.asarray(times_ns, dtype=np.int64)[carrying]
+    k = np.asarray(layout, dtype=np.int64)[carrying]
+    if len(t) < 2:
+        return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+    return np.diff(t) / k[1:], k[1:]
 
 
 @dataclass
@@ -269,8 +264,8 @@ def summarize(
         layout = event_tokens(r, m.output_tokens)
         layouts.append((r, layout))
         values, counts = itl_samples(r.output_times_ns, layout)
-        for v, c in zip(values.tolist(), counts.tolist()):
-            itl_hist.record(max(1, int(round(v))), c)
+        # One sample per token, in whole ns; 0 (events delivered by one read) counts as 1 ns.
+        itl_hist.record_many(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
         if len(r.output_times_ns) > 1:
             gap_values.append(np.diff(r.output_times_ns).astype(np.float64) / NS_PER_S)
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from . import apis
 from ._native import _core
 from .errors import ConfigError, EndpointError
-from .metrics import summarize
+from .metrics import request_metrics, summarize
 from .records import RequestRecord
 from .results import Journal, write_events, write_json_atomic
 from .schedule import LoadPlan
@@ -144,8 +144,6 @@ class Runner:
     # ---- one request ------------------------------------------------------------------------
 
     def _finish(self, rec: RequestRecord, journal: Journal) -> None:
-        from .metrics import request_metrics
-
         rec.error_detail = self._redact(rec.error_detail)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text)
