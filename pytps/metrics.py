@@ -342,11 +342,12 @@ def time_series(
     if t0 is None:
         return []
     tokens: dict[int, int] = {}
-    for r, layout in layouts:
-        secs = (r.output_times_ns - t0) // NS_PER_S
-        for s, k in zip(secs.tolist(), layout.tolist()):
-            if s >= 0:
-                tokens[s] = tokens.get(s, 0) + k
+    if layouts:
+        secs = np.concatenate([(r.output_times_ns - t0) // NS_PER_S for r, _ in layouts])
+        counts = np.concatenate([layout for _, layout in layouts])
+        after = secs >= 0
+        per_second = np.bincount(secs[after], weights=counts[after]) if after.any() else np.zeros(0)
+        tokens = {int(s): int(n) for s, n in enumerate(per_second) if n}
     done: dict[int, int] = {}
     failed: dict[int, int] = {}
     for r, m in zip(records, per_request):
