@@ -146,3 +146,11 @@ def test_steady_window_is_where_target_concurrency_was_in_flight():
     assert summary["steady_window_s"] == pytest.approx(0.080)
     # Tokens arriving in [10, 90]: a@50, b@20, b@90 -> 3 tokens over 80 ms.
     assert summary["steady_output_throughput_tps"] == pytest.approx(3 / 0.080)
+
+
+def test_time_series_counts_tokens_by_arrival_second():
+    a = make(index=0, t_send=0, times_ms=[10, 1500, 2500], usage={"completion_tokens": 6})
+    b = make(index=1, t_send=0, times_ms=[900, 1100], usage={"completion_tokens": 2})
+    summary, _ = summarize([a, b])
+    assert [(p["t_s"], p["output_tokens"], p["requests_done"]) for p in summary["time_series"]] == [
+        (0, 3, 0), (1, 3, 1), (2, 2, 1)]
