@@ -383,6 +383,14 @@ class ClientResult:
     def error_detail(self) -> str:
         """What went wrong, for a transport error ("" otherwise)."""
     @property
+    def recv_times_ns(self) -> npt.NDArray[np.int64]:
+        """kernel_timestamps only: the engine's stamp of each read that carried a kernel stamp (the
+        recorder's event times are among these); empty otherwise."""
+    @property
+    def recv_kernel_times_ns(self) -> npt.NDArray[np.int64]:
+        """kernel_timestamps only: the kernel's software receive stamp of the same reads, on
+        CLOCK_MONOTONIC (for TCP, that of the last segment the read took)."""
+    @property
     def http(self) -> HttpStreamRecorder:
         """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
 
@@ -401,11 +409,14 @@ class ClientEngine:
     def __init__(self, host: str, port: int, max_connections: int = 100,
                  connect_timeout_ns: int = 10_000_000_000, idle_timeout_ns: int = 120_000_000_000,
                  total_timeout_ns: int = 0, first_byte_timeout_ns: int = 0,
-                 max_response_bytes: int = 268435456, spin_ns: int = 0) -> None:
+                 max_response_bytes: int = 268435456, spin_ns: int = 0,
+                 kernel_timestamps: bool = False) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
         connect/idle timeout. first_byte_timeout_ns 0: the idle timeout. spin_ns: busy-wait
-        window before scheduled sends (0: sleep only). A host that does not resolve makes every
-        request fail with error "connect"."""
+        window before scheduled sends (0: sleep only). kernel_timestamps: also keep the kernel's
+        software receive stamp of each read (SO_TIMESTAMPING, on CLOCK_MONOTONIC) in
+        ClientResult.recv_kernel_times_ns. A host that does not resolve makes every request fail
+        with error "connect"."""
     def submit(self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str,
                t_sched_ns: int | None = None) -> None:
         """Queue one rendered HTTP/1.1 request whose response is recorded in `dialect` (one of

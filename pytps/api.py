@@ -23,6 +23,7 @@ def make_config(
     extra_body: dict[str, Any] | None = None,
     http2: bool = False,
     transport: str = "auto",
+    kernel_timestamps: bool = False,
     input_tokens: str | int = "256",
     output_tokens: str | int = "128",
     shared_prefix_tokens: int = 0,
@@ -78,7 +79,7 @@ def make_config(
     return RunConfig(
         base_url=base_url, api=api, model=model, workload=workload, plan=plan, api_key=api_key,
         headers=dict(headers or {}), extra_body=extra_body, http2=http2, transport=transport,
-        out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
+        kernel_timestamps=kernel_timestamps, out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
         read_timeout_s=timeout, seed=seed, workload_description=described,
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
     )

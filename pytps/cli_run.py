@@ -35,6 +35,10 @@ def add_run_parser(sub: Any) -> None:
                     help="asyncio: HTTP/1.1 on asyncio protocols, one native call per read (the default for "
                     "http://); httpx: https://, HTTP/2 and proxies; native: http:// HTTP/1.1 on a C++ engine "
                     "thread, no Python per read (experimental)")
+    ep.add_argument("--kernel-timestamps", action="store_true",
+                    help="native transport: also keep the kernel's receive stamp of every read "
+                    "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "
+                    "pytps's stamp")
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
@@ -85,7 +89,8 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
     return make_config(
         base_url, api=args.api, model=args.model, api_key_env=args.api_key_env,
         headers=_parse_headers(args.header), extra_body=parse_json_object(args.extra_body, "--extra-body"),
-        http2=args.http2, transport=args.transport, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+        http2=args.http2, transport=args.transport,
+        kernel_timestamps=args.kernel_timestamps, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         shared_prefix_tokens=args.shared_prefix_tokens, dataset=args.dataset, seed=args.seed, salt=args.salt,
         concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
         max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,

@@ -279,6 +279,10 @@ def summarize(
         "chunk_gap_s": distribution(np.concatenate(gap_values).tolist() if gap_values else []),
         "send_overhead_s": distribution(m.send_overhead_s for _, m in measured),
     }
+    kernel_lags = [(r.output_times_ns - r.output_kernel_times_ns).astype(np.float64) / NS_PER_S
+                   for r, _ in ok if len(r.output_kernel_times_ns)]
+    if kernel_lags:
+        summary["kernel_read_lag_s"] = distribution(np.concatenate(kernel_lags).tolist())
     if rate_mode:
         summary["ttft_sched_s"] = dist("ttft_sched_s")
         summary["e2e_sched_s"] = dist("e2e_sched_s")

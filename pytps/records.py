@@ -54,6 +54,9 @@ class RequestRecord:
     output_kinds: np.ndarray = field(default_factory=lambda: _empty(np.uint8))
     output_tokens: np.ndarray = field(default_factory=lambda: _empty(np.int32))
     output_chars: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    # With kernel timestamps (native transport): the kernel's receive stamp of the read behind
+    # each output_times_ns entry, on CLOCK_MONOTONIC; empty when not measured.
+    output_kernel_times_ns: np.ndarray = field(default_factory=lambda: _empty(np.int64))
     first_output_ns: int | None = None
     first_answer_ns: int | None = None
     last_output_ns: int | None = None

@@ -67,6 +67,8 @@ class Journal:
         line["output_times_ns"] = rec.output_times_ns.tolist()
         line["output_tokens"] = rec.output_tokens.tolist()
         line["output_kinds"] = rec.output_kinds.tolist()
+        if len(rec.output_kernel_times_ns):
+            line["output_kernel_times_ns"] = rec.output_kernel_times_ns.tolist()
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._f.flush()
 
@@ -93,9 +95,16 @@ def write_events(path: Path, records: Sequence[RequestRecord]) -> None:
         parts = [np.asarray(getattr(r, attr), dtype=dtype) for r in records]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
+    extra = {}
+    if any(len(r.output_kernel_times_ns) for r in records):
+        # -1 where a record has no kernel stamps (another transport, or a read without one).
+        extra["t_kernel_ns"] = np.concatenate([
+            r.output_kernel_times_ns if len(r.output_kernel_times_ns) == len(r.output_times_ns)
+            else np.full(len(r.output_times_ns), -1, dtype=np.int64) for r in records])
     tmp = path.with_name(path.stem + ".tmp.npz")
     np.savez_compressed(
         tmp,
+        **extra,
         request_index=request_index,
         t_ns=cat("output_times_ns", np.int64),
         kind=cat("output_kinds", np.uint8),

@@ -43,6 +43,8 @@ class RunConfig:
     extra_body: dict[str, Any] | None = None
     http2: bool = False
     transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "native", or auto
+    # Native transport only: keep the kernel's receive stamp of each read beside pytps's own.
+    kernel_timestamps: bool = False
     out_dir: Path | None = None
     max_error_rate: float | None = None
     request_timeout_s: float = 600.0
@@ -333,6 +335,7 @@ class Runner:
             "model": model,
             "transport": getattr(self.transport, "name", "httpx"),
             "event_loop": event_loop_name(),
+            "kernel_timestamps": cfg.kernel_timestamps,
             "http2": cfg.http2,
             "workload": cfg.workload_description,
             "load": {
@@ -361,9 +364,13 @@ def choose_transport(cfg: RunConfig) -> str:
     if cfg.transport in ("asyncio", "native") and not plain:
         raise ConfigError(f"the {cfg.transport} transport speaks plain http:// over HTTP/1.1; for https:// or "
                           "--http2 use --transport httpx (or auto)")
+    chosen = cfg.transport
     if cfg.transport == "auto":
-        return "asyncio" if plain else "httpx"
-    return cfg.transport
+        chosen = "asyncio" if plain else "httpx"
+    if cfg.kernel_timestamps and chosen != "native":
+        raise ConfigError(f"--kernel-timestamps needs the native transport (this run would use {chosen}): "
+                          "add --transport native, or leave --kernel-timestamps out")
+    return chosen
 
 
 def make_transport(cfg: RunConfig) -> Any:
@@ -378,7 +385,7 @@ def make_transport(cfg: RunConfig) -> Any:
 
         return NativeTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s,
-                               max_connections=max_connections)
+                               max_connections=max_connections, kernel_timestamps=cfg.kernel_timestamps)
     if chosen == "asyncio":
         return AsyncioTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                 read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s)

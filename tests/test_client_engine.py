@@ -221,6 +221,33 @@ def test_a_scheduled_send_waits_for_its_time():
         engine.stop()
 
 
+def test_kernel_timestamps_pair_every_read_with_the_kernel_receive_stamp():
+    import numpy as np
+
+    with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
+        engine = _core.ClientEngine("127.0.0.1", emu.port, kernel_timestamps=True)
+        for i in range(3):
+            engine.submit(i, chat_request(emu.port, tokens=40), "openai-chat")
+        results = wait_results(engine, 3)
+        engine.stop()
+        plain = _core.ClientEngine("127.0.0.1", emu.port)
+        plain.submit(9, chat_request(emu.port, tokens=5), "openai-chat")
+        without = wait_results(plain, 1)[9]
+        plain.stop()
+    for r in results.values():
+        assert r.error is None and r.http.recorder.usage["completion_tokens"] == 40
+        recv, kernel = r.recv_times_ns, r.recv_kernel_times_ns
+        assert len(recv) == len(kernel) >= 41  # the head and 40 token events at least
+        assert np.all(np.diff(recv) >= 0)
+        # The kernel received the bytes after the request went out and before the engine's stamp
+        # of the read that took them; a realtime->monotonic mapping off by more would show here.
+        assert np.all(kernel >= r.t_send_ns) and np.all(kernel <= recv)
+        assert np.all(recv - kernel < 50_000_000)
+        # Every event stamp is the stamp of one of these reads.
+        assert np.isin(r.http.recorder.output_times_ns, recv).all()
+    assert len(without.recv_times_ns) == 0 and len(without.recv_kernel_times_ns) == 0
+
+
 def test_bad_arguments_are_value_errors():
     with pytest.raises(ValueError, match="port"):
         _core.ClientEngine("127.0.0.1", 0)
@@ -289,3 +316,5 @@ def test_native_transport_is_opt_in_and_plain_http_only():
     assert choose_transport(make_config("http://127.0.0.1:1", transport="native")) == "native"
     with pytest.raises(ConfigError, match="native transport speaks plain http"):
         choose_transport(make_config("https://example.invalid", transport="native"))
+    with pytest.raises(ConfigError, match="--kernel-timestamps needs the native transport"):
+        choose_transport(make_config("http://127.0.0.1:1", transport="asyncio", kernel_timestamps=True))

@@ -99,6 +99,25 @@ def test_transports_agree_on_one_workload(tmp_path):
         assert a["tpot_s"]["p50"] == pytest.approx(b["tpot_s"]["p50"], rel=0.05)
 
 
+def test_kernel_timestamps_are_kept_beside_the_arrival_stamps(tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
+        result, truth = run_against(emu, tmp_path, concurrency=2, requests=6, output_tokens=20,
+                                    transport="native", kernel_timestamps=True)
+    assert result.metadata["kernel_timestamps"] is True
+    lag = result.summary["kernel_read_lag_s"]
+    assert lag["count"] == 6 * 20 and 0 <= lag["min"] and lag["p50"] < 0.05
+    for rec in result.records:
+        sent = truth[rec.response_id]["sent_ns"]
+        assert len(rec.output_kernel_times_ns) == len(rec.output_times_ns) == len(sent)
+        assert np.all(rec.output_kernel_times_ns <= rec.output_times_ns)
+        # The kernel had each token after the emulator started writing it (its due instant).
+        assert np.all(rec.output_kernel_times_ns >= truth[rec.response_id]["scheduled_ns"])
+    events = np.load(tmp_path / "out" / "events.npz")
+    assert np.all(events["t_kernel_ns"] <= events["t_ns"]) and np.all(events["t_kernel_ns"] > 0)
+    journal = load_journal(tmp_path / "out")
+    assert all(len(line["output_kernel_times_ns"]) == 20 for line in journal)
+
+
 def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=2000, tokens_per_event=4) as emu:
         result, _ = run_against(emu, tmp_path, concurrency=1, requests=4, output_tokens=40)

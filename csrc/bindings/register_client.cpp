@@ -1,3 +1,6 @@
+#include <pybind11/numpy.h>
+
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +19,12 @@ using pytps::HttpStreamRecorder;
 py::object time_or_none(int64_t t) {
     if (t == ClientResult::kNoTime) return py::none();
     return py::int_(t);
+}
+
+py::array_t<int64_t> int64_array(const std::vector<int64_t>& v) {
+    py::array_t<int64_t> out(static_cast<py::ssize_t>(v.size()));
+    if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(int64_t));
+    return out;
 }
 
 int64_t timeout_arg(const char* name, long long v, bool zero_ok) {
@@ -53,6 +62,14 @@ void register_client(py::module_& m) {
             "The transport's own error class ('connect', 'timeout', 'client'), or None. HTTP\n"
             "statuses, framing and in-stream errors are read from `http`.")
         .def_readonly("error_detail", &ClientResult::error_detail, "What went wrong, for a transport error.")
+        .def_property_readonly("recv_times_ns", [](const ClientResult& r) { return int64_array(r.recv_ns); },
+                               "int64 array (kernel_timestamps only): the engine's stamp of each read that\n"
+                               "carried a kernel stamp; the recorder's event times are among these.")
+        .def_property_readonly("recv_kernel_times_ns",
+                               [](const ClientResult& r) { return int64_array(r.recv_kernel_ns); },
+                               "int64 array (kernel_timestamps only): the kernel's software receive stamp of\n"
+                               "the same reads, moved onto CLOCK_MONOTONIC. For TCP it is the stamp of the\n"
+                               "last segment a read took, so it is <= the engine's stamp of that read.")
         .def_property_readonly(
             "http", [](ClientResult& r) -> HttpStreamRecorder& { return *r.http; },
             py::return_value_policy::reference_internal,
@@ -62,14 +79,17 @@ void register_client(py::module_& m) {
     py::class_<ClientEngine>(
         m, "ClientEngine",
         "ClientEngine(host, port, max_connections=100, connect_timeout_ns=10e9, idle_timeout_ns=120e9,\n"
-        "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0)\n\n"
+        "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0,\n"
+        "             kernel_timestamps=False)\n\n"
         "A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, no GIL): submit()\n"
         "pre-rendered requests, watch notify_fd, collect() the finished ones. Every socket read is\n"
         "stamped right after it returns and fed to an HttpStreamRecorder. Timeouts are in ns; 0\n"
-        "means none for total_timeout_ns, and 'the idle timeout' for first_byte_timeout_ns.")
+        "means none for total_timeout_ns, and 'the idle timeout' for first_byte_timeout_ns.\n"
+        "kernel_timestamps: also keep the kernel's software receive stamp of each read\n"
+        "(SO_TIMESTAMPING, moved onto CLOCK_MONOTONIC) in ClientResult.recv_kernel_times_ns.")
         .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
                          long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
-                         long long max_response_bytes, long long spin_ns) {
+                         long long max_response_bytes, long long spin_ns, bool kernel_timestamps) {
                  if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
                  if (max_connections < 1)
                      throw py::value_error("max_connections must be >= 1, got " + std::to_string(max_connections));
@@ -83,13 +103,15 @@ void register_client(py::module_& m) {
                  o.first_byte_timeout_ns = timeout_arg("first_byte_timeout_ns", first_byte_timeout_ns, true);
                  o.max_response_bytes = static_cast<size_t>(max_response_bytes);
                  o.spin_ns = timeout_arg("spin_ns", spin_ns, true);
+                 o.kernel_timestamps = kernel_timestamps;
                  py::gil_scoped_release release;  // name resolution may wait
                  return std::make_unique<ClientEngine>(host, port, o);
              }),
              py::arg("host"), py::arg("port"), py::arg("max_connections") = 100,
              py::arg("connect_timeout_ns") = 10'000'000'000LL, py::arg("idle_timeout_ns") = 120'000'000'000LL,
              py::arg("total_timeout_ns") = 0, py::arg("first_byte_timeout_ns") = 0,
-             py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0)
+             py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0,
+             py::arg("kernel_timestamps") = false)
         .def(
             "submit",
             [](ClientEngine& self, unsigned long long id, py::handle request, const std::string& dialect,

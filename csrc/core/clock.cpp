@@ -26,4 +26,23 @@ ClockInfo clock_info(int calls) {
     return info;
 }
 
+RealtimeOffset RealtimeOffset::measure(int tries) noexcept {
+    RealtimeOffset best;
+    int64_t best_width = std::numeric_limits<int64_t>::max();
+    for (int i = 0; i < tries; ++i) {
+        const int64_t m0 = now_ns();
+        timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        const int64_t m1 = now_ns();
+        const int64_t real = static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+        if (m1 - m0 < best_width) {
+            best_width = m1 - m0;
+            best.offset_ns = real - (m0 + (m1 - m0) / 2);
+            best.uncertainty_ns = (m1 - m0 + 1) / 2;
+            best.measured_at_ns = m1;
+        }
+    }
+    return best;
+}
+
 }  // namespace pytps

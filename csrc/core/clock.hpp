@@ -23,4 +23,17 @@ struct ClockInfo {
 // Measures the clock: resolution from clock_getres, cost from `calls` back-to-back reads.
 ClockInfo clock_info(int calls = 200000);
 
+// CLOCK_REALTIME minus CLOCK_MONOTONIC, for moving a kernel stamp (SO_TIMESTAMPING gives
+// realtime) onto the monotonic clock. Measured as the narrowest of a few (mono, real, mono)
+// brackets: the offset is taken at the bracket's middle, and half its width is the error
+// bound. Realtime is slewed by NTP and may step, so users re-measure it often (each second).
+struct RealtimeOffset {
+    int64_t offset_ns = 0;       // realtime - monotonic
+    int64_t uncertainty_ns = 0;  // half the narrowest bracket
+    int64_t measured_at_ns = 0;  // monotonic
+
+    static RealtimeOffset measure(int tries = 5) noexcept;
+    int64_t to_monotonic(int64_t realtime_ns) const noexcept { return realtime_ns - offset_ns; }
+};
+
 }  // namespace pytps

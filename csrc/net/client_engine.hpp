@@ -34,6 +34,9 @@ struct ClientOptions {
     int64_t total_timeout_ns = 0;  // from the send to the end of the response; 0: none
     size_t max_response_bytes = size_t(256) << 20;  // bytes read for one response, head included
     int64_t spin_ns = 0;  // busy-wait window before scheduled sends (0: sleep only)
+    // Also take the kernel's software receive stamp of every read (SO_TIMESTAMPING), moved
+    // onto CLOCK_MONOTONIC; kept beside the engine's own stamp, never instead of it.
+    bool kernel_timestamps = false;
 };
 
 struct ClientResult {
@@ -45,6 +48,11 @@ struct ClientResult {
     std::string error_class;  // "" when the transport saw no error of its own
     std::string error_detail;
     std::unique_ptr<HttpStreamRecorder> http;  // closed at t_done_ns
+    // With kernel_timestamps: one pair per read that carried a kernel stamp, in read order.
+    // recv_ns is the engine's stamp of that read (the one the recorder was fed), so an event
+    // time found in recv_ns has its kernel arrival at the same index of recv_kernel_ns.
+    std::vector<int64_t> recv_ns;
+    std::vector<int64_t> recv_kernel_ns;
 };
 
 class ClientEngine {
@@ -76,6 +84,7 @@ private:
     socklen_t addr_len_ = 0;
     std::string resolve_error_;
     int notify_fd_ = -1;
+    int stamp_keeper_fd_ = -1;  // with kernel_timestamps: keeps the kernel's RX stamping switched on
 
     std::mutex mu_;  // guards incoming_, done_, notified_
     std::vector<std::unique_ptr<Job>> incoming_;

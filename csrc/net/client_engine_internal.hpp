@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "net/client_engine.hpp"
 #include "net/event_loop.hpp"
 
@@ -26,6 +27,8 @@ struct ClientEngine::Job {
     size_t bytes_read = 0;
     bool retried = false;
     std::unique_ptr<HttpStreamRecorder> http;
+    std::vector<int64_t> recv_ns;         // with kernel_timestamps (see ClientResult)
+    std::vector<int64_t> recv_kernel_ns;
 };
 
 struct ClientEngine::Conn {
@@ -51,6 +54,7 @@ struct ClientEngine::Loop {
     std::multimap<int64_t, std::unique_ptr<Job>> scheduled;
     std::vector<char> buf;
     uint64_t next_conn = 1;
+    RealtimeOffset realtime;  // for kernel stamps; re-measured each second
 };
 
 }  // namespace pytps

@@ -1,4 +1,7 @@
 // The ClientEngine's thread: connections, writes, reads, timeouts, the scheduled sends.
+#include <ctime>  // before linux/errqueue.h, which uses timespec
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -15,6 +18,30 @@
 namespace pytps {
 
 namespace {
+// One recv(), or with kernel stamps a recvmsg() whose control data carries the kernel's
+// software receive stamp (CLOCK_REALTIME; for TCP, that of the last segment this read took).
+// *kernel_real_ns is left alone when the kernel gave none.
+ssize_t read_socket(int fd, char* buf, size_t len, bool kernel_stamps, int64_t* kernel_real_ns) {
+    if (!kernel_stamps) return ::recv(fd, buf, len, 0);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(scm_timestamping)) + 64];
+    iovec iov{buf, len};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &msg, 0);
+    if (n <= 0) return n;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPING) continue;
+        scm_timestamping ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0)
+            *kernel_real_ns = static_cast<int64_t>(ts.ts[0].tv_sec) * 1000000000LL + ts.ts[0].tv_nsec;
+    }
+    return n;
+}
+
 std::string seconds(int64_t ns) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ns) / 1e9);
@@ -148,6 +175,10 @@ void ClientEngine::run() {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (opt_.kernel_timestamps) {
+            const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+            setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags);
+        }
         const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
         if (rc < 0 && errno != EINPROGRESS) {
             const int err = errno;
@@ -198,10 +229,16 @@ void ClientEngine::run() {
 
     auto on_read = [&](Conn& c) {
         for (;;) {
-            const ssize_t n = ::recv(c.fd, L.buf.data(), L.buf.size(), 0);
+            int64_t kernel_real = ClientResult::kNoTime;
+            const ssize_t n = read_socket(c.fd, L.buf.data(), L.buf.size(), opt_.kernel_timestamps, &kernel_real);
             const int64_t t = now_ns();
             if (n > 0) {
                 Job& j = *c.job;
+                if (kernel_real != ClientResult::kNoTime) {
+                    if (t - L.realtime.measured_at_ns > 1'000'000'000) L.realtime = RealtimeOffset::measure();
+                    j.recv_ns.push_back(t);
+                    j.recv_kernel_ns.push_back(L.realtime.to_monotonic(kernel_real));
+                }
                 j.bytes_read += static_cast<size_t>(n);
                 c.last_data_ns = t;
                 if (j.bytes_read > opt_.max_response_bytes) {

@@ -22,6 +22,7 @@ ROWS = (
     ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
     ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
     ("schedule_lag_s", "schedule lag", 1e3, "ms"),
+    ("kernel_read_lag_s", "kernel→stamp lag", 1e6, "µs"),
 )
 
 

@@ -18,12 +18,27 @@ import asyncio
 import itertools
 from typing import Any
 
+import numpy as np
+
 from .._native import _core
 from ..records import RequestRecord
 from .http1 import Http1Target, fill_from_http
 from .httpx_transport import HttpxTransport, RequestSpec
 
 _now_ns = _core.now_ns
+
+
+def kernel_times_for(event_times_ns: np.ndarray, recv_ns: np.ndarray, recv_kernel_ns: np.ndarray) -> np.ndarray:
+    """The kernel stamp of the read behind each event: every event time is the engine's stamp of
+    the read that completed it, so it is found in recv_ns. Empty if any read had no kernel stamp
+    (then no event is given a stamp that is not its own)."""
+    if len(event_times_ns) == 0 or len(recv_ns) == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.searchsorted(recv_ns, event_times_ns)
+    idx_ok = np.minimum(idx, len(recv_ns) - 1)
+    if not np.array_equal(recv_ns[idx_ok], event_times_ns):
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(recv_kernel_ns[idx_ok], dtype=np.int64)
 
 
 class NativeTransport:
@@ -35,7 +50,8 @@ class NativeTransport:
     schedule_lead_ns = 3_000_000
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
-                 total_timeout_s: float | None = None, max_connections: int = 100) -> None:
+                 total_timeout_s: float | None = None, max_connections: int = 100,
+                 kernel_timestamps: bool = False) -> None:
         self._target = Http1Target(base_url, self.name)
         self.base_url = self._target.base_url
         self.connect_timeout_s = connect_timeout_s
@@ -44,7 +60,9 @@ class NativeTransport:
         self._engine = _core.ClientEngine(
             self._target.host, self._target.port, max_connections=max_connections,
             connect_timeout_ns=int(connect_timeout_s * 1e9), idle_timeout_ns=int(read_timeout_s * 1e9),
-            total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0)
+            total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0,
+            kernel_timestamps=kernel_timestamps)
+        self.kernel_timestamps = kernel_timestamps
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -94,6 +112,9 @@ class NativeTransport:
             rec.error, rec.error_detail = error, result.error_detail
         else:
             fill_from_http(rec, result.http)
+        if self.kernel_timestamps:
+            rec.output_kernel_times_ns = kernel_times_for(rec.output_times_ns, result.recv_times_ns,
+                                                          result.recv_kernel_times_ns)
         return rec
 
     async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, Any]:
