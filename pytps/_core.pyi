@@ -437,3 +437,9 @@ class ClientEngine:
     @property
     def spin_window_ns(self) -> int:
         """The current busy-wait window before scheduled sends (adapts; <= spin_ns)."""
+    @property
+    def wakeups(self) -> int:
+        """Returns of the engine thread from its epoll wait so far."""
+    @property
+    def reads(self) -> int:
+        """Socket reads that returned data so far (the thread is named "pytps-engine")."""

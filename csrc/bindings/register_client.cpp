@@ -149,6 +149,11 @@ void register_client(py::module_& m) {
              "collect() returns them. Idempotent; also done when the engine is destroyed.")
         .def_property_readonly("connections_opened", &ClientEngine::connections_opened,
                                "How many TCP connections the engine has opened so far.")
+        .def_property_readonly("wakeups", &ClientEngine::wakeups,
+                               "How many times the engine thread returned from its epoll wait.")
+        .def_property_readonly("reads", &ClientEngine::reads,
+                               "How many socket reads returned data (about one per event when the\n"
+                               "engine keeps up with one event per write).")
         .def_property_readonly("spin_window_ns", &ClientEngine::spin_window_ns,
                                "The current busy-wait window before scheduled sends (adapts, <= spin_ns).");
 }

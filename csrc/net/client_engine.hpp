@@ -73,6 +73,10 @@ public:
     void stop();
 
     uint64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }
+    // How hard the engine thread works: returns from its epoll wait, and reads that returned data.
+    // Reads per output event near 1 means every event cost a wake-up and a recv.
+    uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
+    uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
     int64_t spin_window_ns() const;
 
     struct Job;
@@ -92,6 +96,8 @@ private:
     bool notified_ = false;
     std::atomic<bool> stopping_{false};
     std::atomic<uint64_t> opened_{0};
+    std::atomic<uint64_t> wakeups_{0};  // written by the engine thread only
+    std::atomic<uint64_t> reads_{0};
 
     // Loop-thread state.
     struct Loop;

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -233,6 +234,7 @@ void ClientEngine::run() {
             const ssize_t n = read_socket(c.fd, L.buf.data(), L.buf.size(), opt_.kernel_timestamps, &kernel_real);
             const int64_t t = now_ns();
             if (n > 0) {
+                reads_.store(reads_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
                 Job& j = *c.job;
                 if (kernel_real != ClientResult::kNoTime) {
                     if (t - L.realtime.measured_at_ns > 1'000'000'000) L.realtime = RealtimeOffset::measure();
@@ -292,8 +294,10 @@ void ClientEngine::run() {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_read(c);
     };
 
+    pthread_setname_np(pthread_self(), "pytps-engine");  // so per-thread CPU can be told apart
     while (!stopping_.load()) {
         L.el.wait(ready, due);
+        wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         for (const epoll_event& ev : ready) {
             if (ev.data.u64 == EventLoop::kWakeTag) {
                 L.el.drain_wake();

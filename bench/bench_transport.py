@@ -1,0 +1,264 @@
+"""Native against httpx transport, in one run, against the emulator on the same 2-core machine.
+
+The emulator runs as its own process (`pytps serve --truth-log`), so the CPU time this process
+spends is the client's alone: getrusage(RUSAGE_SELF) around Runner.run(), which covers the
+engine thread, the event loop, and writing the journal, results.json and events.npz.
+
+Cases (each transport runs the same workload, one after the other, against one emulator):
+  (b) 32 streams at 1,000 tok/s each (ITL 1 ms, one token per event);
+  (c) a ladder of aggregate token rates: 32 streams with more tokens per event (--ladder-tpe)
+      and then more streams (--ladder-streams); the highest rung whose mean |TTFT error| stays
+      within 1 ms is reported.
+
+Per case and transport:
+  TTFT error   mean and p99 of |client TTFT - true TTFT| over requests; the truth is the
+               emulator's stamp of the first token's write minus its stamp of the request's
+               receipt. Target (b): mean within 0.5 ms; (c): within 1 ms.
+  TPOT error   mean over requests of |client TPOT - true TPOT| / true TPOT, true TPOT being
+               (last event written - first event written) / tokens after the first event.
+               Target (b): within 0.2%.
+  arrival-send p50 and p99 over every event of (client arrival stamp - emulator stamp of that
+               event's write). Both are CLOCK_MONOTONIC on one host. On loopback it can be a
+               little negative: a reader woken by the write may return before the writer's
+               write() does.
+  CPU/token    this process's CPU time (user + system) per output token; target <= 3 us.
+
+    python bench/bench_transport.py [--transports native,httpx] [--pin] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pytps.api import make_config
+from pytps.metrics import request_metrics
+from pytps.runner import Runner, run_coroutine
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmulatorProcess:
+    """`pytps serve` in a child process, optionally pinned to CPU 0; truth read from its log."""
+
+    def __init__(self, *, itl_us: float, tokens_per_event: int, ttft_ms: float, pin: bool) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="pytps-bench-emu-"))
+        self.truth_path = self.dir / "truth.jsonl"
+        cmd = [sys.executable, "-m", "pytps", "serve", "--port", str(self.port), "--ttft-ms", str(ttft_ms),
+               "--itl-us", str(itl_us), "--tokens-per-event", str(tokens_per_event),
+               "--max-output-tokens", "100000", "--truth-log", str(self.truth_path)]
+        if pin and shutil.which("taskset"):
+            cmd = ["taskset", "-c", "0", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the emulator did not start: " + self.proc.stderr.read().decode()[-2000:])
+                time.sleep(0.05)
+        self.base_url = f"http://127.0.0.1:{self.port}"
+
+    def truth(self, ids: set[str], timeout_s: float = 10.0) -> dict[str, dict]:
+        """The truth records of these response ids (the log is written by a side thread)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = {}
+            with open(self.truth_path, encoding="utf-8") as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if rec["id"] in ids:
+                        found[rec["id"]] = rec
+            if len(found) == len(ids) or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cpu() -> tuple[float, float]:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+@dataclass
+class Figures:
+    transport: str
+    rate_tps: float  # achieved aggregate output token rate (tokens / measured window)
+    events_per_s: float
+    ttft_err_mean_ms: float
+    ttft_err_p99_ms: float
+    tpot_err_mean_pct: float
+    arrival_send_p50_us: float
+    arrival_send_p99_us: float
+    cpu_user_us_per_token: float
+    cpu_sys_us_per_token: float
+    main_thread_us_per_token: float  # the event loop's thread (Python); the rest is other threads
+    reads_per_event: float  # native only (nan otherwise)
+    true_stream_tps: float  # the emulator's achieved per-stream rate (1 / true TPOT), mean
+    errors: int
+
+    @property
+    def cpu_us_per_token(self) -> float:
+        return self.cpu_user_us_per_token + self.cpu_sys_us_per_token
+
+
+def measure(emu: EmulatorProcess, transport: str, streams: int, requests: int, tokens: int) -> Figures:
+    cfg = make_config(emu.base_url, out=tempfile.mkdtemp(prefix="pytps-bench-run-"), requests=requests,
+                      output_tokens=tokens, input_tokens=32, concurrency=streams, transport=transport,
+                      model="m")
+    runner = Runner(cfg)
+    u0, s0 = cpu()
+    m0 = time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+    result = run_coroutine(runner.run())
+    m1 = time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+    u1, s1 = cpu()
+    engine = getattr(runner.transport, "_engine", None)
+    shutil.rmtree(cfg.out_dir, ignore_errors=True)
+    ok = [r for r in result.records if r.ok]
+    truth = emu.truth({r.response_id for r in ok})
+    ttft_err, tpot_err, lags, true_tps = [], [], [], []
+    for rec in ok:
+        t = truth.get(rec.response_id)
+        if t is None:
+            continue
+        sent = np.asarray(t["sent_ns"], dtype=np.int64)
+        per_event = np.asarray(t["tokens"], dtype=np.int64)
+        true_ttft = sent[0] - t["received_ns"]
+        ttft_err.append(abs((rec.first_output_ns - rec.t_send_ns) - true_ttft))
+        true_tpot = (sent[-1] - sent[0]) / (per_event.sum() - per_event[0])
+        true_tps.append(1e9 / true_tpot)
+        m = request_metrics(rec)
+        if m.tpot_s is not None:
+            tpot_err.append(abs(m.tpot_s * 1e9 - true_tpot) / true_tpot)
+        k = min(len(sent), len(rec.output_times_ns))
+        lags.append(rec.output_times_ns[:k] - sent[:k])
+    all_lags = np.concatenate(lags) if lags else np.zeros(1)
+    tokens_total = result.summary["output_tokens_total"] or 1
+    events_total = sum(len(r.output_times_ns) for r in ok)
+    window = result.summary["measured_window_s"] or float("nan")
+    return Figures(
+        transport=transport,
+        rate_tps=tokens_total / window,
+        events_per_s=events_total / window,
+        ttft_err_mean_ms=float(np.mean(ttft_err)) / 1e6 if ttft_err else float("nan"),
+        ttft_err_p99_ms=float(np.percentile(ttft_err, 99, method="inverted_cdf")) / 1e6 if ttft_err else float("nan"),
+        tpot_err_mean_pct=float(np.mean(tpot_err)) * 100 if tpot_err else float("nan"),
+        arrival_send_p50_us=float(np.percentile(all_lags, 50, method="inverted_cdf")) / 1e3,
+        arrival_send_p99_us=float(np.percentile(all_lags, 99, method="inverted_cdf")) / 1e3,
+        cpu_user_us_per_token=(u1 - u0) / tokens_total * 1e6,
+        cpu_sys_us_per_token=(s1 - s0) / tokens_total * 1e6,
+        main_thread_us_per_token=(m1 - m0) / tokens_total * 1e6,
+        reads_per_event=engine.reads / max(1, events_total) if engine is not None else float("nan"),
+        true_stream_tps=float(np.mean(true_tps)) if true_tps else float("nan"),
+        errors=len(result.records) - len(ok),
+    )
+
+
+HEADER = (f"  {'transport':9s} {'tok/s':>9s} {'events/s':>9s} {'emu tok/s/stream':>16s} {'TTFT err mean/p99 ms':>21s} "
+          f"{'TPOT err':>9s} {'arrival-send p50/p99 us':>24s} {'CPU us/token (user+sys)':>24s} {'loop thread':>11s} "
+          f"{'reads/event':>11s} {'errors':>6s}")
+
+
+def row(f: Figures) -> str:
+    return (f"  {f.transport:9s} {f.rate_tps:9,.0f} {f.events_per_s:9,.0f} {f.true_stream_tps:16,.0f} "
+            f"{f.ttft_err_mean_ms:10.3f} / {f.ttft_err_p99_ms:8.3f} {f.tpot_err_mean_pct:8.3f}% "
+            f"{f.arrival_send_p50_us:11.1f} / {f.arrival_send_p99_us:10.1f} "
+            f"{f.cpu_us_per_token:10.2f} ({f.cpu_user_us_per_token:5.2f}+{f.cpu_sys_us_per_token:5.2f}) "
+            f"{f.main_thread_us_per_token:11.2f} {f.reads_per_event:11.2f} {f.errors:>6d}")
+
+
+def run_case(label: str, transports: list[str], *, streams: int, itl_us: float, tpe: int, requests: int,
+             tokens: int, pin: bool) -> dict[str, Figures]:
+    print(f"{label}: {streams} streams x {tpe * 1e6 / itl_us:,.0f} tok/s ({tpe} token(s) per event every "
+          f"{itl_us:g} us), {requests} requests of {tokens} tokens", flush=True)
+    print(HEADER)
+    emu = EmulatorProcess(itl_us=itl_us, tokens_per_event=tpe, ttft_ms=20, pin=pin)
+    try:
+        out = {}
+        for tr in transports:
+            out[tr] = measure(emu, tr, streams, requests, tokens)
+            print(row(out[tr]), flush=True)
+        return out
+    finally:
+        emu.close()
+
+
+def verdict(ok: bool) -> str:
+    return "MET" if ok else "NOT MET"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--transports", default="native,httpx")
+    ap.add_argument("--tokens", type=int, default=1000, help="output tokens per request")
+    ap.add_argument("--rounds", type=int, default=3, help="requests per stream")
+    ap.add_argument("--ladder-tpe", default="2,4,8,16", help="tokens per event for the 32-stream rungs of (c)")
+    ap.add_argument("--ladder-streams", default="64,128", help="streams for the later rungs (at the last tpe)")
+    ap.add_argument("--pin", action="store_true", help="pin the emulator to CPU 0 (taskset)")
+    ap.add_argument("--quick", action="store_true", help="fewer tokens and rounds (a smoke run)")
+    args = ap.parse_args()
+    if args.quick:
+        args.tokens, args.rounds = 200, 1
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    print(f"pytps bench_transport · {os.cpu_count()} CPUs · pid {os.getpid()} · emulator pinned: {args.pin}\n")
+
+    b = run_case("(b)", transports, streams=32, itl_us=1000, tpe=1, requests=32 * args.rounds,
+                 tokens=args.tokens, pin=args.pin)
+    print()
+    rungs = [(32, int(t)) for t in args.ladder_tpe.split(",") if t]
+    last_tpe = rungs[-1][1] if rungs else 1
+    rungs += [(int(s), last_tpe) for s in args.ladder_streams.split(",") if s]
+    ladder: list[tuple[int, int, dict[str, Figures]]] = []
+    for streams, tpe in rungs:
+        figs = run_case(f"(c) rung {streams}x{tpe}", transports, streams=streams, itl_us=1000, tpe=tpe,
+                        requests=streams * args.rounds, tokens=args.tokens * tpe, pin=args.pin)
+        ladder.append((streams, tpe, figs))
+        print()
+
+    print("Summary")
+    for tr in transports:
+        fb = b[tr]
+        print(f"  {tr}:")
+        print(f"    (b) TTFT err {fb.ttft_err_mean_ms:.3f} ms (<= 0.5: {verdict(fb.ttft_err_mean_ms <= 0.5)}), "
+              f"TPOT err {fb.tpot_err_mean_pct:.3f}% (<= 0.2%: {verdict(fb.tpot_err_mean_pct <= 0.2)})")
+        best = max((f[tr].rate_tps for _, _, f in ladder if f[tr].ttft_err_mean_ms <= 1.0 and f[tr].errors == 0),
+                   default=0.0)
+        print(f"    (c) highest aggregate rate with TTFT err <= 1 ms: {best:,.0f} tok/s "
+              f"(>= 200,000: {verdict(best >= 200_000)})")
+        cpus = [fb.cpu_us_per_token] + [f[tr].cpu_us_per_token for _, _, f in ladder]
+        print(f"    CPU per token: {fb.cpu_us_per_token:.2f} us at one token per event (b), "
+              f"{min(cpus):.2f} us at best (<= 3: {verdict(fb.cpu_us_per_token <= 3.0)} in (b))")
+        print(f"    arrival - send (b): p50 {fb.arrival_send_p50_us:.1f} us, p99 {fb.arrival_send_p99_us:.1f} us")
+    if "native" in transports and "httpx" in transports:
+        n, h = b["native"], b["httpx"]
+        print(f"  native/httpx in (b): TTFT err {n.ttft_err_mean_ms / h.ttft_err_mean_ms:.2f}, "
+              f"CPU per token {n.cpu_us_per_token / h.cpu_us_per_token:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    main()
