@@ -32,9 +32,9 @@ def add_run_parser(sub: Any) -> None:
     ep.add_argument("--extra-body", metavar="JSON", help='merged into each request body, e.g. \'{"ignore_eos": true}\'')
     ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
     ep.add_argument("--transport", choices=("auto", "asyncio", "httpx", "native"), default="auto",
-                    help="asyncio: HTTP/1.1 on asyncio protocols, one native call per read (the default for "
-                    "http://); httpx: https://, HTTP/2 and proxies; native: http:// HTTP/1.1 on a C++ engine "
-                    "thread, no Python per read (experimental)")
+                    help="native: HTTP/1.1 on a C++ engine thread that stamps and parses every read with no "
+                    "Python (auto's choice for http:// without a proxy); httpx: https://, HTTP/2 and proxies; "
+                    "asyncio: HTTP/1.1 on asyncio protocols, one native call per read")
     ep.add_argument("--kernel-timestamps", action="store_true",
                     help="native transport: also keep the kernel's receive stamp of every read "
                     "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "

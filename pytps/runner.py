@@ -42,7 +42,7 @@ class RunConfig:
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] | None = None
     http2: bool = False
-    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "native", or auto
+    transport: str = "auto"  # "native" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "asyncio", or auto
     # Native transport only: keep the kernel's receive stamp of each read beside pytps's own.
     kernel_timestamps: bool = False
     out_dir: Path | None = None
@@ -356,8 +356,22 @@ class Runner:
         }
 
 
+def proxy_for(base_url: str) -> str | None:
+    """The proxy the environment (HTTP_PROXY, ALL_PROXY, NO_PROXY...) sets for this URL, as httpx
+    would use it; None when requests go direct."""
+    from urllib.request import getproxies_environment, proxy_bypass_environment
+
+    url = urlsplit(base_url)
+    proxies = getproxies_environment()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy or proxy_bypass_environment(url.hostname or "", proxies):
+        return None
+    return proxy
+
+
 def choose_transport(cfg: RunConfig) -> str:
-    """auto: the asyncio transport for plain http:// over HTTP/1.1 (the most exact), else httpx."""
+    """auto: the native engine for plain http:// over HTTP/1.1 without a proxy (the most exact),
+    else httpx (https://, --http2, proxies)."""
     if cfg.transport not in ("auto", "asyncio", "httpx", "native"):
         raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio, httpx or native")
     plain = urlsplit(cfg.base_url).scheme == "http" and not cfg.http2
@@ -366,7 +380,8 @@ def choose_transport(cfg: RunConfig) -> str:
                           "--http2 use --transport httpx (or auto)")
     chosen = cfg.transport
     if cfg.transport == "auto":
-        chosen = "asyncio" if plain else "httpx"
+        # A proxy in the environment is honoured by httpx only: the plain transports go direct.
+        chosen = "native" if plain and proxy_for(cfg.base_url) is None else "httpx"
     if cfg.kernel_timestamps and chosen != "native":
         raise ConfigError(f"--kernel-timestamps needs the native transport (this run would use {chosen}): "
                           "add --transport native, or leave --kernel-timestamps out")

@@ -167,7 +167,7 @@ class _NoStreamOptions(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("transport", ["asyncio", "httpx"])
+@pytest.mark.parametrize("transport", ["native", "asyncio", "httpx"])
 def test_a_server_rejecting_the_usage_request_is_retried_once_without_it(transport, tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoStreamOptions)
     threading.Thread(target=server.serve_forever, daemon=True).start()
