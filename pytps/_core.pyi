@@ -352,6 +352,10 @@ class HttpStreamRecorder:
         """The HTTP framing error naming what was wrong, or None. Errors inside the stream's events
         are recorder.error."""
     @property
+    def closed_early(self) -> bool:
+        """True when error is the connection ending before the response did (truncation); False
+        when bytes broke the framing, or there is no error."""
+    @property
     def error_body(self) -> bytes:
         """The first 4096 body bytes of a non-2xx response; b"" for 2xx."""
     @property

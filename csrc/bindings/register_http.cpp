@@ -119,6 +119,10 @@ void register_http(py::module_& m) {
             "The HTTP framing error (what was wrong), or None. Errors inside the body's events are\n"
             "the recorder's (recorder.error).")
         .def_property_readonly(
+            "closed_early", [](const HttpStreamRecorder& r) { return r.parser().closed_early(); },
+            "True when `error` is the connection ending before the response did (truncation), False\n"
+            "when it is bytes that broke the HTTP framing (or there is no error).")
+        .def_property_readonly(
             "error_body", [](const HttpStreamRecorder& r) { return py::bytes(r.error_body()); },
             "The first 4096 bytes of a non-2xx response's (decoded) body; b'' for 2xx.")
         .def_property_readonly(

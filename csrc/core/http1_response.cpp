@@ -94,6 +94,7 @@ void Http1ResponseParser::reset() {
     trailer_line_len_ = 0;
     trailer_last_cr_ = false;
     error_.clear();
+    closed_early_ = false;
 }
 
 bool Http1ResponseParser::fail(std::string message) {
@@ -110,6 +111,7 @@ const std::string* Http1ResponseParser::header(std::string_view name) const {
 }
 
 void Http1ResponseParser::finish_eof() {
+    if (state_ != State::done && state_ != State::failed && state_ != State::body_close) closed_early_ = true;
     switch (state_) {
         case State::done:
         case State::failed:

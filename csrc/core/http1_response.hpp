@@ -123,6 +123,8 @@ public:
     int informational() const { return informational_; }         // 1xx responses skipped
     bool failed() const { return state_ == State::failed; }
     const std::string& error() const { return error_; }
+    // The failure is the connection ending early (finish_eof), not bytes that broke the framing.
+    bool closed_early() const { return state_ == State::failed && closed_early_; }
 
     size_t max_header_bytes() const { return max_header_bytes_; }
 
@@ -167,6 +169,7 @@ private:
     size_t trailer_line_len_ = 0;
     bool trailer_last_cr_ = false;
 
+    bool closed_early_ = false;
     std::string error_;
 };
 

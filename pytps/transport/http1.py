@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..records import ERROR_CLIENT, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord, http_error_class
+from ..records import ERROR_CLIENT, ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord, http_error_class
 from .httpx_transport import RequestSpec, classify_stream
 
 
@@ -42,6 +42,10 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     rec.fill_from_recorder(recorder.recorder)
     if timeout_detail is not None:
         rec.error, rec.error_detail = ERROR_TIMEOUT, timeout_detail
+    elif recorder.error is not None and not recorder.closed_early:
+        # Bytes that break HTTP/1.1 framing (a 1 GiB header, a bad chunk size): the response
+        # cannot be read, whatever its status said.
+        rec.error, rec.error_detail = ERROR_PROTOCOL, recorder.error
     elif recorder.error is not None:
         rec.error, rec.error_detail = ERROR_TRUNCATED if recorder.status else ERROR_CLIENT, recorder.error
     elif rec.status is None:

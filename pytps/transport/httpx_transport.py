@@ -202,12 +202,21 @@ class _PhaseTrace:
         return out
 
 
+def _closed_early(exc: BaseException) -> bool:
+    """Whether h11/httpcore's protocol error is the peer closing early (truncation) rather than
+    bytes it could not parse. h11 says so only in its messages."""
+    text = str(exc).lower()
+    return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed"))
+
+
 def classify_exception(exc: BaseException) -> str:
     """The error class (docs/metrics.md) of an exception raised while sending or reading."""
     if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException, TimeoutError)):
         return ERROR_TIMEOUT
     if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError, ConnectionRefusedError)):
         return ERROR_CONNECT
+    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)) and not _closed_early(exc):
+        return ERROR_PROTOCOL  # h11 could not parse what the server sent
     if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError, httpx.ReadError,
                         httpcore.ReadError, ConnectionResetError, BrokenPipeError)):
         return ERROR_TRUNCATED
