@@ -442,6 +442,9 @@ class ClientEngine:
     def spin_window_ns(self) -> int:
         """The current busy-wait window before scheduled sends (adapts; <= spin_ns)."""
     @property
+    def thread_cpu_ns(self) -> int:
+        """CPU time the engine thread used, known once stop() returned (0 before)."""
+    @property
     def wakeups(self) -> int:
         """Returns of the engine thread from its epoll wait so far."""
     @property

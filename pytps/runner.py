@@ -291,6 +291,7 @@ class Runner:
             write_json_atomic(out_dir / "results.json", {"metadata": metadata, "summary": None, "requests": []})
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             self.progress.start(total, cfg.plan.duration_s)
+            loop_cpu0 = time.thread_time()
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
@@ -304,12 +305,19 @@ class Runner:
             finally:
                 ticker.cancel()
                 self.progress.stop()
+                loop_cpu_s = time.thread_time() - loop_cpu0
+                wall_s = (_now_ns() - t_start) / 1e9
         finally:
             if own_transport:
                 try:
                     await asyncio.shield(self.transport.aclose())
                 except (asyncio.CancelledError, Exception):  # noqa: BLE001
                     pass
+        # The client's own CPU while it sent and read (not the report's): the event loop's thread,
+        # plus the native engine's thread. Threads of anything else in this process (an
+        # in-process emulator) are not counted.
+        engine_cpu_s = getattr(self.transport, "thread_cpu_s", None) if own_transport else None
+        metadata["client_cpu"] = {"wall_s": wall_s, "loop_thread_s": loop_cpu_s, "engine_thread_s": engine_cpu_s}
         metadata["usage_note"] = self._usage_note
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
@@ -416,6 +424,10 @@ def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecor
     """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
     target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
     summary, per_request = summarize(records, target_concurrency=target, rate_mode=plan.mode == "rate")
+    cpu = metadata.get("client_cpu")
+    if cpu and summary.get("output_tokens_total"):
+        cpu_s = cpu["loop_thread_s"] + (cpu["engine_thread_s"] or 0.0)
+        summary["client_cpu_us_per_token"] = cpu_s / summary["output_tokens_total"] * 1e6
     write_json_atomic(out_dir / "results.json", {
         "metadata": metadata,
         "summary": summary,

@@ -224,3 +224,28 @@ def test_local_tokenizer_counts_when_the_server_reports_no_usage(tmp_path):
     assert result.metadata["tokenizer"] == str(path)
     assert s["output_tokens_total"] == sum(r.tokenizer_tokens for r in result.records)
     assert local.get_vocab_size() == 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_clients_own_cpu_is_reported(transport, tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
+        result, _ = run_against(emu, tmp_path, concurrency=2, requests=6, output_tokens=40, transport=transport)
+    cpu = result.metadata["client_cpu"]
+    assert cpu["wall_s"] > 0.02 and 0 < cpu["loop_thread_s"] < 10 * cpu["wall_s"]
+    if transport == "native":
+        assert 0 < cpu["engine_thread_s"] < cpu["wall_s"] + 1  # one thread: at most its wall time, plus setup
+    else:
+        assert cpu["engine_thread_s"] is None
+    per_token = (cpu["loop_thread_s"] + (cpu["engine_thread_s"] or 0)) / 240 * 1e6
+    assert result.summary["client_cpu_us_per_token"] == pytest.approx(per_token)
+
+
+def test_a_busy_client_thread_is_warned_about():
+    from pytps.report import warnings
+
+    results = {"metadata": {"client_cpu": {"wall_s": 10.0, "loop_thread_s": 9.0, "engine_thread_s": 2.0}},
+               "summary": {"requests_ok": 100}}
+    found = [w for w in warnings.collect(results) if "busy" in w]
+    assert len(found) == 1 and "event loop was busy 90%" in found[0] and "--transport native" in found[0]
+    results["metadata"]["client_cpu"]["loop_thread_s"] = 1.0
+    assert not [w for w in warnings.collect(results) if "busy" in w]

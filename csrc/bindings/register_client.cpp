@@ -154,6 +154,8 @@ void register_client(py::module_& m) {
         .def_property_readonly("reads", &ClientEngine::reads,
                                "How many socket reads returned data (about one per event when the\n"
                                "engine keeps up with one event per write).")
+        .def_property_readonly("thread_cpu_ns", &ClientEngine::thread_cpu_ns,
+                               "CPU time the engine thread used (ns), known once stop() returned; 0 before.")
         .def_property_readonly("spin_window_ns", &ClientEngine::spin_window_ns,
                                "The current busy-wait window before scheduled sends (adapts, <= spin_ns).");
 }

@@ -77,6 +77,8 @@ public:
     // Reads per output event near 1 means every event cost a wake-up and a recv.
     uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
     uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
+    // CPU time of the engine thread (CLOCK_THREAD_CPUTIME_ID), taken when it ends: 0 before stop().
+    int64_t thread_cpu_ns() const { return thread_cpu_ns_.load(std::memory_order_acquire); }
     int64_t spin_window_ns() const;
 
     struct Job;
@@ -98,6 +100,7 @@ private:
     std::atomic<uint64_t> opened_{0};
     std::atomic<uint64_t> wakeups_{0};  // written by the engine thread only
     std::atomic<uint64_t> reads_{0};
+    std::atomic<int64_t> thread_cpu_ns_{0};
 
     // Loop-thread state.
     struct Loop;

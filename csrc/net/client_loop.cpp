@@ -364,6 +364,9 @@ void ClientEngine::run() {
     }
     L.conns.clear();
     L.idle.clear();
+    timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    thread_cpu_ns_.store(static_cast<int64_t>(cpu.tv_sec) * 1000000000LL + cpu.tv_nsec, std::memory_order_release);
 }
 
 }  // namespace pytps

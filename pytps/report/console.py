@@ -103,5 +103,12 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
         + (f" {s.get('errors')}" if s.get("errors") else "")
     )
+    cpu = meta.get("client_cpu") or {}
+    if s.get("client_cpu_us_per_token") is not None:
+        engine = cpu.get("engine_thread_s")
+        console.print(
+            f"client CPU {s['client_cpu_us_per_token']:.2f} µs/token · event loop {cpu.get('loop_thread_s', 0):.2f} s"
+            + (f" · engine thread {engine:.2f} s" if engine is not None else "")
+            + f" in {cpu.get('wall_s', 0):.2f} s", style="dim")
     for w in run_warnings.collect(results):
         console.print(f"[yellow]Warning:[/] {w}")

@@ -41,6 +41,21 @@ def collect(results: dict[str, Any]) -> list[str]:
     rate = summary.get("error_rate")
     if rate:
         out.append(f"{rate:.1%} of requests failed; they are left out of the latency figures.")
+    cpu = meta.get("client_cpu") or {}
+    wall = cpu.get("wall_s") or 0.0
+    if wall > 1.0:
+        # A thread busy most of the run answers late: its stamps (asyncio, httpx: the loop stamps
+        # reads) or its sends (rate mode) drift from the wire. 0.7: well before it saturates.
+        for key, name, hint in (
+            ("loop_thread_s", "event loop", "use --transport native (reads are stamped off the loop), or "
+             "run fewer connections per process"),
+            ("engine_thread_s", "native engine thread", "run fewer connections per process, or several "
+             "processes"),
+        ):
+            busy = (cpu.get(key) or 0.0) / wall
+            if busy > 0.7:
+                out.append(f"The client's {name} was busy {busy:.0%} of the run: the client itself may have "
+                           f"delayed stamps or sends. Hint: {hint}.")
     lag = summary.get("schedule_lag_s") or {}
     if lag.get("p99") is not None and lag["p99"] > 0.005:
         out.append(f"The client sent late: p99 schedule lag {lag['p99'] * 1e3:.1f} ms. The *_sched figures "

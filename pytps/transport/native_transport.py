@@ -117,6 +117,11 @@ class NativeTransport:
                                                           result.recv_kernel_times_ns)
         return rec
 
+    @property
+    def thread_cpu_s(self) -> float:
+        """CPU time of the engine thread (known after aclose()): the client's work off the loop."""
+        return self._engine.thread_cpu_ns / 1e9
+
     async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, Any]:
         return await self._httpx.get_json(path, headers)
 
