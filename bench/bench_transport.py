@@ -20,6 +20,9 @@ Per case and transport:
                event's write). Both are CLOCK_MONOTONIC on one host. On loopback it can be a
                little negative: a reader woken by the write may return before the writer's
                write() does.
+  read floor   the CPU per event of the barest possible reader (C++ epoll + recv, measured here
+               before each case at its connections and event rate): the kernel's share,
+               which no client can go below. At one token per event it is the floor per token.
   CPU/token    the client's CPU per output token while it measured (results' client_cpu: the
                event loop's thread plus the native engine's thread); target <= 3 us. "+report"
                is the whole process around Runner.run(), writing the report included.
@@ -45,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pytps._native import _core
 from pytps.api import make_config
 from pytps.metrics import request_metrics
 from pytps.runner import Runner, run_coroutine
@@ -196,6 +200,9 @@ def run_case(label: str, transports: list[str], *, streams: int, itl_us: float, 
              tokens: int, pin: bool) -> dict[str, Figures]:
     print(f"{label}: {streams} streams x {tpe * 1e6 / itl_us:,.0f} tok/s ({tpe} token(s) per event every "
           f"{itl_us:g} us), {requests} requests of {tokens} tokens", flush=True)
+    floor = read_floor_us_per_event(streams, itl_us)
+    print(f"  read floor here (bare C++ epoll + recv, {streams} connections, one message per {itl_us:g} us each): "
+          f"{floor:.2f} us CPU per event = {floor / tpe:.2f} us per token")
     print(HEADER)
     emu = EmulatorProcess(itl_us=itl_us, tokens_per_event=tpe, ttft_ms=20, pin=pin)
     try:
@@ -206,6 +213,12 @@ def run_case(label: str, transports: list[str], *, streams: int, itl_us: float, 
         return out
     finally:
         emu.close()
+
+
+def read_floor_us_per_event(connections: int, gap_us: float) -> float:
+    """What the kernel charges the barest reader per event at this load (pytps clock's read floor)."""
+    f = _core.measure_read_floor(connections=connections, gap_ns=int(gap_us * 1e3), duration_ns=1_000_000_000)
+    return float(f["reader_cpu_ns_per_message"]) / 1e3
 
 
 def verdict(ok: bool) -> str:

@@ -398,6 +398,14 @@ class ClientResult:
     def http(self) -> HttpStreamRecorder:
         """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
 
+def measure_read_floor(connections: int = 32, gap_ns: int = 1_000_000, duration_ns: int = 1_000_000_000,
+                       message_bytes: int = 200) -> dict[str, Any]:
+    """The floor under any streaming client here: a thread writes message_bytes to each of
+    `connections` loopback TCP connections every gap_ns (spread evenly) for duration_ns, and the
+    caller reads them with the barest epoll + recv loop (the GIL released). Keys: messages,
+    reads, wakeups, reader_cpu_ns, duration_ns, reader_cpu_ns_per_message. ValueError for
+    arguments < 1; RuntimeError naming a failed socket call."""
+
 class ClientEngine:
     """A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, TCP_NODELAY, no GIL).
 

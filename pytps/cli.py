@@ -7,10 +7,17 @@ import json
 import sys
 
 
-def _cmd_clock(_args: argparse.Namespace) -> int:
+def _cmd_clock(args: argparse.Namespace) -> int:
     from . import clock_info
+    from ._native import _core
 
-    print(json.dumps(clock_info(), indent=2))
+    out = {"clock": clock_info()}
+    if args.read_floor:
+        # What the kernel charges the barest reader per event here: pytps's client CPU per event
+        # (results' client_cpu_us_per_token x tokens per event) is to be read against it.
+        out["read_floor"] = _core.measure_read_floor(connections=args.connections, gap_ns=int(args.gap_us * 1e3),
+                                                     duration_ns=1_000_000_000)
+    print(json.dumps(out, indent=2))
     return 0
 
 
@@ -110,7 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_run import add_run_parser
 
     add_run_parser(sub)
-    p = sub.add_parser("clock", help="show the monotonic clock's resolution and call cost")
+    p = sub.add_parser("clock", help="show the monotonic clock's resolution and call cost, and the kernel's "
+                       "CPU cost per streamed event on this machine")
+    p.add_argument("--no-read-floor", dest="read_floor", action="store_false",
+                   help="skip the 1 s measurement of the bare reader's CPU per event")
+    p.add_argument("--connections", type=int, default=32, help="connections for the read floor (default 32)")
+    p.add_argument("--gap-us", type=float, default=1000.0, help="gap between events per connection (default 1000)")
     p.set_defaults(func=_cmd_clock)
     _add_serve(sub)
     return parser

@@ -182,3 +182,14 @@ def test_a_server_rejecting_the_usage_request_is_retried_once_without_it(transpo
     # No usage: tokens are counted as events, and the report says so.
     assert result.summary["token_source"] == "events"
     assert result.summary["output_tokens_total"] == 9
+
+
+def test_clock_prints_the_clock_and_the_read_floor():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytps", "clock", "--connections", "2", "--gap-us", "5000"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    data = json.loads(out.stdout)
+    assert data["clock"]["source"] == "CLOCK_MONOTONIC" and data["clock"]["resolution_ns"] >= 1
+    assert data["read_floor"]["messages"] == 2 * 200 and data["read_floor"]["reader_cpu_ns_per_message"] > 0

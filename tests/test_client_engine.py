@@ -326,3 +326,13 @@ def test_native_is_the_default_for_plain_http_without_a_proxy(monkeypatch):
         choose_transport(make_config("https://example.invalid", transport="native"))
     with pytest.raises(ConfigError, match="--kernel-timestamps needs the native transport"):
         choose_transport(make_config("http://127.0.0.1:1", transport="asyncio", kernel_timestamps=True))
+
+
+def test_the_read_floor_paces_and_reads_every_message():
+    f = _core.measure_read_floor(connections=4, gap_ns=2_000_000, duration_ns=200_000_000, message_bytes=100)
+    assert f["messages"] == 4 * 100  # each connection every 2 ms for 200 ms
+    assert 0 < f["reads"] <= f["messages"] and f["wakeups"] >= 1
+    assert f["reader_cpu_ns"] > 0 and f["duration_ns"] == 200_000_000
+    assert f["reader_cpu_ns_per_message"] == pytest.approx(f["reader_cpu_ns"] / f["messages"])
+    with pytest.raises(ValueError, match="connections"):
+        _core.measure_read_floor(connections=0)

@@ -8,6 +8,7 @@
 #include "bindings/buffer.hpp"
 #include "bindings/register.hpp"
 #include "net/client_engine.hpp"
+#include "net/read_floor.hpp"
 
 namespace pytps_bindings {
 namespace {
@@ -158,6 +159,34 @@ void register_client(py::module_& m) {
                                "CPU time the engine thread used (ns), known once stop() returned; 0 before.")
         .def_property_readonly("spin_window_ns", &ClientEngine::spin_window_ns,
                                "The current busy-wait window before scheduled sends (adapts, <= spin_ns).");
+
+    m.def(
+        "measure_read_floor",
+        [](int connections, long long gap_ns, long long duration_ns, long long message_bytes) {
+            if (message_bytes < 1) throw py::value_error("message_bytes must be >= 1");
+            pytps::ReadFloor f;
+            {
+                py::gil_scoped_release release;
+                f = pytps::measure_read_floor(connections, gap_ns, duration_ns, static_cast<size_t>(message_bytes));
+            }
+            py::dict d;
+            d["messages"] = f.messages;
+            d["reads"] = f.reads;
+            d["wakeups"] = f.wakeups;
+            d["reader_cpu_ns"] = f.reader_cpu_ns;
+            d["duration_ns"] = f.duration_ns;
+            d["reader_cpu_ns_per_message"] = f.messages ? double(f.reader_cpu_ns) / double(f.messages) : 0.0;
+            return d;
+        },
+        py::arg("connections") = 32, py::arg("gap_ns") = 1'000'000, py::arg("duration_ns") = 1'000'000'000,
+        py::arg("message_bytes") = 200,
+        "measure_read_floor(connections=32, gap_ns=1_000_000, duration_ns=1_000_000_000, message_bytes=200) -> dict\n\n"
+        "The floor under any streaming client on this machine: a thread writes message_bytes to each\n"
+        "of `connections` loopback TCP connections every gap_ns (spread evenly) for duration_ns, and\n"
+        "the calling thread reads them with the barest epoll + recv loop. Returns messages, reads,\n"
+        "wakeups, reader_cpu_ns (its CLOCK_THREAD_CPUTIME_ID) and reader_cpu_ns_per_message: what\n"
+        "the kernel charges a reader per event, which no client can go below. ValueError for\n"
+        "arguments < 1; RuntimeError naming a failed socket call.");
 }
 
 }  // namespace pytps_bindings

@@ -1,0 +1,122 @@
+#include "net/read_floor.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.hpp"
+
+namespace pytps {
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+    throw std::runtime_error(std::string("measure_read_floor: ") + what + " failed: " + std::strerror(errno));
+}
+
+int64_t thread_cpu_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+struct Fds {
+    std::vector<int> fds;
+    ~Fds() {
+        for (int fd : fds) ::close(fd);
+    }
+    int add(int fd) {
+        if (fd >= 0) fds.push_back(fd);
+        return fd;
+    }
+};
+
+}  // namespace
+
+ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_ns, size_t message_bytes) {
+    if (connections < 1 || gap_ns < 1 || duration_ns < 1 || message_bytes < 1)
+        throw std::invalid_argument("measure_read_floor: connections, gap_ns, duration_ns and message_bytes must be >= 1");
+    Fds owned;
+    const int ls = owned.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (ls < 0) fail("socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("bind");
+    if (::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len) != 0) fail("getsockname");
+    if (::listen(ls, connections) != 0) fail("listen");
+    std::vector<int> readers, writers;
+    for (int i = 0; i < connections; ++i) {
+        const int c = owned.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (c < 0) fail("socket");
+        if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("connect");
+        const int s = owned.add(::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC));
+        if (s < 0) fail("accept");
+        int one = 1;
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        fcntl(c, F_SETFL, O_NONBLOCK);
+        readers.push_back(c);
+        writers.push_back(s);
+    }
+    const int ep = owned.add(::epoll_create1(EPOLL_CLOEXEC));
+    if (ep < 0) fail("epoll_create1");
+    for (int i = 0; i < connections; ++i) {
+        epoll_event e{};
+        e.events = EPOLLIN;
+        e.data.u32 = static_cast<uint32_t>(i);
+        if (::epoll_ctl(ep, EPOLL_CTL_ADD, readers[i], &e) != 0) fail("epoll_ctl");
+    }
+
+    ReadFloor out;
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> messages{0};
+    const int64_t t0 = now_ns() + 10'000'000;
+    std::thread pacer([&] {
+        // Busy-waits to each due instant: the pacer's precision is not what is measured, and
+        // sleeping would add its own wake-ups to the machine's load.
+        const std::string msg(message_bytes, 'x');
+        for (int64_t k = 0;; ++k) {
+            for (int i = 0; i < connections; ++i) {
+                const int64_t due = t0 + k * gap_ns + i * gap_ns / connections;
+                if (due - t0 >= duration_ns) {
+                    done.store(true);
+                    return;
+                }
+                while (now_ns() < due) {
+                }
+                if (::send(writers[i], msg.data(), msg.size(), MSG_NOSIGNAL) > 0)
+                    messages.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+    });
+    std::vector<char> buf(64 * 1024);
+    epoll_event evs[64];
+    const int64_t cpu0 = thread_cpu_ns();
+    while (!done.load(std::memory_order_relaxed)) {
+        const int n = ::epoll_wait(ep, evs, 64, 50);
+        ++out.wakeups;
+        for (int j = 0; j < n; ++j) {
+            if (::recv(readers[evs[j].data.u32], buf.data(), buf.size(), 0) > 0) ++out.reads;
+        }
+    }
+    out.reader_cpu_ns = thread_cpu_ns() - cpu0;
+    pacer.join();
+    out.messages = messages.load();
+    out.duration_ns = duration_ns;
+    return out;
+}
+
+}  // namespace pytps
