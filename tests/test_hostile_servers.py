@@ -92,3 +92,23 @@ def test_a_chunk_that_never_ends_hits_the_idle_timeout(transport, tmp_path):
         rec, took_s = run_one(srv.port, transport, tmp_path, read_timeout_s=1.0)
     assert rec.error == "timeout", rec.error_detail
     assert 0.8 < took_s < 4
+
+
+def reset_mid_body(conn, stop) -> None:
+    """Two events of a 200 stream, then a TCP reset (SO_LINGER 0) instead of the rest."""
+    import socket
+    import struct
+
+    event = b'data: {"id":"r","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+    conn.sendall(SSE_HEAD + (b"%x\r\n" % len(event) + event + b"\r\n") * 2)
+    time.sleep(0.05)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_reset_mid_stream_is_truncated_with_the_events_before_it(transport, tmp_path):
+    with ScriptServer(reset_mid_body) as srv:
+        rec, took_s = run_one(srv.port, transport, tmp_path)
+    assert rec.error == "truncated", rec.error_detail
+    assert len(rec.output_times_ns) == 2 and rec.status == 200
+    assert took_s < 5
