@@ -34,7 +34,12 @@ def add_run_parser(sub: Any) -> None:
     ep.add_argument("--transport", choices=("auto", "asyncio", "httpx", "native"), default="auto",
                     help="asyncio: HTTP/1.1 on asyncio protocols, one native call per read (the default for "
                     "http://); httpx: https://, HTTP/2 and proxies; native: http:// HTTP/1.1 on a C++ engine "
-                    "thread, no Python per read (experimental)")
+                    "thread, no Python per read, also https:// when built with OpenSSL (experimental)")
+    ep.add_argument("--ca-bundle", metavar="PATH",
+                    help="https://: trust the CA certificates in this PEM file instead of the system's "
+                    "(for a server with a private CA)")
+    ep.add_argument("--insecure", action="store_true",
+                    help="https://: do not verify the server's certificate or host name (test setups only)")
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
@@ -90,6 +95,7 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
         concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
         max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
         warmup=args.warmup, max_error_rate=args.max_error_rate, timeout=args.timeout, out=args.out,
+        ca_bundle=args.ca_bundle, insecure=args.insecure,
         tokenizer=args.tokenizer,
     )
 

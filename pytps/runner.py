@@ -42,12 +42,15 @@ class RunConfig:
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] | None = None
     http2: bool = False
-    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "native", or auto
+    transport: str = "auto"  # "asyncio" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "native"
+    # (HTTP/1.1 on a C++ thread, http:// or https://), or auto
     out_dir: Path | None = None
     max_error_rate: float | None = None
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    ca_bundle: str | None = None  # https://: a PEM CA bundle trusted instead of the system's
+    insecure: bool = False  # https://: no certificate or host name verification
     seed: int = 0
     workload_description: dict[str, Any] = field(default_factory=dict)
     tokenizer: Any = None  # object with .count(text) -> int, optional
@@ -113,9 +116,13 @@ class Runner:
         try:
             status, body = await self.transport.get_json(path, self._headers())
         except Exception as exc:  # noqa: BLE001
+            from .transport.httpx_transport import tls_hint
+
+            hint = tls_hint(exc)
+            advice = f"the server's TLS certificate was not accepted: {hint}" if hint else \
+                "is the server running? Check --base-url"
             raise EndpointError(self._redact(
-                f"cannot reach {self.cfg.base_url} ({type(exc).__name__}: {exc}); is the server running? "
-                "Check --base-url") or "") from None
+                f"cannot reach {self.cfg.base_url} ({type(exc).__name__}: {exc}); {advice}") or "") from None
         if status in (401, 403):
             raise EndpointError(f"{self.cfg.base_url}{path} answered {status}: the API key was refused; "
                                 "set --api-key-env to the variable that holds a valid key")
@@ -319,6 +326,13 @@ class Runner:
             journal.close()
         return result
 
+    def _tls_metadata(self) -> dict[str, Any] | None:
+        """How https:// was spoken: the TLS library of the transport that measured, and the trust settings."""
+        if urlsplit(self.cfg.base_url).scheme != "https":
+            return None
+        return {"library": getattr(self.transport, "tls_library", None), "verify": not self.cfg.insecure,
+                "ca_bundle": self.cfg.ca_bundle}
+
     def _metadata(self, model: str) -> dict[str, Any]:
         from . import __version__
 
@@ -332,6 +346,7 @@ class Runner:
             "api": cfg.api,
             "model": model,
             "transport": getattr(self.transport, "name", "httpx"),
+            "tls": self._tls_metadata(),
             "event_loop": event_loop_name(),
             "http2": cfg.http2,
             "workload": cfg.workload_description,
@@ -354,13 +369,24 @@ class Runner:
 
 
 def choose_transport(cfg: RunConfig) -> str:
-    """auto: the asyncio transport for plain http:// over HTTP/1.1 (the most exact), else httpx."""
+    """auto: the asyncio transport for plain http:// over HTTP/1.1 (the most exact), else httpx.
+
+    native: HTTP/1.1 over http://, or https:// when the native core was built with TLS."""
     if cfg.transport not in ("auto", "asyncio", "httpx", "native"):
         raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio, httpx or native")
-    plain = urlsplit(cfg.base_url).scheme == "http" and not cfg.http2
-    if cfg.transport in ("asyncio", "native") and not plain:
-        raise ConfigError(f"the {cfg.transport} transport speaks plain http:// over HTTP/1.1; for https:// or "
-                          "--http2 use --transport httpx (or auto)")
+    scheme = urlsplit(cfg.base_url).scheme
+    plain = scheme == "http" and not cfg.http2
+    if cfg.transport == "asyncio" and not plain:
+        raise ConfigError("the asyncio transport speaks plain http:// over HTTP/1.1; for https:// or "
+                          "--http2 use --transport httpx (or auto), or --transport native for https://")
+    if cfg.transport == "native":
+        if cfg.http2 or scheme not in ("http", "https"):
+            raise ConfigError("the native transport speaks HTTP/1.1 over http:// or https://; for --http2 "
+                              "use --transport httpx (or auto)")
+        if scheme == "https" and not _core.TLS_AVAILABLE:
+            from .transport.native_transport import NO_TLS
+
+            raise ConfigError(f"--transport native with an https:// URL: {NO_TLS}")
     if cfg.transport == "auto":
         return "asyncio" if plain else "httpx"
     return cfg.transport
@@ -378,7 +404,7 @@ def make_transport(cfg: RunConfig) -> Any:
 
         return NativeTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s,
-                               max_connections=max_connections)
+                               max_connections=max_connections, ca_file=cfg.ca_bundle, verify=not cfg.insecure)
     if chosen == "asyncio":
         return AsyncioTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                 read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s)
@@ -387,6 +413,7 @@ def make_transport(cfg: RunConfig) -> Any:
         max_connections=max_connections,
         timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
         total_timeout_s=cfg.request_timeout_s,
+        verify=not cfg.insecure, ca_file=cfg.ca_bundle,
     )
 
 

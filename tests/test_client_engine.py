@@ -280,12 +280,18 @@ def test_native_transport_survives_a_cancelled_send():
         asyncio.run(main(srv.port))
 
 
-def test_native_transport_is_opt_in_and_plain_http_only():
+def test_native_transport_is_opt_in_and_http1_only():
     from pytps.api import make_config
     from pytps.errors import ConfigError
     from pytps.runner import choose_transport
 
     assert choose_transport(make_config("http://127.0.0.1:1")) == "asyncio"
     assert choose_transport(make_config("http://127.0.0.1:1", transport="native")) == "native"
-    with pytest.raises(ConfigError, match="native transport speaks plain http"):
-        choose_transport(make_config("https://example.invalid", transport="native"))
+    with pytest.raises(ConfigError, match="native transport speaks HTTP/1.1"):
+        choose_transport(make_config("http://127.0.0.1:1", transport="native", http2=True))
+    # https:// needs the native core's TLS (tests/test_tls.py runs it).
+    if _core.TLS_AVAILABLE:
+        assert choose_transport(make_config("https://example.invalid", transport="native")) == "native"
+    else:
+        with pytest.raises(ConfigError, match="libssl-dev"):
+            choose_transport(make_config("https://example.invalid", transport="native"))
