@@ -364,6 +364,13 @@ class HttpStreamRecorder:
 
 # ---- client -----------------------------------------------------------------
 
+TLS_AVAILABLE: bool
+"""Whether the native client was built with TLS (OpenSSL found at build time): ClientEngine(tls=True)."""
+
+def tls_library_version() -> str | None:
+    """The OpenSSL version the native client's TLS uses (e.g. "OpenSSL 3.0.19 27 Jan 2026");
+    None when TLS_AVAILABLE is False."""
+
 class ClientResult:
     """One finished request of a ClientEngine (from ClientEngine.collect())."""
 
@@ -379,6 +386,9 @@ class ClientResult:
     @property
     def connect_ns(self) -> int | None:
         """How long a new connection took to connect; None on a reused connection."""
+    @property
+    def tls_ns(self) -> int | None:
+        """How long a new connection's TLS handshake took; None on a reused or plain connection."""
     @property
     def error(self) -> str | None:
         """The transport's own error class: "connect", "timeout" or "client" (stopped, too large),
@@ -416,19 +426,28 @@ class ClientEngine:
     A response may read at most max_response_bytes (then error "client"). A reused keep-alive
     connection that the server had closed before any byte of the response is retried once on a
     new connection.
+
+    tls=True (needs TLS_AVAILABLE) speaks TLS >= 1.2 with OpenSSL over memory BIOs: the raw socket
+    read is stamped and the plaintext decrypted from it carries that stamp. The handshake counts
+    against connect_timeout_ns (its duration: ClientResult.tls_ns); a failed certificate or
+    handshake is error "connect".
     """
 
     def __init__(self, host: str, port: int, max_connections: int = 100,
                  connect_timeout_ns: int = 10_000_000_000, idle_timeout_ns: int = 120_000_000_000,
                  total_timeout_ns: int = 0, first_byte_timeout_ns: int = 0,
-                 max_response_bytes: int = 268435456, spin_ns: int = 0,
-                 kernel_timestamps: bool = False) -> None:
+                 max_response_bytes: int = 268435456, spin_ns: int = 0, kernel_timestamps: bool = False,
+                 tls: bool = False, server_name: str | None = None, ca_file: str | None = None,
+                 verify: bool = True) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
-        connect/idle timeout. first_byte_timeout_ns 0: the idle timeout. spin_ns: busy-wait
-        window before scheduled sends (0: sleep only). kernel_timestamps: also keep the kernel's
-        software receive stamp of each read (SO_TIMESTAMPING, on CLOCK_MONOTONIC) in
+        connect/idle timeout, an unreadable ca_file, tls=True without TLS_AVAILABLE, or
+        server_name/ca_file without tls. first_byte_timeout_ns 0: the idle timeout. spin_ns:
+        busy-wait window before scheduled sends (0: sleep only). kernel_timestamps: also keep the
+        kernel's software receive stamp of each read (SO_TIMESTAMPING, on CLOCK_MONOTONIC) in
         ClientResult.recv_kernel_times_ns. A host that does not resolve makes every request fail
-        with error "connect"."""
+        with error "connect". TLS: server_name (default: host) is sent as SNI (unless an IP
+        address) and checked against the certificate; ca_file is a PEM CA bundle trusted instead
+        of the system's; verify=False checks neither."""
     def submit(self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str,
                t_sched_ns: int | None = None) -> None:
         """Queue one rendered HTTP/1.1 request whose response is recorded in `dialect` (one of

@@ -40,6 +40,8 @@ def make_config(
     warmup: int = 0,
     max_error_rate: float | None = None,
     timeout: float = 120.0,
+    ca_bundle: str | os.PathLike[str] | None = None,
+    insecure: bool = False,
     out: str | os.PathLike[str] | None = None,
     tokenizer: str | os.PathLike[str] | None = None,
 ) -> Any:
@@ -70,6 +72,13 @@ def make_config(
     plan = LoadPlan(concurrency=concurrency, rate_rps=rate, arrival=arrival, burstiness=burstiness,
                     max_concurrency=max_concurrency, requests=requests, duration_s=duration, warmup=warmup)
     plan.validate()
+    if ca_bundle is not None:
+        if insecure:
+            raise ConfigError("ca_bundle (--ca-bundle) and insecure (--insecure) together: --insecure skips "
+                              "certificate verification, so the bundle would not be used; pass one of them")
+        if not Path(ca_bundle).is_file():
+            raise ConfigError(f"ca_bundle (--ca-bundle) {os.fspath(ca_bundle)}: no such file; pass a PEM file of "
+                              "the CA certificates to trust")
     if transport not in ("auto", "asyncio", "httpx", "native"):
         raise ConfigError(f"transport (--transport) {transport!r} is unknown; use auto, asyncio, httpx or native")
     if api_key is None:
@@ -81,6 +90,7 @@ def make_config(
         headers=dict(headers or {}), extra_body=extra_body, http2=http2, transport=transport,
         kernel_timestamps=kernel_timestamps, out_dir=Path(out) if out is not None else None, max_error_rate=max_error_rate,
         read_timeout_s=timeout, seed=seed, workload_description=described,
+        ca_bundle=os.fspath(ca_bundle) if ca_bundle is not None else None, insecure=insecure,
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
     )
 

@@ -33,12 +33,18 @@ def add_run_parser(sub: Any) -> None:
     ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
     ep.add_argument("--transport", choices=("auto", "asyncio", "httpx", "native"), default="auto",
                     help="native: HTTP/1.1 on a C++ engine thread that stamps and parses every read with no "
-                    "Python (auto's choice for http:// without a proxy); httpx: https://, HTTP/2 and proxies; "
-                    "asyncio: HTTP/1.1 on asyncio protocols, one native call per read")
+                    "Python (auto's choice for http://, and https:// when built with OpenSSL, without a proxy); "
+                    "httpx: HTTP/2, proxies; asyncio: http:// HTTP/1.1 on asyncio protocols, one native call per "
+                    "read")
     ep.add_argument("--kernel-timestamps", action="store_true",
                     help="native transport: also keep the kernel's receive stamp of every read "
                     "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "
                     "pytps's stamp")
+    ep.add_argument("--ca-bundle", metavar="PATH",
+                    help="https://: trust the CA certificates in this PEM file instead of the system's "
+                    "(for a server with a private CA)")
+    ep.add_argument("--insecure", action="store_true",
+                    help="https://: do not verify the server's certificate or host name (test setups only)")
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
@@ -95,6 +101,7 @@ def build_config(args: argparse.Namespace, base_url: str) -> Any:
         concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
         max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
         warmup=args.warmup, max_error_rate=args.max_error_rate, timeout=args.timeout, out=args.out,
+        ca_bundle=args.ca_bundle, insecure=args.insecure,
         tokenizer=args.tokenizer,
     )
 

@@ -42,7 +42,8 @@ class RunConfig:
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] | None = None
     http2: bool = False
-    transport: str = "auto"  # "native" (http:// HTTP/1.1), "httpx" (https, HTTP/2, proxies), "asyncio", or auto
+    transport: str = "auto"  # "native" (HTTP/1.1 on a C++ thread, http:// or https://), "httpx" (HTTP/2,
+    # proxies), "asyncio" (http:// HTTP/1.1 on the event loop), or auto
     # Native transport only: keep the kernel's receive stamp of each read beside pytps's own.
     kernel_timestamps: bool = False
     out_dir: Path | None = None
@@ -50,6 +51,8 @@ class RunConfig:
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    ca_bundle: str | None = None  # https://: a PEM CA bundle trusted instead of the system's
+    insecure: bool = False  # https://: no certificate or host name verification
     seed: int = 0
     workload_description: dict[str, Any] = field(default_factory=dict)
     tokenizer: Any = None  # object with .count(text) -> int, optional
@@ -115,9 +118,13 @@ class Runner:
         try:
             status, body = await self.transport.get_json(path, self._headers())
         except Exception as exc:  # noqa: BLE001
+            from .transport.httpx_transport import tls_hint
+
+            hint = tls_hint(exc)
+            advice = f"the server's TLS certificate was not accepted: {hint}" if hint else \
+                "is the server running? Check --base-url"
             raise EndpointError(self._redact(
-                f"cannot reach {self.cfg.base_url} ({type(exc).__name__}: {exc}); is the server running? "
-                "Check --base-url") or "") from None
+                f"cannot reach {self.cfg.base_url} ({type(exc).__name__}: {exc}); {advice}") or "") from None
         if status in (401, 403):
             raise EndpointError(f"{self.cfg.base_url}{path} answered {status}: the API key was refused; "
                                 "set --api-key-env to the variable that holds a valid key")
@@ -329,6 +336,13 @@ class Runner:
             journal.close()
         return result
 
+    def _tls_metadata(self) -> dict[str, Any] | None:
+        """How https:// was spoken: the TLS library of the transport that measured, and the trust settings."""
+        if urlsplit(self.cfg.base_url).scheme != "https":
+            return None
+        return {"library": getattr(self.transport, "tls_library", None), "verify": not self.cfg.insecure,
+                "ca_bundle": self.cfg.ca_bundle}
+
     def _metadata(self, model: str) -> dict[str, Any]:
         from . import __version__
 
@@ -342,6 +356,7 @@ class Runner:
             "api": cfg.api,
             "model": model,
             "transport": getattr(self.transport, "name", "httpx"),
+            "tls": self._tls_metadata(),
             "event_loop": event_loop_name(),
             "kernel_timestamps": cfg.kernel_timestamps,
             "http2": cfg.http2,
@@ -378,18 +393,29 @@ def proxy_for(base_url: str) -> str | None:
 
 
 def choose_transport(cfg: RunConfig) -> str:
-    """auto: the native engine for plain http:// over HTTP/1.1 without a proxy (the most exact),
-    else httpx (https://, --http2, proxies)."""
+    """auto: the native engine for HTTP/1.1 without a proxy (the most exact), over http:// and, when
+    the native core was built with TLS, https://; else httpx (--http2, proxies, https:// without
+    TLS in the build)."""
     if cfg.transport not in ("auto", "asyncio", "httpx", "native"):
         raise ConfigError(f"unknown transport {cfg.transport!r}; use auto, asyncio, httpx or native")
-    plain = urlsplit(cfg.base_url).scheme == "http" and not cfg.http2
-    if cfg.transport in ("asyncio", "native") and not plain:
-        raise ConfigError(f"the {cfg.transport} transport speaks plain http:// over HTTP/1.1; for https:// or "
-                          "--http2 use --transport httpx (or auto)")
+    scheme = urlsplit(cfg.base_url).scheme
+    plain = scheme == "http" and not cfg.http2
+    if cfg.transport == "asyncio" and not plain:
+        raise ConfigError("the asyncio transport speaks plain http:// over HTTP/1.1; for https:// or "
+                          "--http2 use --transport httpx (or auto), or --transport native for https://")
+    if cfg.transport == "native":
+        if cfg.http2 or scheme not in ("http", "https"):
+            raise ConfigError("the native transport speaks HTTP/1.1 over http:// or https://; for --http2 "
+                              "use --transport httpx (or auto)")
+        if scheme == "https" and not _core.TLS_AVAILABLE:
+            from .transport.native_transport import NO_TLS
+
+            raise ConfigError(f"--transport native with an https:// URL: {NO_TLS}")
+    native_ok = not cfg.http2 and (scheme == "http" or (scheme == "https" and _core.TLS_AVAILABLE))
     chosen = cfg.transport
     if cfg.transport == "auto":
-        # A proxy in the environment is honoured by httpx only: the plain transports go direct.
-        chosen = "native" if plain and proxy_for(cfg.base_url) is None else "httpx"
+        # A proxy in the environment is honoured by httpx only: the native engine goes direct.
+        chosen = "native" if native_ok and proxy_for(cfg.base_url) is None else "httpx"
     if cfg.kernel_timestamps and chosen != "native":
         raise ConfigError(f"--kernel-timestamps needs the native transport (this run would use {chosen}): "
                           "add --transport native, or leave --kernel-timestamps out")
@@ -408,7 +434,8 @@ def make_transport(cfg: RunConfig) -> Any:
 
         return NativeTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s,
-                               max_connections=max_connections, kernel_timestamps=cfg.kernel_timestamps)
+                               max_connections=max_connections, kernel_timestamps=cfg.kernel_timestamps,
+                               ca_file=cfg.ca_bundle, verify=not cfg.insecure)
     if chosen == "asyncio":
         return AsyncioTransport(cfg.base_url, connect_timeout_s=cfg.connect_timeout_s,
                                 read_timeout_s=cfg.read_timeout_s, total_timeout_s=cfg.request_timeout_s)
@@ -417,6 +444,7 @@ def make_transport(cfg: RunConfig) -> Any:
         max_connections=max_connections,
         timeout=httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=30.0, pool=None),
         total_timeout_s=cfg.request_timeout_s,
+        verify=not cfg.insecure, ca_file=cfg.ca_bundle,
     )
 
 

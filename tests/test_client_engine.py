@@ -322,8 +322,16 @@ def test_native_is_the_default_for_plain_http_without_a_proxy(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     assert choose_transport(make_config("http://10.1.2.3:8000")) == "native"
     assert choose_transport(make_config("http://127.0.0.1:1", transport="native")) == "native"
-    with pytest.raises(ConfigError, match="native transport speaks plain http"):
-        choose_transport(make_config("https://example.invalid", transport="native"))
+    with pytest.raises(ConfigError, match="native transport speaks HTTP/1.1"):
+        choose_transport(make_config("http://127.0.0.1:1", transport="native", http2=True))
+    # https:// needs the native core's TLS (tests/test_tls.py runs it); auto picks native then too.
+    if _core.TLS_AVAILABLE:
+        assert choose_transport(make_config("https://example.invalid", transport="native")) == "native"
+        assert choose_transport(make_config("https://example.invalid")) == "native"
+    else:
+        with pytest.raises(ConfigError, match="libssl-dev"):
+            choose_transport(make_config("https://example.invalid", transport="native"))
+        assert choose_transport(make_config("https://example.invalid")) == "httpx"
     with pytest.raises(ConfigError, match="--kernel-timestamps needs the native transport"):
         choose_transport(make_config("http://127.0.0.1:1", transport="asyncio", kernel_timestamps=True))
 

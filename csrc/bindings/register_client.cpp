@@ -9,6 +9,7 @@
 #include "bindings/register.hpp"
 #include "net/client_engine.hpp"
 #include "net/read_floor.hpp"
+#include "net/tls.hpp"
 
 namespace pytps_bindings {
 namespace {
@@ -38,6 +39,16 @@ int64_t timeout_arg(const char* name, long long v, bool zero_ok) {
 }  // namespace
 
 void register_client(py::module_& m) {
+    m.attr("TLS_AVAILABLE") = pytps::tls_available();
+    m.def(
+        "tls_library_version",
+        []() -> py::object {
+            if (!pytps::tls_available()) return py::none();
+            return py::str(pytps::tls_library_version());
+        },
+        "tls_library_version() -> str | None\n\n"
+        "The OpenSSL version the native client's TLS uses (e.g. 'OpenSSL 3.0.19 27 Jan 2026'), or None\n"
+        "when this build has no TLS (TLS_AVAILABLE is False).");
     py::class_<ClientResult>(
         m, "ClientResult",
         "One finished request of a ClientEngine (returned by ClientEngine.collect()).")
@@ -54,6 +65,13 @@ void register_client(py::module_& m) {
                 return py::int_(r.connect_ns);
             },
             "How long a new connection took to connect (ns); None on a reused connection.")
+        .def_property_readonly(
+            "tls_ns",
+            [](const ClientResult& r) -> py::object {
+                if (r.tls_ns < 0) return py::none();
+                return py::int_(r.tls_ns);
+            },
+            "How long a new connection's TLS handshake took (ns); None on a reused or plain connection.")
         .def_property_readonly(
             "error",
             [](const ClientResult& r) -> py::object {
@@ -81,16 +99,21 @@ void register_client(py::module_& m) {
         m, "ClientEngine",
         "ClientEngine(host, port, max_connections=100, connect_timeout_ns=10e9, idle_timeout_ns=120e9,\n"
         "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0,\n"
-        "             kernel_timestamps=False)\n\n"
+        "             kernel_timestamps=False, tls=False, server_name=None, ca_file=None, verify=True)\n\n"
         "A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, no GIL): submit()\n"
         "pre-rendered requests, watch notify_fd, collect() the finished ones. Every socket read is\n"
         "stamped right after it returns and fed to an HttpStreamRecorder. Timeouts are in ns; 0\n"
         "means none for total_timeout_ns, and 'the idle timeout' for first_byte_timeout_ns.\n"
         "kernel_timestamps: also keep the kernel's software receive stamp of each read\n"
-        "(SO_TIMESTAMPING, moved onto CLOCK_MONOTONIC) in ClientResult.recv_kernel_times_ns.")
+        "(SO_TIMESTAMPING, moved onto CLOCK_MONOTONIC) in ClientResult.recv_kernel_times_ns.\n\n"
+        "tls=True speaks TLS (OpenSSL, memory BIOs: the raw socket read is stamped and its plaintext\n"
+        "carries that stamp); the handshake counts against connect_timeout_ns. server_name (default:\n"
+        "host) is sent as SNI and checked against the certificate; ca_file: a PEM CA bundle instead\n"
+        "of the system's; verify=False checks neither chain nor name.")
         .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
                          long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
-                         long long max_response_bytes, long long spin_ns, bool kernel_timestamps) {
+                         long long max_response_bytes, long long spin_ns, bool kernel_timestamps, bool tls,
+                         py::object server_name, py::object ca_file, bool verify) {
                  if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
                  if (max_connections < 1)
                      throw py::value_error("max_connections must be >= 1, got " + std::to_string(max_connections));
@@ -105,6 +128,16 @@ void register_client(py::module_& m) {
                  o.max_response_bytes = static_cast<size_t>(max_response_bytes);
                  o.spin_ns = timeout_arg("spin_ns", spin_ns, true);
                  o.kernel_timestamps = kernel_timestamps;
+                 if (!tls && (!server_name.is_none() || !ca_file.is_none()))
+                     throw py::value_error("server_name and ca_file are for TLS: pass tls=True");
+                 if (tls && !pytps::tls_available())
+                     throw py::value_error(
+                         "this build of pytps has no TLS (OpenSSL was not found when it was compiled): install "
+                         "libssl-dev and rebuild, or use the httpx transport for https://");
+                 o.tls = tls;
+                 o.verify = verify;
+                 if (!server_name.is_none()) o.server_name = server_name.cast<std::string>();
+                 if (!ca_file.is_none()) o.ca_file = py::str(ca_file).cast<std::string>();
                  py::gil_scoped_release release;  // name resolution may wait
                  return std::make_unique<ClientEngine>(host, port, o);
              }),
@@ -112,7 +145,8 @@ void register_client(py::module_& m) {
              py::arg("connect_timeout_ns") = 10'000'000'000LL, py::arg("idle_timeout_ns") = 120'000'000'000LL,
              py::arg("total_timeout_ns") = 0, py::arg("first_byte_timeout_ns") = 0,
              py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0,
-             py::arg("kernel_timestamps") = false)
+             py::arg("kernel_timestamps") = false, py::arg("tls") = false,
+             py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(), py::arg("verify") = true)
         .def(
             "submit",
             [](ClientEngine& self, unsigned long long id, py::handle request, const std::string& dialect,

@@ -58,6 +58,13 @@ int switch_on_rx_stamps() {
 ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions options) : opt_(options) {
     if (opt_.max_connections < 1) throw std::invalid_argument("max_connections must be >= 1");
     if (opt_.first_byte_timeout_ns <= 0) opt_.first_byte_timeout_ns = opt_.idle_timeout_ns;
+    if (opt_.tls) {
+        if (opt_.server_name.empty()) opt_.server_name = host;
+        TlsOptions t;
+        t.verify = opt_.verify;
+        t.ca_file = opt_.ca_file;
+        tls_ = std::make_unique<TlsContext>(t);  // throws for a bad ca_file or a build without TLS
+    }
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -130,6 +137,7 @@ void ClientEngine::finish(std::unique_ptr<Job> job, int64_t t_done, const char* 
     r.t_send_ns = job->t_send_ns;
     r.t_done_ns = t_done;
     r.connect_ns = job->connect_ns;
+    r.tls_ns = job->tls_ns;
     r.error_class = error_class;
     r.error_detail = std::move(detail);
     r.recv_ns = std::move(job->recv_ns);

@@ -4,6 +4,9 @@
 // HttpStreamRecorder, and hands finished requests back through a completion queue plus an
 // eventfd that an asyncio loop can watch (one wake-up per batch, not per read).
 //
+// With options.tls the connections speak TLS (net/tls.hpp) over memory BIOs: the engine still
+// does its own recv() and stamps it; the plaintext decrypted from that read carries its stamp.
+//
 // Error classes set here are the transport's own (docs/metrics.md): "connect", "timeout",
 // "client". HTTP statuses, framing errors, truncation and in-stream errors are read from the
 // HttpStreamRecorder by the caller, exactly as for the asyncio transport.
@@ -23,6 +26,7 @@
 
 #include "core/dialects.hpp"
 #include "core/http_stream_recorder.hpp"
+#include "net/tls.hpp"
 
 namespace pytps {
 
@@ -37,6 +41,11 @@ struct ClientOptions {
     // Also take the kernel's software receive stamp of every read (SO_TIMESTAMPING), moved
     // onto CLOCK_MONOTONIC; kept beside the engine's own stamp, never instead of it.
     bool kernel_timestamps = false;
+    // TLS (https://). The handshake counts against connect_timeout_ns.
+    bool tls = false;
+    std::string server_name;  // for SNI and certificate name checks; "": the host
+    std::string ca_file;      // PEM CA bundle instead of the system's ("": the system's)
+    bool verify = true;       // false: no certificate or name verification
 };
 
 struct ClientResult {
@@ -45,6 +54,7 @@ struct ClientResult {
     int64_t t_send_ns = kNoTime;  // right before the write that completed the request
     int64_t t_done_ns = kNoTime;
     int64_t connect_ns = -1;  // duration of a new connection's connect; -1 on a reused one
+    int64_t tls_ns = -1;      // duration of a new connection's TLS handshake; -1 on a reused or plain one
     std::string error_class;  // "" when the transport saw no error of its own
     std::string error_detail;
     std::unique_ptr<HttpStreamRecorder> http;  // closed at t_done_ns
@@ -57,6 +67,8 @@ struct ClientResult {
 
 class ClientEngine {
 public:
+    // Throws std::invalid_argument for unusable options (an unreadable ca_file) and
+    // std::runtime_error for options.tls in a build without TLS.
     ClientEngine(const std::string& host, int port, ClientOptions options);
     ~ClientEngine();
     ClientEngine(const ClientEngine&) = delete;
@@ -86,6 +98,7 @@ public:
 
 private:
     ClientOptions opt_;
+    std::unique_ptr<TlsContext> tls_;  // with opt_.tls
     sockaddr_storage addr_{};
     socklen_t addr_len_ = 0;
     std::string resolve_error_;

@@ -24,7 +24,8 @@ struct ClientEngine::Job {
     int64_t t_sched_ns = ClientResult::kNoTime;
     int64_t t_send_ns = ClientResult::kNoTime;
     int64_t connect_ns = -1;
-    size_t bytes_read = 0;
+    int64_t tls_ns = -1;
+    size_t bytes_read = 0;  // of the response (plaintext over TLS)
     bool retried = false;
     std::unique_ptr<HttpStreamRecorder> http;
     std::vector<int64_t> recv_ns;         // with kernel_timestamps (see ClientResult)
@@ -32,17 +33,22 @@ struct ClientEngine::Job {
 };
 
 struct ClientEngine::Conn {
-    enum class State { connecting, busy, idle };
+    enum class State { connecting, handshaking, busy, idle };
     uint64_t id = 0;
     int fd = -1;
     State state = State::connecting;
     bool reused = false;  // carried a response before this request
     bool want_out = false;
     uint64_t gen = 0;  // timer generation: deadlines of an earlier request are stale
-    size_t write_off = 0;
+    size_t write_off = 0;  // of job->request: sent (plain), or taken by the TLS session
     int64_t t_start_ns = 0;  // connect or write start
+    int64_t t_tls_start_ns = 0;  // the handshake's start (TCP connected)
     int64_t last_data_ns = 0;
     std::unique_ptr<Job> job;
+    // TLS: the session, and its ciphertext waiting to be sent (from tls_out_off on).
+    std::unique_ptr<TlsSession> tls;
+    std::string tls_out;
+    size_t tls_out_off = 0;
 };
 
 struct ClientEngine::Loop {

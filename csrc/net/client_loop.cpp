@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "core/clock.hpp"
 #include "net/client_engine_internal.hpp"
@@ -48,6 +49,9 @@ std::string seconds(int64_t ns) {
     std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ns) / 1e9);
     return buf;
 }
+
+enum class Io { done, again, failed };
+using Tls = TlsSession::Result;
 }  // namespace
 
 void ClientEngine::run() {
@@ -69,6 +73,13 @@ void ClientEngine::run() {
     auto expiry = [&](const Conn& c, std::string* why) -> int64_t {
         if (c.state == Conn::State::connecting) {
             if (why) *why = "connect timed out after " + seconds(opt_.connect_timeout_ns) + " s";
+            return c.t_start_ns + opt_.connect_timeout_ns;
+        }
+        if (c.state == Conn::State::handshaking) {  // inside the connect timeout
+            if (why)
+                *why = "connect timed out after " + seconds(opt_.connect_timeout_ns) +
+                       " s: TCP connected, but the TLS handshake did not finish (if the server speaks plain HTTP, "
+                       "use an http:// URL)";
             return c.t_start_ns + opt_.connect_timeout_ns;
         }
         const Job& j = *c.job;
@@ -120,7 +131,70 @@ void ClientEngine::run() {
         return true;
     };
 
+    // TLS: sends the session's pending ciphertext. t_last: the stamp taken right before the
+    // send that sent its last bytes (unchanged when there was nothing to send).
+    auto flush_tls = [&](Conn& c, int64_t& t_last, int& err) -> Io {
+        c.tls->take_output(c.tls_out);
+        while (c.tls_out_off < c.tls_out.size()) {
+            const int64_t t = now_ns();
+            const ssize_t n = ::send(c.fd, c.tls_out.data() + c.tls_out_off, c.tls_out.size() - c.tls_out_off,
+                                     MSG_NOSIGNAL);
+            if (n > 0) {
+                c.tls_out_off += static_cast<size_t>(n);
+                t_last = t;
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::again;
+            if (n < 0 && errno == EINTR) continue;
+            err = errno;
+            return Io::failed;
+        }
+        c.tls_out.clear();
+        c.tls_out_off = 0;
+        return Io::done;
+    };
+
+    // TLS: hands the rest of the request to the session, then sends whatever ciphertext it
+    // has. The request counts as sent (t_send) once all of it is encrypted and on the wire;
+    // a session that must read first (renegotiation) takes the rest after the next read.
+    auto tls_write = [&](Conn& c) {
+        Job& j = *c.job;
+        const std::string& req = j.request;
+        if (c.write_off < req.size()) {
+            size_t n = 0;
+            const Tls r = c.tls->write(req.data() + c.write_off, req.size() - c.write_off, &n);
+            c.write_off += n;
+            if (r == Tls::failed || r == Tls::closed) {
+                const int64_t te = now_ns();
+                if (retry_stale(c)) return;
+                j.http->finish_eof(te);
+                fail(c, te, "", r == Tls::closed ? "the server closed the TLS session" : c.tls->error());
+                return;
+            }
+        }
+        int64_t t = ClientResult::kNoTime;
+        int err = 0;
+        const Io io = flush_tls(c, t, err);
+        if (io == Io::failed) {
+            if (retry_stale(c)) return;
+            const int64_t te = now_ns();
+            c.job->http->finish_eof(te);
+            fail(c, te, "", std::string("send failed: ") + std::strerror(err));
+            return;
+        }
+        set_out(c, io == Io::again);
+        if (io == Io::done && c.write_off == req.size() && j.t_send_ns == ClientResult::kNoTime) {
+            j.t_send_ns = t != ClientResult::kNoTime ? t : now_ns();
+            c.last_data_ns = j.t_send_ns;
+            arm(c, expiry(c, nullptr));
+        }
+    };
+
     auto try_write = [&](Conn& c) {
+        if (c.tls) {
+            tls_write(c);
+            return;
+        }
         Job& j = *c.job;
         const std::string& req = j.request;
         while (c.write_off < req.size()) {
@@ -163,6 +237,49 @@ void ClientEngine::run() {
         try_write(c);
     };
 
+    // Advances a TLS handshake and sends what it made; once done, sends the request. May close c.
+    auto tls_handshake = [&](Conn& c) {
+        const Tls r = c.tls->handshake();
+        int64_t t = ClientResult::kNoTime;
+        int err = 0;
+        const Io io = flush_tls(c, t, err);  // ClientHello, Finished, or the alert of a failure
+        const int64_t now = now_ns();
+        if (r == Tls::failed) {
+            fail(c, now, "connect", c.tls->error());
+            return;
+        }
+        if (io == Io::failed) {
+            fail(c, now, "connect", std::string("send failed during the TLS handshake: ") + std::strerror(err));
+            return;
+        }
+        set_out(c, io == Io::again);
+        if (r == Tls::ok) {
+            c.job->tls_ns = now - c.t_tls_start_ns;
+            start(c, std::move(c.job));
+        }
+    };
+
+    // The TCP connection is up: send the request, or start the TLS handshake first.
+    auto connected = [&](Conn& c) {
+        const int64_t t = now_ns();
+        c.job->connect_ns = t - c.t_start_ns;
+        if (!tls_) {
+            start(c, std::move(c.job));
+            return;
+        }
+        try {
+            c.tls = std::make_unique<TlsSession>(*tls_, opt_.server_name);
+        } catch (const std::exception& e) {
+            fail(c, t, "connect", e.what());
+            return;
+        }
+        c.state = Conn::State::handshaking;
+        c.t_tls_start_ns = t;
+        ++c.gen;
+        arm(c, expiry(c, nullptr));  // still the connect timeout, from the connect's start
+        tls_handshake(c);
+    };
+
     auto open_conn = [&](std::unique_ptr<Job> job) {
         const int64_t t0 = now_ns();
         if (!resolve_error_.empty()) {
@@ -198,8 +315,7 @@ void ClientEngine::run() {
         c.want_out = true;
         L.el.add(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, c.id);
         if (rc == 0) {
-            c.job->connect_ns = now_ns() - t0;
-            start(c, std::move(c.job));
+            connected(c);
         } else {
             c.state = Conn::State::connecting;
             ++c.gen;
@@ -228,6 +344,69 @@ void ClientEngine::run() {
         }
     };
 
+    // TLS: n bytes of ciphertext read at t into L.buf. The plaintext they yield is fed with the
+    // read's stamp t. Returns whether c is still open and reading (false: it finished, failed
+    // or was closed).
+    auto tls_bytes = [&](Conn& c, size_t n, int64_t t) -> bool {
+        const uint64_t id = c.id;
+        c.tls->push(L.buf.data(), n);  // copied: L.buf is free for the plaintext
+        if (c.state == Conn::State::handshaking) {
+            tls_handshake(c);
+            return L.conns.count(id) != 0;
+        }
+        if (c.state == Conn::State::idle) {
+            // Between requests only TLS housekeeping (a session ticket) may come; data,
+            // close_notify or an error end the kept-alive connection.
+            size_t m = 0;
+            int64_t ts = 0;
+            int err = 0;
+            if (c.tls->read(L.buf.data(), L.buf.size(), &m) != Tls::want_read || flush_tls(c, ts, err) == Io::failed) {
+                close_conn(c);
+                return false;
+            }
+            return true;
+        }
+        Job& j = *c.job;
+        c.last_data_ns = t;
+        for (;;) {
+            size_t m = 0;
+            const Tls r = c.tls->read(L.buf.data(), L.buf.size(), &m);
+            if (r == Tls::ok) {
+                j.bytes_read += m;
+                if (j.bytes_read > opt_.max_response_bytes) {
+                    fail(c, t, "client", "the response is larger than max_response_bytes (" +
+                                             std::to_string(opt_.max_response_bytes) + ")");
+                    return false;
+                }
+                const size_t used = j.http->feed(L.buf.data(), m, t);
+                const Http1ResponseParser& p = j.http->parser();
+                if (p.message_done() || p.failed()) {
+                    // As on plain HTTP: bytes after the response mean no reuse.
+                    bool keep = p.message_done() && p.keep_alive() && used == m;
+                    size_t extra = 0;
+                    if (keep) keep = c.tls->read(L.buf.data(), L.buf.size(), &extra) == Tls::want_read;
+                    complete(c, t, keep);
+                    return false;
+                }
+                continue;
+            }
+            if (r == Tls::want_read) break;
+            // close_notify or a TLS error: the response ends here, as at a plain EOF.
+            if (retry_stale(c)) return false;
+            j.http->finish_eof(t);
+            if (r == Tls::closed) {
+                complete(c, t, false);
+            } else {
+                fail(c, t, "", c.tls->error());
+            }
+            return false;
+        }
+        // The session may have output (a key update, a renegotiation), or may now take the
+        // rest of a request that waited for these bytes.
+        tls_write(c);
+        return L.conns.count(id) != 0;
+    };
+
     auto on_read = [&](Conn& c) {
         for (;;) {
             int64_t kernel_real = ClientResult::kNoTime;
@@ -235,12 +414,20 @@ void ClientEngine::run() {
             const int64_t t = now_ns();
             if (n > 0) {
                 reads_.store(reads_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-                Job& j = *c.job;
-                if (kernel_real != ClientResult::kNoTime) {
+                if (kernel_real != ClientResult::kNoTime && c.state == Conn::State::busy && c.job) {
+                    // Over TLS too: the plaintext of this read is fed with stamp t.
                     if (t - L.realtime.measured_at_ns > 1'000'000'000) L.realtime = RealtimeOffset::measure();
-                    j.recv_ns.push_back(t);
-                    j.recv_kernel_ns.push_back(L.realtime.to_monotonic(kernel_real));
+                    c.job->recv_ns.push_back(t);
+                    c.job->recv_kernel_ns.push_back(L.realtime.to_monotonic(kernel_real));
                 }
+            }
+            if (n > 0 && c.tls) {
+                if (!tls_bytes(c, static_cast<size_t>(n), t)) return;
+                if (static_cast<size_t>(n) < L.buf.size()) return;  // level-triggered: epoll tells of more
+                continue;
+            }
+            if (n > 0) {
+                Job& j = *c.job;
                 j.bytes_read += static_cast<size_t>(n);
                 c.last_data_ns = t;
                 if (j.bytes_read > opt_.max_response_bytes) {
@@ -261,6 +448,16 @@ void ClientEngine::run() {
             }
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
             if (n < 0 && errno == EINTR) continue;
+            if (c.state == Conn::State::idle) {  // TLS: the server closed a kept-alive connection
+                close_conn(c);
+                return;
+            }
+            if (c.state == Conn::State::handshaking) {
+                fail(c, t, "connect", n == 0 ? std::string("the server closed the connection during the TLS handshake")
+                                             : std::string("the connection failed during the TLS handshake: ") +
+                                                   std::strerror(errno));
+                return;
+            }
             if (retry_stale(c)) return;
             c.job->http->finish_eof(t);  // EOF, or a reset: the response ends here
             complete(c, t, false);
@@ -269,6 +466,10 @@ void ClientEngine::run() {
     };
 
     auto on_event = [&](Conn& c, uint32_t events) {
+        if (c.state == Conn::State::idle && c.tls) {
+            on_read(c);  // a session ticket keeps it; anything else closes it
+            return;
+        }
         if (c.state == Conn::State::idle) {
             close_conn(c);  // the server closed a kept-alive connection (or sent unasked bytes)
             return;
@@ -278,11 +479,23 @@ void ClientEngine::run() {
             socklen_t len = sizeof err;
             getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
             if (err == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
-                c.job->connect_ns = now_ns() - c.t_start_ns;
-                start(c, std::move(c.job));
+                connected(c);
             } else if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
                 fail(c, now_ns(), "connect", std::string("connect failed: ") + std::strerror(err ? err : ECONNREFUSED));
             }
+            return;
+        }
+        if (c.tls) {
+            if ((events & EPOLLOUT) && c.want_out) {  // ciphertext waits: the handshake's or the request's
+                const uint64_t id = c.id;
+                if (c.state == Conn::State::handshaking) {
+                    tls_handshake(c);
+                } else {
+                    tls_write(c);
+                }
+                if (L.conns.count(id) == 0) return;
+            }
+            if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_read(c);
             return;
         }
         if ((events & EPOLLOUT) && c.write_off < c.job->request.size()) {

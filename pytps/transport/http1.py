@@ -1,4 +1,4 @@
-"""What the plain-HTTP/1.1 transports (asyncio, native) share: the request bytes, and how a
+"""What the HTTP/1.1 transports (asyncio, native) share: the request bytes, and how a
 finished HttpStreamRecorder becomes a RequestRecord's status and error class."""
 
 from __future__ import annotations
@@ -11,16 +11,19 @@ from .httpx_transport import RequestSpec, classify_stream
 
 
 class Http1Target:
-    """Where a plain http:// base URL points, and how requests to it are rendered."""
+    """Where an http:// (or, with tls_ok, https://) base URL points, and how requests to it are rendered."""
 
-    def __init__(self, base_url: str, transport_name: str) -> None:
+    def __init__(self, base_url: str, transport_name: str, *, tls_ok: bool = False) -> None:
         url = urlsplit(base_url)
-        if url.scheme != "http":
+        if url.scheme not in (("http", "https") if tls_ok else ("http",)):
+            if tls_ok:
+                raise ValueError(f"the {transport_name} transport needs an http:// or https:// URL, got {base_url!r}")
             raise ValueError(f"the {transport_name} transport speaks plain http://; use the httpx transport "
                              "for https://")
         self.base_url = base_url.rstrip("/")
+        self.tls = url.scheme == "https"
         self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or 80
+        self.port = url.port or (443 if self.tls else 80)
         self.prefix = url.path.rstrip("/")
         self.host_header = url.netloc
 

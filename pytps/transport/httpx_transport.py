@@ -102,11 +102,15 @@ class StampingTransport(httpx.AsyncBaseTransport):
     """httpx transport over an httpcore pool whose sockets stamp every read."""
 
     def __init__(self, *, http2: bool = False, max_connections: int = 100, verify: bool = True,
-                 tls: bool = True) -> None:
-        # Loading the CA store costs ~50 ms: only when the endpoint speaks TLS.
+                 tls: bool = True, ca_file: str | None = None) -> None:
+        # Loading the CA store costs ~50 ms: only when the endpoint speaks TLS. ca_file: this
+        # PEM bundle instead of the system's CAs (as the native transport does).
         ctx = None
         if tls:
-            ctx = ssl.create_default_context() if verify else ssl._create_unverified_context()  # noqa: S323
+            if verify:
+                ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+            else:
+                ctx = ssl._create_unverified_context()  # noqa: S323
             if http2:
                 ctx.set_alpn_protocols(["h2", "http/1.1"])
         self._pool = httpcore.AsyncConnectionPool(
@@ -207,6 +211,20 @@ def _closed_early(exc: BaseException) -> bool:
     bytes it could not parse. h11 says so only in its messages."""
     text = str(exc).lower()
     return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed"))
+TLS_TRUST_HINT = ("if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
+                   "to skip verification, --insecure")
+
+
+def tls_hint(exc: BaseException) -> str | None:
+    """The --ca-bundle/--insecure hint when exc (or what caused it) is a certificate verification failure."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return TLS_TRUST_HINT
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def classify_exception(exc: BaseException) -> str:
@@ -237,14 +255,18 @@ class HttpxTransport:
         timeout: httpx.Timeout | None = None,
         total_timeout_s: float | None = None,
         verify: bool = True,
+        ca_file: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.http2 = http2
         self.total_timeout_s = total_timeout_s
+        tls = self.base_url.startswith("https:")
+        # The TLS library that measured (results metadata); None over plain http://.
+        self.tls_library: str | None = ssl.OPENSSL_VERSION if tls else None
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             transport=StampingTransport(http2=http2, max_connections=max_connections, verify=verify,
-                                        tls=self.base_url.startswith("https:")),
+                                        tls=tls, ca_file=ca_file),
             timeout=timeout or httpx.Timeout(connect=10.0, read=60.0, write=10.0, pool=None),
         )
 
@@ -273,6 +295,9 @@ class HttpxTransport:
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
             rec.error = classify_exception(exc)
             rec.error_detail = f"{type(exc).__name__}: {exc}"
+            hint = tls_hint(exc)
+            if hint:
+                rec.error_detail += f" ({hint})"
             rec.phases_ns = trace.phases_ns()
             return rec
         stream = response.extensions.get("network_stream")

@@ -1,4 +1,5 @@
-"""The native transport: plain HTTP/1.1 through a C++ engine thread (pytps._core.ClientEngine).
+"""The native transport: HTTP/1.1 (http://, or https:// when the build has TLS) through a C++
+engine thread (pytps._core.ClientEngine).
 
 The engine owns the sockets (epoll, keep-alive pool, TCP_NODELAY), stamps every read right
 after recv() returns and parses it in C++ without the GIL, so no Python runs per read: the
@@ -10,6 +11,10 @@ Timeouts are the engine's: connect, idle (no data since the send or the last rea
 limit for the first byte) and total (from the send). Rate mode: the runner calls send()
 schedule_lead_ns ahead of each request's t_sched_ns, and the engine holds it until then on its
 own timers, so sends are paced by the engine, not by event-loop sleeps (about 1 ms coarse).
+
+https://: the engine speaks TLS with OpenSSL over memory BIOs (_core.TLS_AVAILABLE): the raw
+socket read is stamped and the plaintext decrypted from it carries that stamp, so decryption
+is not counted as network time. The handshake's duration is the record's phases_ns["tls"].
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from .._native import _core
 from ..records import RequestRecord
 from .http1 import Http1Target, fill_from_http
 from .httpx_transport import HttpxTransport, RequestSpec
+
+NO_TLS = ("this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "
+          "install libssl-dev (apt-get install libssl-dev) and rebuild (pip install -e .), or use "
+          "--transport httpx for https://")
 
 _now_ns = _core.now_ns
 
@@ -51,23 +60,33 @@ class NativeTransport:
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
                  total_timeout_s: float | None = None, max_connections: int = 100,
-                 kernel_timestamps: bool = False) -> None:
-        self._target = Http1Target(base_url, self.name)
+                 kernel_timestamps: bool = False, ca_file: str | None = None, verify: bool = True) -> None:
+        """https:// needs _core.TLS_AVAILABLE. ca_file: a PEM CA bundle trusted instead of the
+        system's; verify=False checks neither the certificate nor the host name."""
+        self._target = Http1Target(base_url, self.name, tls_ok=True)
+        if self._target.tls and not _core.TLS_AVAILABLE:
+            raise ValueError(NO_TLS)
         self.base_url = self._target.base_url
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self.total_timeout_s = total_timeout_s
+        tls = self._target.tls
+        # The TLS library that measured (results metadata); None over plain http://.
+        self.tls_library: str | None = _core.tls_library_version() if tls else None
         self._engine = _core.ClientEngine(
             self._target.host, self._target.port, max_connections=max_connections,
             connect_timeout_ns=int(connect_timeout_s * 1e9), idle_timeout_ns=int(read_timeout_s * 1e9),
             total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0,
-            kernel_timestamps=kernel_timestamps)
+            kernel_timestamps=kernel_timestamps,
+            tls=tls, server_name=self._target.host if tls else None,
+            ca_file=str(ca_file) if tls and ca_file else None, verify=verify)
         self.kernel_timestamps = kernel_timestamps
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Model listing and other one-off JSON requests are not timed: httpx does them.
-        self._httpx = HttpxTransport(base_url)
+        # Model listing and other one-off JSON requests are not timed: httpx does them, with
+        # the same trust settings.
+        self._httpx = HttpxTransport(base_url, ca_file=ca_file, verify=verify)
 
     def _watch(self) -> None:
         loop = asyncio.get_running_loop()
@@ -104,6 +123,8 @@ class NativeTransport:
         rec.t_send_ns = result.t_send_ns if result.t_send_ns is not None else rec.t_submit_ns
         if result.connect_ns is not None:
             rec.phases_ns["connect"] = result.connect_ns
+        if result.tls_ns is not None:
+            rec.phases_ns["tls"] = result.tls_ns
         error = result.error
         if error == "timeout":
             fill_from_http(rec, result.http, result.error_detail)
