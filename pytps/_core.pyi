@@ -454,6 +454,10 @@ class ClientEngine:
         DIALECTS). t_sched_ns: send at that CLOCK_MONOTONIC instant from the engine's own timer
         (absolute schedule), else at once. ValueError for an unknown dialect, empty bytes, or
         after stop()."""
+    def submit_many(self, batch: Sequence[tuple[int, bytes | bytearray | memoryview, str, int | None]]) -> None:
+        """Queue several (id, request_bytes, dialect, t_sched_ns or None) at once: all are checked
+        first, then handed over under one lock with one wake-up of the engine thread. ValueError
+        naming the bad item, or after stop()."""
     @property
     def notify_fd(self) -> int:
         """An eventfd, readable while collect() has results."""

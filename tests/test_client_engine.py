@@ -344,3 +344,20 @@ def test_the_read_floor_paces_and_reads_every_message():
     assert f["reader_cpu_ns_per_message"] == pytest.approx(f["reader_cpu_ns"] / f["messages"])
     with pytest.raises(ValueError, match="connections"):
         _core.measure_read_floor(connections=0)
+
+
+def test_submit_many_hands_over_a_batch_and_names_a_bad_item():
+    with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
+        engine = _core.ClientEngine("127.0.0.1", emu.port, max_connections=4)
+        engine.submit_many([(i, chat_request(emu.port, tokens=3), "openai-chat", None) for i in range(6)])
+        results = wait_results(engine, 6)
+        assert sorted(results) == list(range(6))
+        assert all(r.error is None and r.http.recorder.usage["completion_tokens"] == 3 for r in results.values())
+        with pytest.raises(ValueError, match="item 1: unknown dialect"):
+            engine.submit_many([(10, b"x", "openai-chat", None), (11, b"x", "nope", None)])
+        with pytest.raises(ValueError, match="item 0: expected"):
+            engine.submit_many([(10, b"x")])
+        engine.stop()
+        with pytest.raises(ValueError, match="after stop"):
+            engine.submit_many([(12, b"x", "openai-chat", None)])
+    assert not engine.collect()  # the refused batch left nothing behind

@@ -168,6 +168,39 @@ void register_client(py::module_& m) {
             "Queue one rendered HTTP/1.1 request (bytes, bytearray or memoryview) whose response is\n"
             "recorded in `dialect`. With t_sched_ns (CLOCK_MONOTONIC ns) the engine sends it at that\n"
             "instant from its own timer, else at once. Raises ValueError after stop().")
+        .def(
+            "submit_many",
+            [](ClientEngine& self, py::sequence batch) {
+                std::vector<ClientEngine::Submission> subs;
+                subs.reserve(py::len(batch));
+                size_t i = 0;
+                for (py::handle item : batch) {
+                    const std::string where = "submit_many item " + std::to_string(i++);
+                    py::tuple t(py::reinterpret_borrow<py::object>(item));  // any sequence; TypeError otherwise
+                    if (t.size() != 4)
+                        throw py::value_error(where + ": expected (id, request_bytes, dialect, t_sched_ns or None)");
+                    pytps::Dialect d;
+                    const std::string dialect = t[2].cast<std::string>();
+                    if (!pytps::parse_dialect(dialect, d))
+                        throw py::value_error(where + ": unknown dialect '" + dialect + "'; use one of: " +
+                                              pytps::dialect_list());
+                    BytesArg bytes(t[1]);
+                    if (bytes.size() == 0) throw py::value_error(where + ": request_bytes is empty");
+                    subs.push_back(ClientEngine::Submission{
+                        t[0].cast<uint64_t>(), std::string(bytes.data(), bytes.size()), d,
+                        t[3].is_none() ? ClientResult::kNoTime : t[3].cast<int64_t>()});
+                }
+                try {
+                    self.submit_many(std::move(subs));
+                } catch (const std::runtime_error& e) {
+                    throw py::value_error(e.what());
+                }
+            },
+            py::arg("batch"),
+            "submit_many(batch)\n\n"
+            "Queue several requests at once: batch is a sequence of (id, request_bytes, dialect,\n"
+            "t_sched_ns or None) tuples, checked before any is queued, then handed over under one lock\n"
+            "with one wake-up of the engine thread. ValueError naming the bad item, or after stop().")
         .def_property_readonly("notify_fd", &ClientEngine::notify_fd,
                                "An eventfd that is readable while collect() has results (for loop.add_reader).")
         .def(

@@ -93,17 +93,28 @@ ClientEngine::~ClientEngine() {
 }
 
 void ClientEngine::submit(uint64_t id, std::string request, Dialect dialect, int64_t t_sched_ns) {
-    auto job = std::make_unique<Job>();
-    job->id = id;
-    job->request = std::move(request);
-    job->t_sched_ns = t_sched_ns;
-    job->http = std::make_unique<HttpStreamRecorder>(dialect);
+    std::vector<Submission> one;
+    one.push_back(Submission{id, std::move(request), dialect, t_sched_ns});
+    submit_many(std::move(one));
+}
+
+void ClientEngine::submit_many(std::vector<Submission> batch) {
+    std::vector<std::unique_ptr<Job>> jobs;
+    jobs.reserve(batch.size());
+    for (Submission& s : batch) {
+        auto job = std::make_unique<Job>();
+        job->id = s.id;
+        job->request = std::move(s.request);
+        job->t_sched_ns = s.t_sched_ns;
+        job->http = std::make_unique<HttpStreamRecorder>(s.dialect);
+        jobs.push_back(std::move(job));
+    }
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_.load()) throw std::runtime_error("submit() after stop(): make a new ClientEngine");
-        incoming_.push_back(std::move(job));
+        for (auto& job : jobs) incoming_.push_back(std::move(job));
     }
-    loop_->el.wake();
+    loop_->el.wake();  // one wake-up for the whole batch
 }
 
 std::vector<ClientResult> ClientEngine::collect() {

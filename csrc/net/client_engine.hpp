@@ -74,6 +74,14 @@ public:
     ClientEngine(const ClientEngine&) = delete;
     ClientEngine& operator=(const ClientEngine&) = delete;
 
+    struct Submission {
+        uint64_t id;
+        std::string request;
+        Dialect dialect;
+        int64_t t_sched_ns;
+    };
+    // Queues requests (callable from any thread) under one lock and one wake-up of the thread.
+    void submit_many(std::vector<Submission> batch);
     // Queues a request (callable from any thread). t_sched_ns: send no earlier than this
     // CLOCK_MONOTONIC instant (kNoTime: at once).
     void submit(uint64_t id, std::string request, Dialect dialect, int64_t t_sched_ns = ClientResult::kNoTime);
