@@ -11,8 +11,10 @@ Cases (each transport runs the same workload, one after the other, against one e
 
 Per case and transport:
   TTFT error   mean and p99 of |client TTFT - true TTFT| over requests; the truth is the
-               emulator's stamp of the first token's write minus its stamp of the request's
-               receipt. Target (b): mean within 0.5 ms; (c): within 1 ms.
+               emulator's stamp of the first token's write minus the kernel's receive stamp of
+               the request on the emulator's socket (truth's received_kernel_ns; its own
+               received_ns when absent): the emulator's delay in reading a request is TTFT the
+               client really saw. Target (b): mean within 0.5 ms; (c): within 1 ms.
   TPOT error   mean over requests of |client TPOT - true TPOT| / true TPOT, true TPOT being
                (last event written - first event written) / tokens after the first event.
                Target (b): within 0.2%.
@@ -152,7 +154,10 @@ def measure(emu: EmulatorProcess, transport: str, streams: int, requests: int, t
             continue
         sent = np.asarray(t["sent_ns"], dtype=np.int64)
         per_event = np.asarray(t["tokens"], dtype=np.int64)
-        true_ttft = sent[0] - t["received_ns"]
+        # From when the kernel had the request (when the emulator reports it): the emulator's own
+        # delay in picking it up is part of the TTFT a client sees, not an error of the client.
+        received = t["received_kernel_ns"] if t.get("received_kernel_ns") is not None else t["received_ns"]
+        true_ttft = sent[0] - received
         ttft_err.append(abs((rec.first_output_ns - rec.t_send_ns) - true_ttft))
         true_tpot = (sent[-1] - sent[0]) / (per_event.sum() - per_event[0])
         true_tps.append(1e9 / true_tpot)

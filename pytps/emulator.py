@@ -248,7 +248,7 @@ class Emulator:
 
         Keys: ``seq``, ``id`` (the response id the stream carries, also the ``x-request-id``
         header), ``api``, ``path``, ``status``, ``fault``, ``stream``, ``completed``,
-        ``client_closed``, ``received_ns``, ``headers_sent_ns``, ``done_ns``, ``prompt_tokens``,
+        ``client_closed``, ``received_ns``, ``received_kernel_ns``, ``headers_sent_ns``, ``done_ns``, ``prompt_tokens``,
         ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives`` and numpy
         arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
         CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32) and ``kinds``

@@ -175,3 +175,20 @@ def test_stats_count_events_and_writes():
         s = emu.stats()
     assert s["events_sent"] == 10 and s["generation_requests"] == 1 and s["writes"] >= 11
     assert s["streams_active"] == 0
+
+
+def test_received_kernel_ns_is_when_the_kernel_had_the_request():
+    with pytps.Emulator(ttft_ms=1.0, itl_us=100, default_output_tokens=3) as emu:
+        stamps = []
+        for _ in range(5):
+            with Conn(emu.port) as c:
+                before = time.monotonic_ns()
+                c.send("POST", "/v1/chat/completions", CHAT)
+                c.read_response()
+            stamps.append(before)
+        truth = sorted(emu.wait_truth(5), key=lambda t: t["seq"])
+    for t, before in zip(truth, stamps):
+        # After our send began, no later than the emulator's own stamp of having read it.
+        assert t["received_kernel_ns"] is not None
+        assert before <= t["received_kernel_ns"] <= t["received_ns"]
+        assert t["received_ns"] - t["received_kernel_ns"] < 50_000_000

@@ -104,6 +104,7 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["completed"] = r.completed;
     d["client_closed"] = r.client_closed;
     d["received_ns"] = r.received_ns;
+    d["received_kernel_ns"] = r.received_kernel_ns == INT64_MIN ? py::object(py::none()) : py::object(py::int_(r.received_kernel_ns));
     d["headers_sent_ns"] = r.headers_sent_ns;
     d["done_ns"] = r.done_ns;
     d["prompt_tokens"] = r.prompt_tokens;

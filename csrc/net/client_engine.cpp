@@ -1,10 +1,6 @@
 #include "net/client_engine.hpp"
 
-#include <linux/net_tstamp.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -13,47 +9,10 @@
 #include <stdexcept>
 
 #include "net/client_engine_internal.hpp"
+#include "net/rx_stamps.hpp"
 
 namespace pytps {
 
-namespace {
-
-// The kernel switches software RX stamping on for the first socket that asks from a work
-// queue, a little later, so the first packets of a fresh process would come without stamps.
-// A UDP socket that asks too, kept open while the engine lives, switches it on now: it sends
-// itself datagrams until one comes back stamped (at most ~200 ms). -1 if it could not.
-int switch_on_rx_stamps() {
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    timeval tv{0, 10'000};
-    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    for (int i = 0; i < 20; ++i) {
-        char byte = 0;
-        if (::sendto(fd, &byte, 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a) != 1) break;
-        alignas(cmsghdr) char control[256];
-        iovec iov{&byte, 1};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        if (::recvmsg(fd, &msg, 0) == 1 && CMSG_FIRSTHDR(&msg) != nullptr) return fd;
-    }
-    return fd;  // no stamp yet; keep asking anyway, the switch may still come
-}
-
-}  // namespace
 
 ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions options) : opt_(options) {
     if (opt_.max_connections < 1) throw std::invalid_argument("max_connections must be >= 1");

@@ -1,7 +1,4 @@
 // The ClientEngine's thread: connections, writes, reads, timeouts, the scheduled sends.
-#include <ctime>  // before linux/errqueue.h, which uses timespec
-#include <linux/errqueue.h>
-#include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,34 +13,11 @@
 
 #include "core/clock.hpp"
 #include "net/client_engine_internal.hpp"
+#include "net/rx_stamps.hpp"
 
 namespace pytps {
 
 namespace {
-// One recv(), or with kernel stamps a recvmsg() whose control data carries the kernel's
-// software receive stamp (CLOCK_REALTIME; for TCP, that of the last segment this read took).
-// *kernel_real_ns is left alone when the kernel gave none.
-ssize_t read_socket(int fd, char* buf, size_t len, bool kernel_stamps, int64_t* kernel_real_ns) {
-    if (!kernel_stamps) return ::recv(fd, buf, len, 0);
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(scm_timestamping)) + 64];
-    iovec iov{buf, len};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(fd, &msg, 0);
-    if (n <= 0) return n;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPING) continue;
-        scm_timestamping ts;
-        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-        if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0)
-            *kernel_real_ns = static_cast<int64_t>(ts.ts[0].tv_sec) * 1000000000LL + ts.ts[0].tv_nsec;
-    }
-    return n;
-}
-
 std::string seconds(int64_t ns) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ns) / 1e9);
@@ -293,10 +267,7 @@ void ClientEngine::run() {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (opt_.kernel_timestamps) {
-            const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
-            setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags);
-        }
+        if (opt_.kernel_timestamps) enable_rx_stamps(fd);
         const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
         if (rc < 0 && errno != EINPROGRESS) {
             const int err = errno;

@@ -41,6 +41,7 @@ void Server::try_requests(Conn& c) {
             return;
         }
         const int64_t received = now_ns();
+        c.request_kernel_ns = c.rx_kernel_ns;  // the read that completed this request
         c.in.erase(0, consumed);
         c.sent_continue = false;
         n_requests_.fetch_add(1, std::memory_order_relaxed);

@@ -1,4 +1,5 @@
 #include "net/emu_server.hpp"
+#include "net/rx_stamps.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -53,6 +54,8 @@ int Server::start() {
     getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
     if (!cfg_.truth_log.empty()) truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
+    stamp_keeper_fd_ = switch_on_rx_stamps();
+    realtime_ = RealtimeOffset::measure();
     loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
     loop_->add(listen_fd_, EPOLLIN, kListenTag);
     running_ = true;
@@ -79,6 +82,8 @@ void Server::stop() {
     if (thread_.joinable()) thread_.join();
     running_ = false;
     truth_.close_log();
+    if (stamp_keeper_fd_ >= 0) ::close(stamp_keeper_fd_);
+    stamp_keeper_fd_ = -1;
 }
 
 Conn* Server::find(uint64_t id) {
@@ -130,6 +135,7 @@ void Server::on_accept() {
         if (fd < 0) return;  // EAGAIN, or a transient error: the next readiness retries
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        enable_rx_stamps(fd);  // truth: when the kernel had each request (received_kernel_ns)
         auto c = std::make_unique<Conn>();
         c->id = next_conn_id_++;
         c->fd = fd;
@@ -163,8 +169,14 @@ void Server::close_conn(Conn& c) {
 void Server::on_readable(Conn& c) {
     char buf[65536];
     for (;;) {
-        ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+        int64_t kernel_real = INT64_MIN;
+        ssize_t n = read_socket(c.fd, buf, sizeof buf, true, &kernel_real);
         if (n > 0) {
+            if (kernel_real != INT64_MIN) {
+                const int64_t t = now_ns();
+                if (t - realtime_.measured_at_ns > 1'000'000'000) realtime_ = RealtimeOffset::measure();
+                c.rx_kernel_ns = realtime_.to_monotonic(kernel_real);
+            }
             c.in.append(buf, static_cast<size_t>(n));
             if (static_cast<size_t>(n) < sizeof buf) break;
             continue;

@@ -2,7 +2,9 @@
 // emu_server.cpp has the loop, sockets and output; emu_http.cpp the HTTP dispatch;
 // emu_stream.cpp the timed responses.
 #pragma once
+
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "net/emu_config.hpp"
 #include "net/emu_formats.hpp"
 #include "net/emu_schedule.hpp"
@@ -61,6 +64,10 @@ struct Conn {
     bool close_after = false;    // close once the output is drained
     bool sent_continue = false;
     bool keep_alive = true;
+    // The kernel's receive stamp (CLOCK_MONOTONIC) of the latest read, and of the read that
+    // completed the request being served; INT64_MIN when the kernel gave none.
+    int64_t rx_kernel_ns = INT64_MIN;
+    int64_t request_kernel_ns = INT64_MIN;
     std::unique_ptr<Stream> stream;
     uint64_t timer_gen = 0;
 };
@@ -88,6 +95,8 @@ private:
     std::atomic<bool> stopping_{false};
     bool started_ = false;
     int listen_fd_ = -1;
+    int stamp_keeper_fd_ = -1;  // keeps the kernel's RX stamping on (net/rx_stamps.hpp)
+    RealtimeOffset realtime_;   // moves kernel stamps onto CLOCK_MONOTONIC; re-measured each second
     int port_ = 0;
     uint64_t next_conn_id_ = 1;
     uint64_t gen_seq_ = 0;

@@ -37,6 +37,7 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     rec.api = api_name(api);
     rec.path = req.path;
     rec.received_ns = received_ns;
+    rec.received_kernel_ns = c.request_kernel_ns;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
 

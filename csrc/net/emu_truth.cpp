@@ -39,6 +39,12 @@ std::string truth_json_line(const TruthRecord& r) {
     s += r.client_closed ? ",\"client_closed\":true" : ",\"client_closed\":false";
     s += ",\"received_ns\":";
     json_int(s, r.received_ns);
+    s += ",\"received_kernel_ns\":";
+    if (r.received_kernel_ns == INT64_MIN) {
+        s += "null";
+    } else {
+        json_int(s, r.received_kernel_ns);
+    }
     s += ",\"headers_sent_ns\":";
     json_int(s, r.headers_sent_ns);
     s += ",\"done_ns\":";

@@ -2,6 +2,7 @@
 // event's write returned, kept for Emulator.truth() and optionally appended to a JSON-lines
 // file by a side thread (the timing thread never touches the disk).
 #pragma once
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,10 @@ struct TruthRecord {
     bool stream = false;
     bool completed = false;      // every planned event was written and the response ended normally
     int64_t received_ns = 0;     // the request was fully received
+    // The kernel's receive stamp of the read that completed the request (SO_TIMESTAMPING, on
+    // CLOCK_MONOTONIC): when the bytes were here, before the timing thread woke to read them.
+    // INT64_MIN when the kernel gave none.
+    int64_t received_kernel_ns = INT64_MIN;
     int64_t headers_sent_ns = 0; // the write carrying the response headers returned (0: never)
     int64_t done_ns = 0;         // the last write returned or the connection was closed
     int64_t prompt_tokens = 0;
