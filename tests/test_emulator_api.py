@@ -3,7 +3,6 @@ specs, lifecycle, and the CLI running until Ctrl-C."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

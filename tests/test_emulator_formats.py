@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pytps
-from emu_raw import Conn, call, normalize
+from emu_raw import call, normalize
 
 CORPUS = Path(__file__).parent / "emulator_corpus"
 REGEN = os.environ.get("PYTPS_REGEN_CORPUS") == "1"

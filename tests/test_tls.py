@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import select
 import socket
 import ssl
 import subprocess
@@ -26,6 +25,8 @@ if not _core.TLS_AVAILABLE:
 
 trustme = pytest.importorskip("trustme", reason="trustme makes the test CA: pip install -e '.[test]'")
 
+from test_client_engine import chat_request  # noqa: E402
+from test_client_engine import wait_results as engine_results  # noqa: E402
 from pytps.api import make_config  # noqa: E402
 from pytps.errors import ConfigError  # noqa: E402
 from pytps.runner import Runner, choose_transport  # noqa: E402
@@ -113,26 +114,6 @@ def read_head(conn) -> bytes:
             break
         data += part
     return data
-
-
-def chat_request(port: int, tokens: int = 5) -> bytes:
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-                       "max_tokens": tokens, "stream_options": {"include_usage": True}}).encode()
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n")
-    return head.encode() + body
-
-
-def engine_results(engine, n: int, timeout_s: float = 15.0) -> dict:
-    out = {}
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n:
-        left = deadline - time.monotonic()
-        assert left > 0, f"only {len(out)} of {n} results after {timeout_s} s"
-        select.select([engine.notify_fd], [], [], left)
-        for r in engine.collect():
-            out[r.id] = r
-    return out
 
 
 def one_request(port: int, timeout_s: float = 15.0, **engine_options):
