@@ -253,3 +253,39 @@ def test_a_busy_client_thread_is_warned_about():
     assert len(found) == 1 and "event loop was busy 90%" in found[0] and "--transport native" in found[0]
     results["metadata"]["client_cpu"]["loop_thread_s"] = 1.0
     assert not [w for w in warnings.collect(results) if "busy" in w]
+
+
+def _python_calls(emu, tmp_path, transport: str, tokens: int) -> int:
+    """Python function calls in this thread during one run (the profiler sees every one)."""
+    import sys
+
+    cfg = make_config(emu.base_url, requests=6, concurrency=2, output_tokens=tokens, input_tokens=16,
+                      transport=transport, model="m", out=tmp_path / f"{transport}-{tokens}")
+    calls = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls[0] += 1
+
+    async def main():
+        sys.setprofile(profile)
+        try:
+            return await Runner(cfg).run()
+        finally:
+            sys.setprofile(None)
+
+    result = asyncio.run(main())
+    assert result.summary["output_tokens_total"] == 6 * tokens
+    return calls[0]
+
+
+def test_no_python_runs_per_event_on_the_native_transport(tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=100) as emu:
+        _python_calls(emu, tmp_path, "native", 10)  # imports and first-use costs out of the way
+        native_small, native_large = (_python_calls(emu, tmp_path, "native", n) for n in (50, 1000))
+        asyncio_small, asyncio_large = (_python_calls(emu, tmp_path, "asyncio", n) for n in (50, 1000))
+    extra_events = 6 * (1000 - 50)
+    # The native engine reads, stamps and parses in C++: 19x the events, about the same Python.
+    assert native_large - native_small < 0.05 * extra_events, (native_small, native_large)
+    # The asyncio transport runs a Python callback per read: the same check sees it.
+    assert asyncio_large - asyncio_small > 0.5 * extra_events, (asyncio_small, asyncio_large)
