@@ -27,8 +27,23 @@ def test_main_command_runs_with_no_endpoint_and_prints_the_table(tmp_path):
     out = pytps_cli("run", "--requests", "6", "--output-tokens", "8", "--out", str(tmp_path / "r"))
     assert out.returncode == 0, out.stderr
     assert "TTFT" in out.stdout and "TPOT" in out.stdout and "output throughput" in out.stdout
+    assert "· native ·" in out.stdout and "client CPU" in out.stdout  # the default transport, and its own cost
     assert "built-in emulator" in out.stderr
     assert load_results(tmp_path / "r")["summary"]["requests_ok"] == 6
+
+
+def test_the_report_names_the_tls_stack_that_measured():
+    import io
+
+    from rich.console import Console
+
+    from pytps.report.console import render
+
+    buf = io.StringIO()
+    render({"metadata": {"model": "m", "transport": "native", "tls": {"library": "OpenSSL 3.0.19", "verify": False},
+                         "load": {"mode": "concurrency", "concurrency": 1}, "endpoint": {}},
+            "summary": {}}, Console(file=buf, width=200))
+    assert "native over TLS (OpenSSL 3.0.19, unverified)" in buf.getvalue()
 
 
 def test_report_reads_a_saved_run(tmp_path):

@@ -71,9 +71,15 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     s = results.get("summary") or {}
     load = meta.get("load", {})
     ep = meta.get("endpoint", {})
+    tls = meta.get("tls") or {}
+    transport = str(meta.get("transport"))
+    if tls:
+        # Which TLS stack measured matters when comparing runs (httpx: Python's ssl).
+        transport += f" over TLS ({tls.get('library') or 'Python ssl'}" + ("" if tls.get("verify", True) else
+                                                                          ", unverified") + ")"
     console.print(
         f"[bold]{meta.get('model')}[/] via {meta.get('api')} at {ep.get('host')}:{ep.get('port')} · "
-        f"{load.get('mode')} {load.get('concurrency') or load.get('rate_rps')} · {meta.get('transport')} · "
+        f"{load.get('mode')} {load.get('concurrency') or load.get('rate_rps')} · {transport} · "
         f"{meta.get('date_utc')}"
     )
     table = Table(show_header=True, header_style="bold")
