@@ -24,6 +24,16 @@ def http_error_class(status: int) -> str:
     return f"http_{status}"
 
 
+# Bytes one response may take (head and body) before the client gives up on it with error class
+# "client": the same cap on every transport, so a server that never stops sending costs bounded
+# memory and CPU (the native engine's max_response_bytes).
+MAX_RESPONSE_BYTES = 256 << 20
+
+
+def response_too_large_detail(limit: int) -> str:
+    return f"the response is larger than max_response_bytes ({limit})"
+
+
 def _empty(dtype: Any) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 

@@ -20,7 +20,14 @@ from collections import deque
 from typing import Any
 
 from .._native import _core
-from ..records import ERROR_CONNECT, ERROR_TIMEOUT, RequestRecord
+from ..records import (
+    ERROR_CLIENT,
+    ERROR_CONNECT,
+    ERROR_TIMEOUT,
+    MAX_RESPONSE_BYTES,
+    RequestRecord,
+    response_too_large_detail,
+)
 from .http1 import Http1Target, fill_from_http
 from .httpx_transport import HttpxTransport, RequestSpec
 
@@ -36,6 +43,9 @@ class _Connection(asyncio.Protocol):
         self.done: asyncio.Future[None] | None = None
         self.closed = False
         self.last_data_ns = 0
+        self.bytes_read = 0  # of the current response
+        self.max_bytes = MAX_RESPONSE_BYTES
+        self.too_large = False
 
     # -- asyncio callbacks: keep them tiny, they run once per read ------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -50,6 +60,14 @@ class _Connection(asyncio.Protocol):
         rec = self.recorder
         if rec is None:
             return  # bytes with no request waiting: the connection is not reusable
+        self.bytes_read += len(data)
+        if self.bytes_read > self.max_bytes:
+            self.too_large = True
+            if self.transport is not None:
+                self.transport.abort()
+            if self.done is not None and not self.done.done():
+                self.done.set_result(None)
+            return
         rec.feed(data, t)
         if (rec.message_done or rec.error is not None) and self.done is not None and not self.done.done():
             self.done.set_result(None)
@@ -122,6 +140,7 @@ class AsyncioTransport:
         loop = asyncio.get_running_loop()
         conn.recorder = recorder
         conn.done = loop.create_future()
+        conn.bytes_read = 0
         assert conn.transport is not None
         rec.t_send_ns = _now_ns()
         conn.transport.write(payload)
@@ -138,6 +157,8 @@ class AsyncioTransport:
         recorder.close(t_end)
         rec.t_done_ns = t_end
         fill_from_http(rec, recorder, error)
+        if conn.too_large:
+            rec.error, rec.error_detail = ERROR_CLIENT, response_too_large_detail(conn.max_bytes)
         conn.recorder = None
         conn.done = None
         if recorder.message_done and recorder.keep_alive and not conn.closed and error is None:

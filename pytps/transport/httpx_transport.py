@@ -28,8 +28,10 @@ from ..records import (
     ERROR_PROTOCOL,
     ERROR_TIMEOUT,
     ERROR_TRUNCATED,
+    MAX_RESPONSE_BYTES,
     RequestRecord,
     http_error_class,
+    response_too_large_detail,
 )
 
 _now_ns = _core.now_ns
@@ -227,6 +229,10 @@ def tls_hint(exc: BaseException) -> str | None:
     return None
 
 
+class ResponseTooLarge(Exception):
+    """The response went past MAX_RESPONSE_BYTES: the client stopped reading it."""
+
+
 def classify_exception(exc: BaseException) -> str:
     """The error class (docs/metrics.md) of an exception raised while sending or reading."""
     if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException, TimeoutError)):
@@ -321,8 +327,12 @@ class HttpxTransport:
             else:
                 feed = recorder.feed
                 deadline = rec.t_send_ns + int(self.total_timeout_s * 1e9) if self.total_timeout_s else None
+                received = 0
                 async for chunk in response.aiter_bytes():
                     t = stream.last_read_ns if stream is not None else _now_ns()
+                    received += len(chunk)
+                    if received > MAX_RESPONSE_BYTES:
+                        raise ResponseTooLarge(response_too_large_detail(MAX_RESPONSE_BYTES))
                     feed(chunk, t)
                     if deadline is not None and t > deadline:
                         raise TimeoutError(f"the response took longer than {self.total_timeout_s} s "

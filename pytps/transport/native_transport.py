@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._native import _core
-from ..records import RequestRecord
+from ..records import MAX_RESPONSE_BYTES, RequestRecord
 from .http1 import Http1Target, fill_from_http
 from .httpx_transport import HttpxTransport, RequestSpec
 
@@ -77,6 +77,7 @@ class NativeTransport:
             self._target.host, self._target.port, max_connections=max_connections,
             connect_timeout_ns=int(connect_timeout_s * 1e9), idle_timeout_ns=int(read_timeout_s * 1e9),
             total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0,
+            max_response_bytes=MAX_RESPONSE_BYTES,
             kernel_timestamps=kernel_timestamps,
             tls=tls, server_name=self._target.host if tls else None,
             ca_file=str(ca_file) if tls and ca_file else None, verify=verify)
