@@ -25,6 +25,9 @@ Per case and transport:
   read floor   the CPU per event of the barest possible reader (C++ epoll + recv, measured here
                before each case at its connections and event rate): the kernel's share,
                which no client can go below. At one token per event it is the floor per token.
+  (d) rate     poisson arrivals on an absolute schedule: the p50, p99 and max of (send stamp -
+               scheduled instant) per transport. The native engine sends from its own timers;
+               httpx from event-loop sleeps.
   CPU/token    the client's CPU per output token while it measured (results' client_cpu: the
                event loop's thread plus the native engine's thread); target <= 3 us. "+report"
                is the whole process around Runner.run(), writing the report included.
@@ -226,6 +229,32 @@ def read_floor_us_per_event(connections: int, gap_us: float) -> float:
     return float(f["reader_cpu_ns_per_message"]) / 1e3
 
 
+def rate_case(transports: list[str], *, rate_rps: float, requests: int, tokens: int) -> dict[str, dict]:
+    """(d) rate mode: how late each transport sends against the absolute poisson schedule."""
+    print(f"(d) rate mode: poisson {rate_rps:g} req/s, {requests} requests of {tokens} tokens (1 ms ITL)", flush=True)
+    print(f"  {'transport':9s} {'schedule lag p50 / p99 / max us':>32s} {'sent early':>10s} {'errors':>6s}")
+    emu = EmulatorProcess(itl_us=1000, tokens_per_event=1, ttft_ms=20, pin=False)
+    out = {}
+    try:
+        for tr in transports:
+            cfg = make_config(emu.base_url, out=tempfile.mkdtemp(prefix="pytps-bench-run-"), requests=requests,
+                              output_tokens=tokens, input_tokens=32, rate=rate_rps, arrival="poisson",
+                              transport=tr, model="m")
+            result = run_coroutine(Runner(cfg).run())
+            shutil.rmtree(cfg.out_dir, ignore_errors=True)
+            lag = np.array([r.t_send_ns - r.t_sched_ns for r in result.records if r.t_sched_ns is not None])
+            fig = {"p50_us": float(np.percentile(lag, 50, method="inverted_cdf")) / 1e3,
+                   "p99_us": float(np.percentile(lag, 99, method="inverted_cdf")) / 1e3,
+                   "max_us": float(lag.max()) / 1e3, "early": int((lag < 0).sum()),
+                   "errors": sum(1 for r in result.records if not r.ok)}
+            out[tr] = fig
+            print(f"  {tr:9s} {fig['p50_us']:11.1f} / {fig['p99_us']:8.1f} / {fig['max_us']:8.1f} "
+                  f"{fig['early']:>10d} {fig['errors']:>6d}", flush=True)
+    finally:
+        emu.close()
+    return out
+
+
 def verdict(ok: bool) -> str:
     return "MET" if ok else "NOT MET"
 
@@ -237,11 +266,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="requests per stream")
     ap.add_argument("--ladder", default="64x1,128x1,32x4,64x4,32x8,32x16,64x16",
                     help="rungs of (c) as STREAMSxTOKENS_PER_EVENT, each stream one event per ms")
+    ap.add_argument("--rate", type=float, default=200.0, help="requests per second for (d)")
+    ap.add_argument("--rate-requests", type=int, default=600, help="requests for (d)")
     ap.add_argument("--pin", action="store_true", help="pin the emulator to CPU 0 (taskset)")
     ap.add_argument("--quick", action="store_true", help="fewer tokens and rounds (a smoke run)")
     args = ap.parse_args()
     if args.quick:
-        args.tokens, args.rounds = 200, 1
+        args.tokens, args.rounds, args.rate_requests = 200, 1, 100
     transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     print(f"pytps bench_transport · {os.cpu_count()} CPUs · pid {os.getpid()} · emulator pinned: {args.pin}\n")
 
@@ -255,6 +286,9 @@ def main() -> None:
                         requests=streams * args.rounds, tokens=args.tokens * tpe, pin=args.pin)
         ladder.append((streams, tpe, figs))
         print()
+
+    rate = rate_case(transports, rate_rps=args.rate, requests=args.rate_requests, tokens=100)
+    print()
 
     print("Summary")
     for tr in transports:
@@ -274,6 +308,8 @@ def main() -> None:
         if met:
             print("      <= 3 us met at: " + ", ".join(f"{s}x{t} ({c:.2f} us, {r:,.0f} tok/s)" for r, s, t, c in met))
         print(f"    arrival - send (b): p50 {fb.arrival_send_p50_us:.1f} us, p99 {fb.arrival_send_p99_us:.1f} us")
+        r = rate[tr]
+        print(f"    (d) schedule lag: p50 {r['p50_us']:.1f} us, p99 {r['p99_us']:.1f} us, {r['early']} sent early")
     if "native" in transports and "httpx" in transports:
         n, h = b["native"], b["httpx"]
         print(f"  native/httpx in (b): TTFT err {n.ttft_err_mean_ms / h.ttft_err_mean_ms:.2f}, "
