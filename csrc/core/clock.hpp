@@ -13,6 +13,14 @@ inline int64_t now_ns() noexcept {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) in ns: what a thread cost, whatever
+// else the process does.
+inline int64_t thread_cpu_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
 struct ClockInfo {
     const char* source;       // "CLOCK_MONOTONIC"
     int64_t resolution_ns;    // clock_getres
@@ -34,6 +42,11 @@ struct RealtimeOffset {
 
     static RealtimeOffset measure(int tries = 5) noexcept;
     int64_t to_monotonic(int64_t realtime_ns) const noexcept { return realtime_ns - offset_ns; }
+    // to_monotonic with an offset at most a second old at now_mono_ns (re-measured if older).
+    int64_t to_monotonic_fresh(int64_t realtime_ns, int64_t now_mono_ns) noexcept {
+        if (now_mono_ns - measured_at_ns > 1'000'000'000) *this = measure();
+        return to_monotonic(realtime_ns);
+    }
 };
 
 }  // namespace pytps

@@ -13,7 +13,6 @@
 
 namespace pytps {
 
-
 ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions options) : opt_(options) {
     if (opt_.max_connections < 1) throw std::invalid_argument("max_connections must be >= 1");
     if (opt_.first_byte_timeout_ns <= 0) opt_.first_byte_timeout_ns = opt_.idle_timeout_ns;

@@ -315,6 +315,17 @@ void ClientEngine::run() {
         }
     };
 
+    // Counts n more response bytes (plaintext over TLS) read at t; past max_response_bytes the
+    // request fails with "client" and c is closed (returns true).
+    auto over_cap = [&](Conn& c, size_t n, int64_t t) -> bool {
+        Job& j = *c.job;
+        j.bytes_read += n;
+        if (j.bytes_read <= opt_.max_response_bytes) return false;
+        fail(c, t, "client", "the response is larger than max_response_bytes (" +
+                                 std::to_string(opt_.max_response_bytes) + ")");
+        return true;
+    };
+
     // TLS: n bytes of ciphertext read at t into L.buf. The plaintext they yield is fed with the
     // read's stamp t. Returns whether c is still open and reading (false: it finished, failed
     // or was closed).
@@ -343,12 +354,7 @@ void ClientEngine::run() {
             size_t m = 0;
             const Tls r = c.tls->read(L.buf.data(), L.buf.size(), &m);
             if (r == Tls::ok) {
-                j.bytes_read += m;
-                if (j.bytes_read > opt_.max_response_bytes) {
-                    fail(c, t, "client", "the response is larger than max_response_bytes (" +
-                                             std::to_string(opt_.max_response_bytes) + ")");
-                    return false;
-                }
+                if (over_cap(c, m, t)) return false;
                 const size_t used = j.http->feed(L.buf.data(), m, t);
                 const Http1ResponseParser& p = j.http->parser();
                 if (p.message_done() || p.failed()) {
@@ -387,9 +393,8 @@ void ClientEngine::run() {
                 reads_.store(reads_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
                 if (kernel_real != ClientResult::kNoTime && c.state == Conn::State::busy && c.job) {
                     // Over TLS too: the plaintext of this read is fed with stamp t.
-                    if (t - L.realtime.measured_at_ns > 1'000'000'000) L.realtime = RealtimeOffset::measure();
                     c.job->recv_ns.push_back(t);
-                    c.job->recv_kernel_ns.push_back(L.realtime.to_monotonic(kernel_real));
+                    c.job->recv_kernel_ns.push_back(L.realtime.to_monotonic_fresh(kernel_real, t));
                 }
             }
             if (n > 0 && c.tls) {
@@ -399,13 +404,8 @@ void ClientEngine::run() {
             }
             if (n > 0) {
                 Job& j = *c.job;
-                j.bytes_read += static_cast<size_t>(n);
                 c.last_data_ns = t;
-                if (j.bytes_read > opt_.max_response_bytes) {
-                    fail(c, t, "client", "the response is larger than max_response_bytes (" +
-                                             std::to_string(opt_.max_response_bytes) + ")");
-                    return;
-                }
+                if (over_cap(c, static_cast<size_t>(n), t)) return;
                 const size_t used = j.http->feed(L.buf.data(), static_cast<size_t>(n), t);
                 const Http1ResponseParser& p = j.http->parser();
                 if (p.message_done() || p.failed()) {
@@ -548,9 +548,7 @@ void ClientEngine::run() {
     }
     L.conns.clear();
     L.idle.clear();
-    timespec cpu;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    thread_cpu_ns_.store(static_cast<int64_t>(cpu.tv_sec) * 1000000000LL + cpu.tv_nsec, std::memory_order_release);
+    thread_cpu_ns_.store(pytps::thread_cpu_ns(), std::memory_order_release);
 }
 
 }  // namespace pytps

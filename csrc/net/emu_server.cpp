@@ -55,7 +55,6 @@ int Server::start() {
     port_ = ntohs(addr.sin_port);
     if (!cfg_.truth_log.empty()) truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
     stamp_keeper_fd_ = switch_on_rx_stamps();
-    realtime_ = RealtimeOffset::measure();
     loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
     loop_->add(listen_fd_, EPOLLIN, kListenTag);
     running_ = true;
@@ -172,11 +171,7 @@ void Server::on_readable(Conn& c) {
         int64_t kernel_real = INT64_MIN;
         ssize_t n = read_socket(c.fd, buf, sizeof buf, true, &kernel_real);
         if (n > 0) {
-            if (kernel_real != INT64_MIN) {
-                const int64_t t = now_ns();
-                if (t - realtime_.measured_at_ns > 1'000'000'000) realtime_ = RealtimeOffset::measure();
-                c.rx_kernel_ns = realtime_.to_monotonic(kernel_real);
-            }
+            if (kernel_real != INT64_MIN) c.rx_kernel_ns = realtime_.to_monotonic_fresh(kernel_real, now_ns());
             c.in.append(buf, static_cast<size_t>(n));
             if (static_cast<size_t>(n) < sizeof buf) break;
             continue;

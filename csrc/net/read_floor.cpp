@@ -26,12 +26,6 @@ namespace {
     throw std::runtime_error(std::string("measure_read_floor: ") + what + " failed: " + std::strerror(errno));
 }
 
-int64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
-
 struct Fds {
     std::vector<int> fds;
     ~Fds() {

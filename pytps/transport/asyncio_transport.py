@@ -44,7 +44,6 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.last_data_ns = 0
         self.bytes_read = 0  # of the current response
-        self.max_bytes = MAX_RESPONSE_BYTES
         self.too_large = False
 
     # -- asyncio callbacks: keep them tiny, they run once per read ------------------------
@@ -61,7 +60,7 @@ class _Connection(asyncio.Protocol):
         if rec is None:
             return  # bytes with no request waiting: the connection is not reusable
         self.bytes_read += len(data)
-        if self.bytes_read > self.max_bytes:
+        if self.bytes_read > MAX_RESPONSE_BYTES:
             self.too_large = True
             if self.transport is not None:
                 self.transport.abort()
@@ -158,7 +157,7 @@ class AsyncioTransport:
         rec.t_done_ns = t_end
         fill_from_http(rec, recorder, error)
         if conn.too_large:
-            rec.error, rec.error_detail = ERROR_CLIENT, response_too_large_detail(conn.max_bytes)
+            rec.error, rec.error_detail = ERROR_CLIENT, response_too_large_detail(MAX_RESPONSE_BYTES)
         conn.recorder = None
         conn.done = None
         if recorder.message_done and recorder.keep_alive and not conn.closed and error is None:

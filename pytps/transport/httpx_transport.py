@@ -213,6 +213,8 @@ def _closed_early(exc: BaseException) -> bool:
     bytes it could not parse. h11 says so only in its messages."""
     text = str(exc).lower()
     return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed"))
+
+
 TLS_TRUST_HINT = ("if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
                    "to skip verification, --insecure")
 
