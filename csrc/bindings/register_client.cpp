@@ -7,9 +7,9 @@
 
 #include "bindings/buffer.hpp"
 #include "bindings/register.hpp"
-#include "net/client_engine.hpp"
-#include "net/read_floor.hpp"
-#include "net/tls.hpp"
+#include "client/engine.hpp"
+#include "calibration/read_floor.hpp"
+#include "client/tls.hpp"
 
 namespace pytps_bindings {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bindings/register.hpp"
-#include "net/emulator.hpp"
+#include "emulator/emulator.hpp"
 
 namespace pytps_bindings {
 

@@ -1,11 +1,11 @@
-#include "net/emu_truth.hpp"
+#include "emulator/truth.hpp"
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 
-#include "net/json_write.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

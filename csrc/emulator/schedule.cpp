@@ -1,4 +1,4 @@
-#include "net/emu_schedule.hpp"
+#include "emulator/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

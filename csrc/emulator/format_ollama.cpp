@@ -1,7 +1,7 @@
 // Ollama /api/chat and /api/generate: newline-delimited JSON objects, thinking in a
 // separate field, and a final object with done:true, counts and durations in ns.
-#include "net/emu_formats.hpp"
-#include "net/json_write.hpp"
+#include "emulator/formats.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -1,5 +1,6 @@
-// HTTP/1.1 request parsing and response framing for the emulator: just enough of RFC 9112
-// for keep-alive, Content-Length and chunked bodies, Expect: 100-continue and HTTP/1.0.
+// HTTP/1.1 request parsing (the emulator's side of the wire): just enough of RFC 9112 for
+// keep-alive, Content-Length and chunked bodies, Expect: 100-continue and HTTP/1.0. The
+// response side, which the client reads, is http1_response.hpp.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -28,13 +29,5 @@ constexpr size_t kMaxBodyBytes = 16 * 1024 * 1024;
 // (req.headers_done and req.expect_continue tell whether a 100 Continue is due).
 HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& consumed, int& status,
                              std::string& message);
-
-const char* reason_phrase(int status);
-
-// "HTTP/1.1 <status> <reason>\r\n"
-void append_status_line(std::string& out, int status);
-
-// One chunk of a chunked body: size in hex, CRLF, payload, CRLF.
-void append_chunk(std::string& out, std::string_view payload);
 
 }  // namespace pytps

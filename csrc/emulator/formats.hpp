@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "net/emu_request.hpp"
+#include "emulator/chat_request.hpp"
 
 namespace pytps {
 

@@ -1,7 +1,7 @@
 // OpenAI Chat Completions (chat.completion.chunk) and legacy Completions (text_completion),
 // with the vLLM/DeepSeek extensions: delta.reasoning_content and continuous usage stats.
-#include "net/emu_formats.hpp"
-#include "net/json_write.hpp"
+#include "emulator/formats.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -1,9 +1,9 @@
-#include "net/emu_formats.hpp"
+#include "emulator/formats.hpp"
 
 #include <cstdio>
 #include <ctime>
 
-#include "net/json_write.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -1,9 +1,9 @@
 // OpenAI Responses API: named SSE events with sequence_number, one output item per phase
 // (reasoning item with reasoning_text, then a message or a function_call), no [DONE].
-#include "net/emu_formats.hpp"
+#include "emulator/formats.hpp"
 #include <vector>
 
-#include "net/json_write.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -12,8 +12,8 @@
 #include <exception>
 
 #include "core/clock.hpp"
-#include "net/client_engine_internal.hpp"
-#include "net/rx_stamps.hpp"
+#include "client/engine_internal.hpp"
+#include "io/rx_stamps.hpp"
 
 namespace pytps {
 

@@ -1,6 +1,6 @@
 // Internals of the emulator: connections, the per-request stream state and the loop.
-// emu_server.cpp has the loop, sockets and output; emu_http.cpp the HTTP dispatch;
-// emu_stream.cpp the timed responses.
+// server.cpp has the loop, sockets and output; routes.cpp the HTTP dispatch;
+// stream.cpp the timed responses.
 #pragma once
 
 #include <atomic>
@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "core/clock.hpp"
-#include "net/emu_config.hpp"
-#include "net/emu_formats.hpp"
-#include "net/emu_schedule.hpp"
-#include "net/emu_truth.hpp"
-#include "net/emulator.hpp"
-#include "net/event_loop.hpp"
-#include "net/http_codec.hpp"
+#include "emulator/config.hpp"
+#include "emulator/formats.hpp"
+#include "emulator/schedule.hpp"
+#include "emulator/truth.hpp"
+#include "emulator/emulator.hpp"
+#include "io/event_loop.hpp"
+#include "core/http1_request.hpp"
+#include "emulator/http_write.hpp"
 
 namespace pytps {
 
@@ -95,7 +96,7 @@ private:
     std::atomic<bool> stopping_{false};
     bool started_ = false;
     int listen_fd_ = -1;
-    int stamp_keeper_fd_ = -1;  // keeps the kernel's RX stamping on (net/rx_stamps.hpp)
+    int stamp_keeper_fd_ = -1;  // keeps the kernel's RX stamping on (io/rx_stamps.hpp)
     RealtimeOffset realtime_;   // moves kernel stamps onto CLOCK_MONOTONIC; re-measured each second
     int port_ = 0;
     uint64_t next_conn_id_ = 1;
@@ -123,13 +124,13 @@ private:
     void resolve_marks(Conn& c, int64_t t);
     void after_output(Conn& c);
 
-    // HTTP (emu_http.cpp)
+    // HTTP (routes.cpp)
     void try_requests(Conn& c);
     void handle_request(Conn& c, HttpRequest& req, int64_t received_ns);
     void send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
                      bool keep_alive);
 
-    // Timed responses (emu_stream.cpp)
+    // Timed responses (stream.cpp)
     void start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns);
     void on_stream_timer(Conn& c);
     void write_group(Conn& c, int64_t now);

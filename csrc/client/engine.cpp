@@ -1,4 +1,4 @@
-#include "net/client_engine.hpp"
+#include "client/engine.hpp"
 
 #include <netdb.h>
 #include <sys/eventfd.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "net/client_engine_internal.hpp"
-#include "net/rx_stamps.hpp"
+#include "client/engine_internal.hpp"
+#include "io/rx_stamps.hpp"
 
 namespace pytps {
 

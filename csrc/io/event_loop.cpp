@@ -1,4 +1,4 @@
-#include "net/event_loop.hpp"
+#include "io/event_loop.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "net/rx_stamps.hpp"
+#include "io/rx_stamps.hpp"
 
 #include <ctime>  // before linux/errqueue.h, which uses timespec
 #include <linux/errqueue.h>

@@ -1,13 +1,13 @@
 // The streaming emulator: an HTTP/1.1 server on 127.0.0.1 that answers like OpenAI,
 // Anthropic and Ollama, on a schedule kept by its own thread, and records when every
-// event was written. Public face for the bindings; the machinery is in emu_server.hpp.
+// event was written. Public face for the bindings; the machinery is in server.hpp.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "net/emu_config.hpp"
-#include "net/emu_truth.hpp"
+#include "emulator/config.hpp"
+#include "emulator/truth.hpp"
 
 namespace pytps {
 

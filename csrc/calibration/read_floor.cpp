@@ -1,4 +1,4 @@
-#include "net/read_floor.hpp"
+#include "calibration/read_floor.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

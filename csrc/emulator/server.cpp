@@ -1,5 +1,5 @@
-#include "net/emu_server.hpp"
-#include "net/rx_stamps.hpp"
+#include "emulator/server.hpp"
+#include "io/rx_stamps.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "core/clock.hpp"
-#include "net/json_write.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -1,4 +1,4 @@
-#include "net/tls.hpp"
+#include "client/tls.hpp"
 
 #include <stdexcept>
 

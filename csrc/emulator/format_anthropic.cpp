@@ -1,7 +1,7 @@
 // Anthropic Messages: message_start, content blocks (thinking, text or tool_use) each with
 // start / deltas / stop, ping, message_delta with stop_reason and usage, message_stop.
-#include "net/emu_formats.hpp"
-#include "net/json_write.hpp"
+#include "emulator/formats.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

@@ -1,4 +1,4 @@
-#include "net/emu_request.hpp"
+#include "emulator/chat_request.hpp"
 
 #include "core/json_scan.hpp"
 

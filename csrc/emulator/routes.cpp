@@ -1,8 +1,8 @@
 // HTTP dispatch of the emulator: requests parsed off a connection, routed to the health and
 // models answers, the six generation endpoints or an error in the API's own shape.
 #include "core/clock.hpp"
-#include "net/emu_server.hpp"
-#include "net/json_write.hpp"
+#include "emulator/server.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

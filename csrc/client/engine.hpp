@@ -4,7 +4,7 @@
 // HttpStreamRecorder, and hands finished requests back through a completion queue plus an
 // eventfd that an asyncio loop can watch (one wake-up per batch, not per read).
 //
-// With options.tls the connections speak TLS (net/tls.hpp) over memory BIOs: the engine still
+// With options.tls the connections speak TLS (client/tls.hpp) over memory BIOs: the engine still
 // does its own recv() and stamps it; the plaintext decrypted from that read carries its stamp.
 //
 // Error classes set here are the transport's own (docs/metrics.md): "connect", "timeout",
@@ -26,7 +26,7 @@
 
 #include "core/dialects.hpp"
 #include "core/http_stream_recorder.hpp"
-#include "net/tls.hpp"
+#include "client/tls.hpp"
 
 namespace pytps {
 

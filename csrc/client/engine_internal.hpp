@@ -1,5 +1,5 @@
-// ClientEngine's private parts, shared by client_engine.cpp (the API side) and
-// client_loop.cpp (the engine thread). Not for other users.
+// ClientEngine's private parts, shared by engine.cpp (the API side) and
+// engine_loop.cpp (the engine thread). Not for other users.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/clock.hpp"
-#include "net/client_engine.hpp"
-#include "net/event_loop.hpp"
+#include "client/engine.hpp"
+#include "io/event_loop.hpp"
 
 namespace pytps {
 

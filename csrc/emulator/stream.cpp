@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "core/clock.hpp"
-#include "net/emu_server.hpp"
-#include "net/json_write.hpp"
+#include "emulator/server.hpp"
+#include "emulator/json_write.hpp"
 
 namespace pytps {
 

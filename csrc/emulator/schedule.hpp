@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "net/emu_config.hpp"
-#include "net/emu_formats.hpp"
+#include "emulator/config.hpp"
+#include "emulator/formats.hpp"
 
 namespace pytps {
 
