@@ -29,8 +29,9 @@ import httpx
 import numpy as np
 
 import pytps
-from pytps.api import make_config
-from pytps.runner import Runner, event_loop_name, run_coroutine
+from pytps.config import make_config
+from pytps.event_loop import event_loop_name, run_coroutine
+from pytps.runner import Runner
 
 
 async def plain_client(base_url: str, concurrency: int, requests: int, max_tokens: int) -> tuple[list, float]:

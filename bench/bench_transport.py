@@ -54,9 +54,10 @@ from pathlib import Path
 import numpy as np
 
 from pytps._native import _core
-from pytps.api import make_config
+from pytps.config import make_config
 from pytps.metrics import request_metrics
-from pytps.runner import Runner, run_coroutine
+from pytps.event_loop import run_coroutine
+from pytps.runner import Runner
 
 
 def free_port() -> int:

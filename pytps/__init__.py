@@ -10,9 +10,9 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from ._native import _core
-from .api import run
 from .emulator import Emulator
 from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
+from .library import run
 
 try:
     __version__: str = _dist_version("pytps")
@@ -32,6 +32,10 @@ KIND_REASONING = _core.KIND_REASONING
 KIND_TOOL = _core.KIND_TOOL
 
 __all__ = [
+    "DIALECTS",
+    "KIND_CONTENT",
+    "KIND_REASONING",
+    "KIND_TOOL",
     "BuildError",
     "ConfigError",
     "Emulator",
@@ -43,10 +47,6 @@ __all__ = [
     "SSEEvent",
     "SSEParser",
     "StreamRecorder",
-    "DIALECTS",
-    "KIND_CONTENT",
-    "KIND_REASONING",
-    "KIND_TOOL",
     "__version__",
     "clock_info",
     "now_ns",

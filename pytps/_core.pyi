@@ -167,9 +167,7 @@ class Histogram:
     lowest * 2 * 10**significant_digits reaches 2**62.
     """
 
-    def __init__(
-        self, lowest: int = 1, highest: int = 3_600_000_000_000, significant_digits: int = 3
-    ) -> None: ...
+    def __init__(self, lowest: int = 1, highest: int = 3_600_000_000_000, significant_digits: int = 3) -> None: ...
     def record(self, value: SupportsIndex, count: int = 1) -> None:
         """Records `count` occurrences of `value`. O(1).
 
@@ -408,8 +406,9 @@ class ClientResult:
     def http(self) -> HttpStreamRecorder:
         """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
 
-def measure_read_floor(connections: int = 32, gap_ns: int = 1_000_000, duration_ns: int = 1_000_000_000,
-                       message_bytes: int = 200) -> dict[str, Any]:
+def measure_read_floor(
+    connections: int = 32, gap_ns: int = 1_000_000, duration_ns: int = 1_000_000_000, message_bytes: int = 200
+) -> dict[str, Any]:
     """The floor under any streaming client here: a thread writes message_bytes to each of
     `connections` loopback TCP connections every gap_ns (spread evenly) for duration_ns, and the
     caller reads them with the barest epoll + recv loop (the GIL released). Keys: messages,
@@ -433,12 +432,23 @@ class ClientEngine:
     handshake is error "connect".
     """
 
-    def __init__(self, host: str, port: int, max_connections: int = 100,
-                 connect_timeout_ns: int = 10_000_000_000, idle_timeout_ns: int = 120_000_000_000,
-                 total_timeout_ns: int = 0, first_byte_timeout_ns: int = 0,
-                 max_response_bytes: int = 268435456, spin_ns: int = 0, kernel_timestamps: bool = False,
-                 tls: bool = False, server_name: str | None = None, ca_file: str | None = None,
-                 verify: bool = True) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        max_connections: int = 100,
+        connect_timeout_ns: int = 10_000_000_000,
+        idle_timeout_ns: int = 120_000_000_000,
+        total_timeout_ns: int = 0,
+        first_byte_timeout_ns: int = 0,
+        max_response_bytes: int = 268435456,
+        spin_ns: int = 0,
+        kernel_timestamps: bool = False,
+        tls: bool = False,
+        server_name: str | None = None,
+        ca_file: str | None = None,
+        verify: bool = True,
+    ) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
         connect/idle timeout, an unreadable ca_file, tls=True without TLS_AVAILABLE, or
         server_name/ca_file without tls. first_byte_timeout_ns 0: the idle timeout. spin_ns:
@@ -448,8 +458,9 @@ class ClientEngine:
         with error "connect". TLS: server_name (default: host) is sent as SNI (unless an IP
         address) and checked against the certificate; ca_file is a PEM CA bundle trusted instead
         of the system's; verify=False checks neither."""
-    def submit(self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str,
-               t_sched_ns: int | None = None) -> None:
+    def submit(
+        self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str, t_sched_ns: int | None = None
+    ) -> None:
         """Queue one rendered HTTP/1.1 request whose response is recorded in `dialect` (one of
         DIALECTS). t_sched_ns: send at that CLOCK_MONOTONIC instant from the engine's own timer
         (absolute schedule), else at once. ValueError for an unknown dialect, empty bytes, or

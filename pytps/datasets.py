@@ -168,7 +168,8 @@ def _parse_record(where: str, item: Any, need_output_length: bool) -> DatasetRec
     else:
         keys = ", ".join(sorted(map(str, item))) or "none"
         raise ConfigError(
-            f'{where}: record has no "prompt" (string), "messages" (chat list) or "conversations" (ShareGPT); keys: {keys}'
+            f'{where}: record has no "prompt" (string), "messages" (chat list) or "conversations" (ShareGPT); '
+            f"keys: {keys}"
         )
     if need_output_length and max_tokens is None:
         raise ConfigError(f"{where}: record has no max_tokens: add max_tokens to each record or give an output length")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._native import _core
 
-__all__ = ["Emulator", "FAULT_KINDS", "parse_fault"]
+__all__ = ["FAULT_KINDS", "Emulator", "parse_fault"]
 
 #: Fault kinds and what they do (see docs/emulator.md).
 FAULT_KINDS = {
@@ -26,10 +26,24 @@ FAULT_KINDS = {
     "stall": "a pause of `seconds` before event after_events; later events shift by it",
     "slow_headers": "response headers (and everything after) late by `seconds`",
 }
-_FAULT_ALIASES = {"429": "http_429", "500": "http_500", "503": "http_503", "malformed": "malformed_json",
-                  "error": "error_event", "close": "disconnect"}
-_FAULT_FIELDS = {"probability": float, "p": float, "every": int, "seconds": float, "after_events": int,
-                 "after": int, "retry_after_s": int, "retry_after": int}
+_FAULT_ALIASES = {
+    "429": "http_429",
+    "500": "http_500",
+    "503": "http_503",
+    "malformed": "malformed_json",
+    "error": "error_event",
+    "close": "disconnect",
+}
+_FAULT_FIELDS = {
+    "probability": float,
+    "p": float,
+    "every": int,
+    "seconds": float,
+    "after_events": int,
+    "after": int,
+    "retry_after_s": int,
+    "retry_after": int,
+}
 _DISTS = ("fixed", "normal", "lognormal")
 
 
@@ -87,7 +101,7 @@ def _ns(value: float, name: str, scale: float, minimum: float = 0.0) -> int:
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(v) or v < minimum:
         raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
-    return int(round(v * scale))
+    return round(v * scale)
 
 
 def _int(value: Any, name: str, minimum: int) -> int:
@@ -150,7 +164,7 @@ class Emulator:
             raise ValueError(f"port must be within 0..65535 (0 picks a free one), got {port}")
         if ttft_dist not in _DISTS:
             raise ValueError(f"ttft_dist must be one of {', '.join(_DISTS)}, got {ttft_dist!r}")
-        if itl_dist not in _DISTS + ("replay",):
+        if itl_dist not in (*_DISTS, "replay"):
             raise ValueError(f"itl_dist must be one of {', '.join(_DISTS)} or 'replay', got {itl_dist!r}")
         replay: list[int] = []
         if itl_replay_us is not None:
@@ -265,10 +279,6 @@ class Emulator:
         """
         self._native.wait_truth(n, timeout_s)
         return self.truth()
-
-    def truth_by_id(self) -> dict[str, dict[str, Any]]:
-        """truth() keyed by response id."""
-        return {r["id"]: r for r in self.truth()}
 
     def stats(self) -> dict[str, int]:
         """Counters of the native server (connections, requests, events, writes, bytes, faults, spins)."""

@@ -6,8 +6,9 @@ Each function cites the definition it implements; change both together.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +21,38 @@ PERCENTILE_KEYS = ("p50", "p90", "p95", "p99", "p999")
 DISTRIBUTION_KEYS = ("count", "mean", "stddev", "min", *PERCENTILE_KEYS, "max", "mean_ci95", "p50_ci95")
 
 # Student's t(0.975, df) for df = 1..30; beyond that the normal 1.96 is within 2%.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def _t975(df: int) -> float:
@@ -39,7 +69,7 @@ def output_tokens(rec: RequestRecord) -> tuple[int, str]:
         return int(completion), "usage"
     if rec.tokenizer_tokens is not None:
         return int(rec.tokenizer_tokens), "tokenizer"
-    return int(len(rec.output_times_ns)), "events"
+    return len(rec.output_times_ns), "events"
 
 
 def event_tokens(rec: RequestRecord, tokens: int) -> np.ndarray:
@@ -181,7 +211,7 @@ def distribution(values: Iterable[float | None]) -> dict[str, Any]:
     half = _t975(n - 1) * stddev / math.sqrt(n) if n > 1 else 0.0
     lo, hi = _p50_ci_ranks(n)
     out: dict[str, Any] = {"count": n, "mean": mean, "stddev": stddev, "min": float(arr[0])}
-    for key, value in zip(PERCENTILE_KEYS, pct):
+    for key, value in zip(PERCENTILE_KEYS, pct, strict=True):
         out[key] = float(value)
     out["max"] = float(arr[-1])
     out["mean_ci95"] = [mean - half, mean + half]
@@ -201,12 +231,14 @@ def histogram_distribution(hist: Any, scale: float = 1.0 / NS_PER_S) -> dict[str
     lo, hi = _p50_ci_ranks(n)
     pct = hist.percentiles(list(PERCENTILES))
     out: dict[str, Any] = {"count": n, "mean": mean * scale, "stddev": stddev * scale, "min": hist.min * scale}
-    for key, value in zip(PERCENTILE_KEYS, pct):
+    for key, value in zip(PERCENTILE_KEYS, pct, strict=True):
         out[key] = value * scale
     out["max"] = hist.max * scale
     out["mean_ci95"] = [(mean - half) * scale, (mean + half) * scale]
-    out["p50_ci95"] = [hist.value_at_percentile(100.0 * (lo - 0.5) / n) * scale,
-                       hist.value_at_percentile(100.0 * (hi - 0.5) / n) * scale]
+    out["p50_ci95"] = [
+        hist.value_at_percentile(100.0 * (lo - 0.5) / n) * scale,
+        hist.value_at_percentile(100.0 * (hi - 0.5) / n) * scale,
+    ]
     return out
 
 
@@ -251,7 +283,7 @@ def summarize(
 ) -> tuple[dict[str, Any], list[RequestMetrics]]:
     """The results.json summary (keys are a contract) and the per-request scalars."""
     per_request = [request_metrics(r) for r in records]
-    measured = [(r, m) for r, m in zip(records, per_request) if not r.warmup]
+    measured = [(r, m) for r, m in zip(records, per_request, strict=True) if not r.warmup]
     ok = [(r, m) for r, m in measured if m.ok]
 
     def dist(key: str) -> dict[str, Any]:
@@ -279,8 +311,11 @@ def summarize(
         "chunk_gap_s": distribution(np.concatenate(gap_values).tolist() if gap_values else []),
         "send_overhead_s": distribution(m.send_overhead_s for _, m in measured),
     }
-    kernel_lags = [(r.output_times_ns - r.output_kernel_times_ns).astype(np.float64) / NS_PER_S
-                   for r, _ in ok if len(r.output_kernel_times_ns)]
+    kernel_lags = [
+        (r.output_times_ns - r.output_kernel_times_ns).astype(np.float64) / NS_PER_S
+        for r, _ in ok
+        if len(r.output_kernel_times_ns)
+    ]
     if kernel_lags:
         summary["kernel_read_lag_s"] = distribution(np.concatenate(kernel_lags).tolist())
     if rate_mode:
@@ -327,8 +362,9 @@ def summarize(
     sources: dict[str, int] = {}
     for _, m in ok:
         sources[m.token_source] = sources.get(m.token_source, 0) + 1
-    summary["token_source"] = max(sources, key=lambda k: sources[k]) if len(sources) == 1 else (
-        "mixed" if sources else None)
+    summary["token_source"] = (
+        max(sources, key=lambda k: sources[k]) if len(sources) == 1 else ("mixed" if sources else None)
+    )
     summary["token_sources"] = sources
     events_total = sum(m.output_events for _, m in ok)
     summary["tokens_per_event"] = tokens_total / events_total if events_total else None
@@ -354,7 +390,7 @@ def time_series(
         tokens = {int(s): int(n) for s, n in enumerate(per_second) if n}
     done: dict[int, int] = {}
     failed: dict[int, int] = {}
-    for r, m in zip(records, per_request):
+    for r, m in zip(records, per_request, strict=True):
         if r.warmup or r.t_done_ns is None or r.t_done_ns < t0:
             continue
         s = (r.t_done_ns - t0) // NS_PER_S

@@ -80,8 +80,9 @@ class RequestRecord:
     text: str = ""
 
     def __repr__(self) -> str:
-        return (f"<RequestRecord {self.index} status={self.status} error={self.error} "
-                f"events={len(self.output_times_ns)}>")
+        return (
+            f"<RequestRecord {self.index} status={self.status} error={self.error} events={len(self.output_times_ns)}>"
+        )
 
     @property
     def ok(self) -> bool:

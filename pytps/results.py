@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from .records import RequestRecord
 
-SCHEMA_VERSION = 1
+# results.json's and the journal's layout (docs/results.md); bumped on every change to either.
+SCHEMA_VERSION = 2
 
 
 def _jsonable(value: Any) -> Any:
@@ -64,11 +66,12 @@ class Journal:
             "phases_ns": rec.phases_ns,
         }
         line = _jsonable(line)
-        line["output_times_ns"] = rec.output_times_ns.tolist()
-        line["output_tokens"] = rec.output_tokens.tolist()
-        line["output_kinds"] = rec.output_kinds.tolist()
+        # Per output event (docs/results.md); "output_tokens" stays the request's scalar count.
+        line["event_times_ns"] = rec.output_times_ns.tolist()
+        line["event_tokens"] = rec.output_tokens.tolist()
+        line["event_kinds"] = rec.output_kinds.tolist()
         if len(rec.output_kernel_times_ns):
-            line["output_kernel_times_ns"] = rec.output_kernel_times_ns.tolist()
+            line["event_kernel_times_ns"] = rec.output_kernel_times_ns.tolist()
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._f.flush()
 
@@ -88,19 +91,27 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def write_events(path: Path, records: Sequence[RequestRecord]) -> None:
     counts = [len(r.output_times_ns) for r in records]
     total = sum(counts)
-    request_index = np.repeat(np.asarray([r.index for r in records], dtype=np.int64), counts) if total else \
-        np.zeros(0, dtype=np.int64)
+    request_index = (
+        np.repeat(np.asarray([r.index for r in records], dtype=np.int64), counts)
+        if total
+        else np.zeros(0, dtype=np.int64)
+    )
 
     def cat(attr: str, dtype: Any) -> np.ndarray:
         parts = [np.asarray(getattr(r, attr), dtype=dtype) for r in records]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
-    extra = {}
+    extra: dict[str, Any] = {}
     if any(len(r.output_kernel_times_ns) for r in records):
         # -1 where a record has no kernel stamps (another transport, or a read without one).
-        extra["t_kernel_ns"] = np.concatenate([
-            r.output_kernel_times_ns if len(r.output_kernel_times_ns) == len(r.output_times_ns)
-            else np.full(len(r.output_times_ns), -1, dtype=np.int64) for r in records])
+        extra["t_kernel_ns"] = np.concatenate(
+            [
+                r.output_kernel_times_ns
+                if len(r.output_kernel_times_ns) == len(r.output_times_ns)
+                else np.full(len(r.output_times_ns), -1, dtype=np.int64)
+                for r in records
+            ]
+        )
     tmp = path.with_name(path.stem + ".tmp.npz")
     np.savez_compressed(
         tmp,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,8 +40,7 @@ def _check_arrival(rate_rps: float, arrival: str, burstiness: float) -> None:
         )
     if not _is_number(burstiness) or not (0 < burstiness < math.inf):
         raise ConfigError(
-            f"burstiness must be a finite number > 0, got {burstiness!r}: "
-            "1 is Poisson, < 1 burstier, > 1 more even"
+            f"burstiness must be a finite number > 0, got {burstiness!r}: 1 is Poisson, < 1 burstier, > 1 more even"
         )
     if arrival != "gamma" and burstiness != 1:
         raise ConfigError(
@@ -54,7 +53,9 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and not math.isnan(x)
 
 
-def _gap_sampler(rng: np.random.Generator, rate_rps: float, arrival: str, burstiness: float):
+def _gap_sampler(
+    rng: np.random.Generator, rate_rps: float, arrival: str, burstiness: float
+) -> Callable[[int], np.ndarray]:
     """size -> float64 gaps in ns. Numpy's Generator draws these element by element, so drawing
     in chunks gives the same numbers as drawing at once: the lazy and the eager schedule agree."""
     mean_ns = _NS_PER_S / rate_rps
@@ -147,7 +148,7 @@ class LoadPlan:
 
     @property
     def mode(self) -> str:
-        """"rate" when a rate is set, else "concurrency"."""
+        """ "rate" when a rate is set, else "concurrency"."""
         return "rate" if self.rate_rps is not None else "concurrency"
 
     @property

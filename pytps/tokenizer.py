@@ -23,9 +23,10 @@ class LocalTokenizer:
             raise ConfigError(f"--tokenizer {path}: no such file; give the path of a tokenizer.json")
         try:
             self._tok: Any = Tokenizer.from_file(os.fspath(path))
-        except Exception as exc:  # noqa: BLE001 - the library raises a bare Exception on bad files
-            raise ConfigError(f"--tokenizer {path} is not a tokenizer.json the tokenizers library can read "
-                              f"({exc})") from None
+        except Exception as exc:
+            raise ConfigError(
+                f"--tokenizer {path} is not a tokenizer.json the tokenizers library can read ({exc})"
+            ) from None
         self.path = os.fspath(path)
 
     def count(self, text: str) -> int:

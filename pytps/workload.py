@@ -8,8 +8,8 @@ and two servers can be compared on identical requests. Two kinds:
   unique part so the server's prefix cache cannot serve it (unless a shared prefix is asked for).
 - DatasetWorkload: prompts from a JSONL or ShareGPT file (parsed by pytps.datasets).
 
-Both expose prompt(i), calibrate(planned_tokens, reported_prompt_tokens) and describe(), so the
-runner treats them alike.
+Both expose prompt(i), calibrate(planned_tokens, reported_prompt_tokens), describe() and
+prompt_calibration(), so the runner treats them alike (the Workload protocol).
 """
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ import random
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ._words import WORDS
 from .datasets import DEFAULT_TOKENS_PER_WORD, DatasetRecord, estimate_tokens, load_dataset, messages_text
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_TOKENS_PER_WORD", "DatasetWorkload", "LengthSpec", "Prompt", "SyntheticWorkload"]
+__all__ = ["DEFAULT_TOKENS_PER_WORD", "DatasetWorkload", "LengthSpec", "Prompt", "SyntheticWorkload", "Workload"]
 
-_FORMS = "N (fixed, e.g. 512), N:SD (normal with mean N and standard deviation SD, e.g. 512:64) or LO-HI (uniform, e.g. 128-1024), with counts >= 1"
+_FORMS = (
+    "N (fixed, e.g. 512), N:SD (normal with mean N and standard deviation SD, e.g. 512:64) "
+    "or LO-HI (uniform, e.g. 128-1024), with counts >= 1"
+)
 _FIXED = re.compile(r"\s*(\d+)\s*")
 _NORMAL = re.compile(r"\s*(\d+)\s*:\s*(\d+(?:\.\d*)?|\.\d+)\s*")
 _UNIFORM = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*")
@@ -50,7 +53,7 @@ class LengthSpec:
 
     @classmethod
     def parse(cls, text: str | int | LengthSpec, name: str = "length") -> LengthSpec:
-        """"N", "N:sd" or "lo-hi" (an int or a LengthSpec passes through). `name` is what the value
+        """ "N", "N:sd" or "lo-hi" (an int or a LengthSpec passes through). `name` is what the value
         is for ("--input-tokens"), used in the ConfigError for bad text."""
         if isinstance(text, LengthSpec):
             return text
@@ -121,6 +124,15 @@ class Prompt:
             self.text = messages_text(self.messages)
 
 
+class Workload(Protocol):
+    """What the runner needs of a workload."""
+
+    def prompt(self, i: int) -> Prompt: ...
+    def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None: ...
+    def describe(self) -> dict[str, Any]: ...
+    def prompt_calibration(self) -> dict[str, Any] | None: ...
+
+
 class SyntheticWorkload:
     """Prompts of random common English words, sized in tokens without a tokenizer.
 
@@ -156,7 +168,11 @@ class SyntheticWorkload:
     ) -> None:
         self.input_tokens = LengthSpec.parse(input_tokens, "input tokens")
         self.output_tokens = LengthSpec.parse(output_tokens, "output tokens")
-        if not isinstance(shared_prefix_tokens, int) or isinstance(shared_prefix_tokens, bool) or shared_prefix_tokens < 0:
+        if (
+            not isinstance(shared_prefix_tokens, int)
+            or isinstance(shared_prefix_tokens, bool)
+            or shared_prefix_tokens < 0
+        ):
             raise ConfigError(f"shared prefix tokens must be an integer >= 0, got {shared_prefix_tokens!r}")
         if shared_prefix_tokens and shared_prefix_tokens >= self.input_tokens.mean:
             raise ConfigError(
@@ -270,16 +286,23 @@ class SyntheticWorkload:
             return self._prefix_pool[:k]
 
     def describe(self) -> dict[str, Any]:
-        """What a results file records about this workload."""
+        """What a results file records about this workload (results.json metadata.workload)."""
         return {
             "kind": "synthetic",
             "input_tokens": str(self.input_tokens),
             "output_tokens": str(self.output_tokens),
             "shared_prefix_tokens": self.shared_prefix_tokens,
             "seed": self.seed,
+            "salt": self.salt,
+        }
+
+    def prompt_calibration(self) -> dict[str, Any]:
+        """Where prompt sizing ended up (results.json metadata.prompt_calibration)."""
+        return {
+            "prior_tokens_per_word": self._base,
             "tokens_per_word": round(self.tokens_per_word, 4),
             "overhead_tokens": round(self._overhead, 2),
-            "calibration_reports": self._n,
+            "reports": self._n,
         }
 
 
@@ -355,19 +378,25 @@ class DatasetWorkload:
             raise ValueError(f"request index must be an integer >= 0, got {i!r}")
         rec = self.records[self._order[i % len(self.records)]]
         if self.output_tokens is not None:
-            max_tokens = self.output_tokens.sample(random.Random(f"pytps:{self.seed}:{i}:lengths"))
+            max_tokens: int | None = self.output_tokens.sample(random.Random(f"pytps:{self.seed}:{i}:lengths"))
         else:
             max_tokens = rec.max_tokens if rec.max_tokens is not None else rec.reference_output_tokens
+        assert max_tokens is not None  # __init__ refused records with neither
         # Copies: the runner may adapt messages per API; the dataset must stay as loaded.
         messages = copy.deepcopy(rec.messages)
-        p = Prompt(i, messages, rec.text, None, int(max_tokens))  # type: ignore[arg-type]
+        p = Prompt(i, messages, rec.text, None, int(max_tokens))
         p.planned_tokens = estimate_tokens(p.text or "")
         return p
 
     def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None:
         """Nothing to learn: dataset prompts are sent as they are."""
 
+    def prompt_calibration(self) -> None:
+        """Dataset prompts are sent as they are: nothing is calibrated."""
+        return None
+
     def describe(self) -> dict[str, Any]:
+        """What a results file records about this workload (results.json metadata.workload)."""
         return {
             "kind": "dataset",
             "source": self.source,

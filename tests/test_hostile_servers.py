@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pytps.api import make_config
+from pytps.config import make_config
 from pytps.runner import Runner
 
 from test_client_engine import SSE_HEAD, ScriptServer, drip, half_chunk

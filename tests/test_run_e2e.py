@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import pytps
-from pytps.api import make_config
-from pytps.results import load_journal, load_results
+from pytps.config import make_config
+from pytps.results import SCHEMA_VERSION, load_journal, load_results
 from pytps.runner import Runner
 
 MS = 1_000_000
@@ -46,7 +46,13 @@ def test_every_dialect_measures_exact_tokens(api, transport, tmp_path):
     # The files are written and agree with the result.
     saved = load_results(tmp_path / "out")
     assert saved["summary"]["output_tokens_total"] == 72
-    assert len(load_journal(tmp_path / "out")) == 6
+    journal = load_journal(tmp_path / "out")
+    assert len(journal) == 6
+    # The scalar count survives in the journal beside the per-event arrays (it was once overwritten).
+    assert all(line["output_tokens"] == 12 for line in journal)
+    assert all(len(line["event_times_ns"]) == len(line["event_kinds"]) == len(line["event_tokens"]) == 12
+               for line in journal)
+    assert saved["schema_version"] == SCHEMA_VERSION
     events = np.load(tmp_path / "out" / "events.npz")
     assert len(events["t_ns"]) == 72 and events["t_ns"].dtype == np.int64
 
@@ -119,7 +125,7 @@ def test_kernel_timestamps_are_kept_beside_the_arrival_stamps(tmp_path):
     events = np.load(tmp_path / "out" / "events.npz")
     assert np.all(events["t_kernel_ns"] <= events["t_ns"]) and np.all(events["t_kernel_ns"] > 0)
     journal = load_journal(tmp_path / "out")
-    assert all(len(line["output_kernel_times_ns"]) == 20 for line in journal)
+    assert all(len(line["event_kernel_times_ns"]) == 20 for line in journal)
 
 
 def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
@@ -245,14 +251,14 @@ def test_the_clients_own_cpu_is_reported(transport, tmp_path):
 
 
 def test_a_busy_client_thread_is_warned_about():
-    from pytps.report import warnings
+    from pytps.report import run_warnings
 
     results = {"metadata": {"client_cpu": {"wall_s": 10.0, "loop_thread_s": 9.0, "engine_thread_s": 2.0}},
                "summary": {"requests_ok": 100}}
-    found = [w for w in warnings.collect(results) if "busy" in w]
+    found = [w for w in run_warnings.collect(results) if "busy" in w]
     assert len(found) == 1 and "event loop was busy 90%" in found[0] and "--transport native" in found[0]
     results["metadata"]["client_cpu"]["loop_thread_s"] = 1.0
-    assert not [w for w in warnings.collect(results) if "busy" in w]
+    assert not [w for w in run_warnings.collect(results) if "busy" in w]
 
 
 def _python_calls(emu, tmp_path, transport: str, tokens: int) -> int:

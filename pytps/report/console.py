@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..runner import Progress as RunProgress
-from . import warnings as run_warnings
+from . import run_warnings
 
 # (summary key, label, scale to display unit, unit)
 ROWS = (
@@ -49,8 +49,7 @@ class RichProgress(RunProgress):
         if self._bar is None:
             return
         tps = tokens / elapsed_s if elapsed_s > 0 else 0.0
-        self._bar.update(self._task, completed=done,
-                         status=f"in flight {in_flight}  {tps:,.0f} tok/s  errors {errors}")
+        self._bar.update(self._task, completed=done, status=f"in flight {in_flight}  {tps:,.0f} tok/s  errors {errors}")
 
     def stop(self) -> None:
         if self._bar is not None:
@@ -75,8 +74,11 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     transport = str(meta.get("transport"))
     if tls:
         # Which TLS stack measured matters when comparing runs (httpx: Python's ssl).
-        transport += f" over TLS ({tls.get('library') or 'Python ssl'}" + ("" if tls.get("verify", True) else
-                                                                          ", unverified") + ")"
+        transport += (
+            f" over TLS ({tls.get('library') or 'Python ssl'}"
+            + ("" if tls.get("verify", True) else ", unverified")
+            + ")"
+        )
     console.print(
         f"[bold]{meta.get('model')}[/] via {meta.get('api')} at {ep.get('host')}:{ep.get('port')} · "
         f"{load.get('mode')} {load.get('concurrency') or load.get('rate_rps')} · {transport} · "
@@ -92,7 +94,9 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         table.add_row(
             f"{label} [{unit}]",
             f"{_fmt(d['mean'], scale)} ± {_fmt(d['stddev'], scale)}",
-            _fmt(d["p50"], scale), _fmt(d["p90"], scale), _fmt(d["p99"], scale),
+            _fmt(d["p50"], scale),
+            _fmt(d["p90"], scale),
+            _fmt(d["p99"], scale),
             f"{_fmt(d['min'], scale)} … {_fmt(d['max'], scale)}",
             str(d["count"]),
         )
@@ -115,6 +119,8 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         console.print(
             f"client CPU {s['client_cpu_us_per_token']:.2f} µs/token · event loop {cpu.get('loop_thread_s', 0):.2f} s"
             + (f" · engine thread {engine:.2f} s" if engine is not None else "")
-            + f" in {cpu.get('wall_s', 0):.2f} s", style="dim")
+            + f" in {cpu.get('wall_s', 0):.2f} s",
+            style="dim",
+        )
     for w in run_warnings.collect(results):
         console.print(f"[yellow]Warning:[/] {w}")

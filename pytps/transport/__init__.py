@@ -1,5 +1,9 @@
-"""Transports turn RequestSpecs into RequestRecords; they know nothing about metrics."""
+"""Transports turn RequestSpecs into RequestRecords; they know nothing about metrics.
 
-from .httpx_transport import HttpxTransport, RequestSpec, classify_exception
+The contract is pytps.transport.base.Transport; the three that ship are native_transport,
+asyncio_transport and httpx_transport, and select.py picks one for a run.
+"""
 
-__all__ = ["HttpxTransport", "RequestSpec", "classify_exception"]
+from .base import TRANSPORT_NAMES, RequestRecord, RequestSpec, Transport
+
+__all__ = ["TRANSPORT_NAMES", "RequestRecord", "RequestSpec", "Transport"]

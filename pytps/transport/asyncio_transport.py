@@ -28,8 +28,8 @@ from ..records import (
     RequestRecord,
     response_too_large_detail,
 )
+from .base import RequestSpec
 from .http1 import Http1Target, fill_from_http
-from .httpx_transport import HttpxTransport, RequestSpec
 
 _now_ns = _core.now_ns
 
@@ -84,9 +84,18 @@ class AsyncioTransport:
     """Sends RequestSpecs over pooled HTTP/1.1 connections; returns RequestRecords."""
 
     name = "asyncio"
+    schedule_lead_ns: int = 0  # rate mode: sent when the event loop's sleep ends
+    tls_library: str | None = None  # http:// only
+    thread_cpu_s: float | None = None  # no thread of its own: its work is the event loop's
 
-    def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
-                 total_timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 120.0,
+        total_timeout_s: float | None = None,
+    ) -> None:
         self._target = Http1Target(base_url, self.name)
         self.base_url = self._target.base_url
         self.host = self._target.host
@@ -96,8 +105,6 @@ class AsyncioTransport:
         self.total_timeout_s = total_timeout_s
         self._idle: deque[_Connection] = deque()
         self._open: set[_Connection] = set()
-        # Model listing and other one-off JSON requests are not timed: httpx does them.
-        self._httpx = HttpxTransport(base_url)
 
     async def aclose(self) -> None:
         for conn in list(self._open):
@@ -105,10 +112,6 @@ class AsyncioTransport:
                 conn.transport.close()
         self._idle.clear()
         self._open.clear()
-        await self._httpx.aclose()
-
-    async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, Any]:
-        return await self._httpx.get_json(path, headers)
 
     async def _connection(self) -> tuple[_Connection, bool]:
         while self._idle:
@@ -117,8 +120,9 @@ class AsyncioTransport:
                 return conn, True
             self._open.discard(conn)
         loop = asyncio.get_running_loop()
-        _, conn = await asyncio.wait_for(loop.create_connection(_Connection, self.host, self.port),
-                                         self.connect_timeout_s)
+        _, conn = await asyncio.wait_for(
+            loop.create_connection(_Connection, self.host, self.port), self.connect_timeout_s
+        )
         self._open.add(conn)
         return conn, False
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..records import ERROR_CLIENT, ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord, http_error_class
-from .httpx_transport import RequestSpec, classify_stream
+from ..records import ERROR_CLIENT, ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
+from .base import RequestSpec, classify_status, classify_stream
 
 
 class Http1Target:
@@ -18,8 +18,9 @@ class Http1Target:
         if url.scheme not in (("http", "https") if tls_ok else ("http",)):
             if tls_ok:
                 raise ValueError(f"the {transport_name} transport needs an http:// or https:// URL, got {base_url!r}")
-            raise ValueError(f"the {transport_name} transport speaks plain http://; use the httpx transport "
-                             "for https://")
+            raise ValueError(
+                f"the {transport_name} transport speaks plain http://; use the httpx transport for https://"
+            )
         self.base_url = base_url.rstrip("/")
         self.tls = url.scheme == "https"
         self.host = url.hostname or "127.0.0.1"
@@ -29,9 +30,13 @@ class Http1Target:
 
     def render(self, spec: RequestSpec) -> bytes:
         """The whole request as bytes, so nothing but the write sits between t_send and the wire."""
-        head = [f"POST {self.prefix}{spec.path} HTTP/1.1", f"Host: {self.host_header}",
-                "Content-Type: application/json", "Accept: text/event-stream",
-                f"Content-Length: {len(spec.body)}"]
+        head = [
+            f"POST {self.prefix}{spec.path} HTTP/1.1",
+            f"Host: {self.host_header}",
+            "Content-Type: application/json",
+            "Accept: text/event-stream",
+            f"Content-Length: {len(spec.body)}",
+        ]
         head += [f"{k}: {v}" for k, v in spec.headers.items()]
         return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + spec.body
 
@@ -54,7 +59,6 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     elif rec.status is None:
         rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
     elif rec.status >= 300:
-        rec.error = http_error_class(rec.status)
-        rec.error_detail = bytes(recorder.error_body[:500]).decode("utf-8", "replace")
+        classify_status(rec, rec.status, recorder.error_body)
     else:
         classify_stream(rec, recorder.recorder.error)

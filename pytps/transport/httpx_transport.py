@@ -15,24 +15,23 @@ from __future__ import annotations
 
 import ssl
 import typing
-from dataclasses import dataclass
 
 import httpcore
 import httpx
 
 from .._native import _core
+from ..endpoint import tls_hint
 from ..records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
-    ERROR_IN_STREAM,
     ERROR_PROTOCOL,
     ERROR_TIMEOUT,
     ERROR_TRUNCATED,
     MAX_RESPONSE_BYTES,
     RequestRecord,
-    http_error_class,
     response_too_large_detail,
 )
+from .base import RequestSpec, classify_status, classify_stream
 
 _now_ns = _core.now_ns
 
@@ -65,7 +64,7 @@ class StampingStream(httpcore.AsyncNetworkStream):
         ssl_context: ssl.SSLContext,
         server_hostname: str | None = None,
         timeout: float | None = None,
-    ) -> "StampingStream":
+    ) -> StampingStream:
         # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
         return StampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
 
@@ -97,14 +96,21 @@ class _ResponseStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         if hasattr(self._stream, "aclose"):
-            await self._stream.aclose()  # type: ignore[attr-defined]
+            await self._stream.aclose()
 
 
 class StampingTransport(httpx.AsyncBaseTransport):
     """httpx transport over an httpcore pool whose sockets stamp every read."""
 
-    def __init__(self, *, http2: bool = False, max_connections: int = 100, verify: bool = True,
-                 tls: bool = True, ca_file: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        http2: bool = False,
+        max_connections: int = 100,
+        verify: bool = True,
+        tls: bool = True,
+        ca_file: str | None = None,
+    ) -> None:
         # Loading the CA store costs ~50 ms: only when the endpoint speaks TLS. ca_file: this
         # PEM bundle instead of the system's CAs (as the native transport does).
         ctx = None
@@ -112,7 +118,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
             if verify:
                 ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
             else:
-                ctx = ssl._create_unverified_context()  # noqa: S323
+                ctx = ssl._create_unverified_context()
             if http2:
                 ctx.set_alpn_protocols(["h2", "http/1.1"])
         self._pool = httpcore.AsyncConnectionPool(
@@ -135,7 +141,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
                 target=request.url.raw_path,
             ),
             headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]
+            content=request.stream,
             extensions=request.extensions,
         )
         resp = await self._pool.handle_async_request(req)
@@ -150,34 +156,6 @@ class StampingTransport(httpx.AsyncBaseTransport):
         await self._pool.aclose()
 
 
-@dataclass
-class RequestSpec:
-    """One request, rendered before it is sent so that no work sits between t_send and the wire."""
-
-    index: int
-    path: str
-    body: bytes
-    headers: dict[str, str]
-    dialect: str
-    warmup: bool = False
-    t_sched_ns: int | None = None
-    prompt_tokens_planned: int | None = None
-    max_tokens: int | None = None
-    usage_requested: bool = True
-
-    def new_record(self, transport: str) -> RequestRecord:
-        """The record a transport fills in for this request, carrying what the spec knows."""
-        return RequestRecord(
-            index=self.index,
-            warmup=self.warmup,
-            t_sched_ns=self.t_sched_ns,
-            prompt_tokens_planned=self.prompt_tokens_planned,
-            max_tokens=self.max_tokens,
-            usage_requested=self.usage_requested,
-            transport=transport,
-        )
-
-
 class _PhaseTrace:
     """httpcore trace callback: stamps the connection phases of one request."""
 
@@ -190,7 +168,8 @@ class _PhaseTrace:
     def send_ns(self) -> int | None:
         # Runs right after httpcore's last write of the request: from here the server has it all.
         return self.stamps.get("http11.send_request_body.complete") or self.stamps.get(
-            "http2.send_request_body.complete")
+            "http2.send_request_body.complete"
+        )
 
     def phases_ns(self) -> dict[str, int]:
         s = self.stamps
@@ -215,22 +194,6 @@ def _closed_early(exc: BaseException) -> bool:
     return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed"))
 
 
-TLS_TRUST_HINT = ("if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
-                   "to skip verification, --insecure")
-
-
-def tls_hint(exc: BaseException) -> str | None:
-    """The --ca-bundle/--insecure hint when exc (or what caused it) is a certificate verification failure."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            break
-        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
-            return TLS_TRUST_HINT
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
 class ResponseTooLarge(Exception):
     """The response went past MAX_RESPONSE_BYTES: the client stopped reading it."""
 
@@ -243,8 +206,17 @@ def classify_exception(exc: BaseException) -> str:
         return ERROR_CONNECT
     if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)) and not _closed_early(exc):
         return ERROR_PROTOCOL  # h11 could not parse what the server sent
-    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError, httpx.ReadError,
-                        httpcore.ReadError, ConnectionResetError, BrokenPipeError)):
+    if isinstance(
+        exc,
+        (
+            httpx.RemoteProtocolError,
+            httpcore.RemoteProtocolError,
+            httpx.ReadError,
+            httpcore.ReadError,
+            ConnectionResetError,
+            BrokenPipeError,
+        ),
+    ):
         return ERROR_TRUNCATED
     return ERROR_CLIENT
 
@@ -253,6 +225,8 @@ class HttpxTransport:
     """Sends RequestSpecs through an httpx.AsyncClient and returns RequestRecords."""
 
     name = "httpx"
+    schedule_lead_ns: int = 0  # rate mode: sent when the event loop's sleep ends
+    thread_cpu_s: float | None = None  # no thread of its own: its work is the event loop's
 
     def __init__(
         self,
@@ -260,7 +234,8 @@ class HttpxTransport:
         *,
         http2: bool = False,
         max_connections: int = 100,
-        timeout: httpx.Timeout | None = None,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 120.0,
         total_timeout_s: float | None = None,
         verify: bool = True,
         ca_file: str | None = None,
@@ -273,32 +248,27 @@ class HttpxTransport:
         self.tls_library: str | None = ssl.OPENSSL_VERSION if tls else None
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
-            transport=StampingTransport(http2=http2, max_connections=max_connections, verify=verify,
-                                        tls=tls, ca_file=ca_file),
-            timeout=timeout or httpx.Timeout(connect=10.0, read=60.0, write=10.0, pool=None),
+            transport=StampingTransport(
+                http2=http2, max_connections=max_connections, verify=verify, tls=tls, ca_file=ca_file
+            ),
+            timeout=httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=30.0, pool=None),
         )
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-    async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, typing.Any]:
-        resp = await self._client.get(path, headers=headers)
-        try:
-            return resp.status_code, resp.json()
-        except ValueError:
-            return resp.status_code, None
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
         rec = spec.new_record(self.name)
         recorder = _core.StreamRecorder(spec.dialect)
         trace = _PhaseTrace()
         headers = {"content-type": "application/json", "accept": "text/event-stream", **spec.headers}
-        request = self._client.build_request("POST", spec.path, content=spec.body, headers=headers,
-                                             extensions={"trace": trace})
+        request = self._client.build_request(
+            "POST", spec.path, content=spec.body, headers=headers, extensions={"trace": trace}
+        )
         rec.t_submit_ns = _now_ns()
         try:
             response = await self._client.send(request, stream=True)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded error class
+        except Exception as exc:
             rec.t_done_ns = _now_ns()
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
             rec.error = classify_exception(exc)
@@ -313,8 +283,9 @@ class HttpxTransport:
         # the Python work before it, and connection setup, are the client's, reported apart.
         # On HTTP/1.1 the connection's last write before the response is this request's body;
         # HTTP/2 interleaves requests on one connection, so there the trace tells.
-        if not self.http2 and getattr(stream, "last_write_ns", 0):
-            rec.t_send_ns = stream.last_write_ns
+        last_write_ns: int = getattr(stream, "last_write_ns", 0)
+        if not self.http2 and last_write_ns:
+            rec.t_send_ns = last_write_ns
         else:
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
         rec.t_headers_ns = getattr(stream, "last_read_ns", None) or _now_ns()
@@ -337,9 +308,8 @@ class HttpxTransport:
                         raise ResponseTooLarge(response_too_large_detail(MAX_RESPONSE_BYTES))
                     feed(chunk, t)
                     if deadline is not None and t > deadline:
-                        raise TimeoutError(f"the response took longer than {self.total_timeout_s} s "
-                                           "(total timeout)")
-        except Exception as exc:  # noqa: BLE001
+                        raise TimeoutError(f"the response took longer than {self.total_timeout_s} s (total timeout)")
+        except Exception as exc:
             body_error = exc
         finally:
             await response.aclose()
@@ -349,21 +319,10 @@ class HttpxTransport:
         rec.fill_from_recorder(recorder)
         rec.phases_ns = trace.phases_ns()
         if response.status_code >= 300:
-            rec.error = http_error_class(response.status_code)
-            rec.error_detail = error_body[:500].decode("utf-8", "replace")
+            classify_status(rec, response.status_code, error_body)
         elif body_error is not None:
             rec.error = classify_exception(body_error)
             rec.error_detail = f"{type(body_error).__name__}: {body_error}"
         else:
             classify_stream(rec, recorder.error)
         return rec
-
-
-def classify_stream(rec: RequestRecord, stream_error: dict[str, typing.Any] | None) -> None:
-    """Errors seen in a 2xx body: an in-stream error, a protocol error, or a missing terminal marker."""
-    if stream_error is not None:
-        rec.error = ERROR_IN_STREAM if stream_error["kind"] == "in_stream" else ERROR_PROTOCOL
-        rec.error_detail = stream_error["message"]
-    elif not rec.done:
-        rec.error = ERROR_TRUNCATED
-        rec.error_detail = "the stream ended before its terminal marker"

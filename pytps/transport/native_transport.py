@@ -27,12 +27,14 @@ import numpy as np
 
 from .._native import _core
 from ..records import MAX_RESPONSE_BYTES, RequestRecord
+from .base import RequestSpec
 from .http1 import Http1Target, fill_from_http
-from .httpx_transport import HttpxTransport, RequestSpec
 
-NO_TLS = ("this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "
-          "install libssl-dev (apt-get install libssl-dev) and rebuild (pip install -e .), or use "
-          "--transport httpx for https://")
+NO_TLS = (
+    "this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "
+    "install libssl-dev (apt-get install libssl-dev) and rebuild (pip install -e .), or use "
+    "--transport httpx for https://"
+)
 
 _now_ns = _core.now_ns
 
@@ -59,9 +61,19 @@ class NativeTransport:
     # engine, not the loop, decides the send instant. 3 ms left a few sends late by 0.5-2 ms.
     schedule_lead_ns = 10_000_000
 
-    def __init__(self, base_url: str, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 120.0,
-                 total_timeout_s: float | None = None, max_connections: int = 100,
-                 kernel_timestamps: bool = False, spin_ns: int = 0, ca_file: str | None = None, verify: bool = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 120.0,
+        total_timeout_s: float | None = None,
+        max_connections: int = 100,
+        kernel_timestamps: bool = False,
+        spin_ns: int = 0,
+        ca_file: str | None = None,
+        verify: bool = True,
+    ) -> None:
         """https:// needs _core.TLS_AVAILABLE. ca_file: a PEM CA bundle trusted instead of the
         system's; verify=False checks neither the certificate nor the host name."""
         self._target = Http1Target(base_url, self.name, tls_ok=True)
@@ -75,21 +87,25 @@ class NativeTransport:
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = _core.tls_library_version() if tls else None
         self._engine = _core.ClientEngine(
-            self._target.host, self._target.port, max_connections=max_connections,
-            connect_timeout_ns=int(connect_timeout_s * 1e9), idle_timeout_ns=int(read_timeout_s * 1e9),
+            self._target.host,
+            self._target.port,
+            max_connections=max_connections,
+            connect_timeout_ns=int(connect_timeout_s * 1e9),
+            idle_timeout_ns=int(read_timeout_s * 1e9),
             total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0,
-            max_response_bytes=MAX_RESPONSE_BYTES, spin_ns=spin_ns,
+            max_response_bytes=MAX_RESPONSE_BYTES,
+            spin_ns=spin_ns,
             kernel_timestamps=kernel_timestamps,
-            tls=tls, server_name=self._target.host if tls else None,
-            ca_file=str(ca_file) if tls and ca_file else None, verify=verify)
+            tls=tls,
+            server_name=self._target.host if tls else None,
+            ca_file=str(ca_file) if tls and ca_file else None,
+            verify=verify,
+        )
         self.kernel_timestamps = kernel_timestamps
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._pending: list[tuple[int, bytes, str, int | None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Model listing and other one-off JSON requests are not timed: httpx does them, with
-        # the same trust settings.
-        self._httpx = HttpxTransport(base_url, ca_file=ca_file, verify=verify)
 
     def _watch(self) -> None:
         loop = asyncio.get_running_loop()
@@ -114,7 +130,7 @@ class NativeTransport:
         batch, self._pending = self._pending, []
         try:
             self._engine.submit_many(batch)
-        except Exception as exc:  # noqa: BLE001 - handed to each waiting send(), not lost in the loop
+        except Exception as exc:
             for rid, *_ in batch:
                 fut = self._waiting.pop(rid, None)
                 if fut is not None and not fut.done():
@@ -157,17 +173,15 @@ class NativeTransport:
         else:
             fill_from_http(rec, result.http)
         if self.kernel_timestamps:
-            rec.output_kernel_times_ns = kernel_times_for(rec.output_times_ns, result.recv_times_ns,
-                                                          result.recv_kernel_times_ns)
+            rec.output_kernel_times_ns = kernel_times_for(
+                rec.output_times_ns, result.recv_times_ns, result.recv_kernel_times_ns
+            )
         return rec
 
     @property
     def thread_cpu_s(self) -> float:
         """CPU time of the engine thread (known after aclose()): the client's work off the loop."""
         return self._engine.thread_cpu_ns / 1e9
-
-    async def get_json(self, path: str, headers: dict[str, str]) -> tuple[int, Any]:
-        return await self._httpx.get_json(path, headers)
 
     async def aclose(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -177,5 +191,3 @@ class NativeTransport:
             fut = self._waiting.pop(result.id, None)
             if fut is not None and not fut.done():
                 fut.set_result(result)
-        await self._httpx.aclose()
-

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ._native import _core
 from .datasets import content_text
 from .errors import ConfigError, ProtocolError
 
@@ -29,12 +30,11 @@ __all__ = [
     "models_path",
     "parse_models",
     "redact",
-    "redacted_headers",
     "rejects_usage_request",
-    "without_usage_request",
 ]
 
-API_NAMES: tuple[str, ...] = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")
+#: The APIs pytps speaks: the native core's dialects (the response side), the one list.
+API_NAMES: tuple[str, ...] = tuple(_core.DIALECTS)
 #: The Messages API version pytps speaks; Anthropic requires the header on every request.
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -45,7 +45,6 @@ _PATHS = {
     "anthropic": "/v1/messages",
     "ollama": "/api/chat",
 }
-_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie")
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
 
 
@@ -57,7 +56,7 @@ class PromptLike(Protocol):
 
 def check_api(api: str) -> str:
     """Return api if it is one of API_NAMES, else raise ConfigError listing them."""
-    if api not in _PATHS:
+    if api not in API_NAMES:
         raise ConfigError(f"unknown API {api!r}: use one of {', '.join(API_NAMES)}")
     return api
 
@@ -103,7 +102,11 @@ def build_request(
     elif api == "anthropic":
         # The Messages API takes the system prompt as a top-level field, not as a message.
         system = "\n\n".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
-        body = {"model": model, "messages": [m for m in messages if m.get("role") != "system"], "max_tokens": max_tokens}
+        body = {
+            "model": model,
+            "messages": [m for m in messages if m.get("role") != "system"],
+            "max_tokens": max_tokens,
+        }
         if system:
             body["system"] = system
         body["stream"] = stream
@@ -139,19 +142,9 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[key] = copy.deepcopy(value)
 
 
-def without_usage_request(api: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of body without the usage request, for the one retry after a server rejected
-    stream_options (older OpenAI-compatible servers do). Other APIs ask for nothing: unchanged."""
-    check_api(api)
-    out = copy.deepcopy(dict(body))
-    if api in ("openai-chat", "openai-completions"):
-        out.pop("stream_options", None)
-    return out
-
-
 def rejects_usage_request(status: int, error_text: str) -> bool:
     """Whether an error response looks like a server refusing stream_options, the case for the
-    retry with without_usage_request(). Anything else is a real error and is reported as such."""
+    retry without the usage request. Anything else is a real error and is reported as such."""
     text = error_text.lower()
     return status in (400, 422) and ("stream_options" in text or "include_usage" in text)
 
@@ -241,17 +234,3 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
-
-
-def redacted_headers(headers: Mapping[str, str], secrets: Iterable[str | None] = ()) -> dict[str, str]:
-    """A copy of request headers fit for a log or results file: credential headers masked
-    (keeping the "Bearer" scheme, which helps debugging), secrets redacted from the rest."""
-    secrets = list(secrets)
-    out = {}
-    for name, value in headers.items():
-        if name.lower() in _SECRET_HEADERS:
-            scheme = value.split(" ", 1)[0] if name.lower().endswith("authorization") and " " in value else ""
-            out[name] = f"{scheme} ***" if scheme else "***"
-        else:
-            out[name] = redact(value, secrets)
-    return out

@@ -17,8 +17,10 @@ def collect(results: dict[str, Any]) -> list[str]:
     if meta.get("stopped_reason"):
         out.append(f"The run stopped early: {meta['stopped_reason']}.")
     if 0 < ok < 30:
-        out.append(f"Only {ok} successful requests: p99 and the confidence intervals are rough. "
-                   "Hint: use --requests 100 or more.")
+        out.append(
+            f"Only {ok} successful requests: p99 and the confidence intervals are rough. "
+            "Hint: use --requests 100 or more."
+        )
     if ok == 0 and summary.get("requests_total"):
         out.append("No request succeeded: see the error counts above, and requests.jsonl for details.")
     measured = [r for r in requests if not r.get("warmup") and r.get("ok") and r.get("ttft_s") is not None]
@@ -26,16 +28,22 @@ def collect(results: dict[str, Any]) -> list[str]:
         first = measured[0]["ttft_s"]
         median_rest = statistics.median(r["ttft_s"] for r in measured[1:])
         if median_rest > 0 and first > 3 * median_rest and first - median_rest > 0.005:
-            out.append(f"The first request's TTFT ({first * 1e3:.1f} ms) was {first / median_rest:.0f}x the "
-                       "median of the rest: a cold start (model load, cache warm-up, connection setup). "
-                       "Hint: use --warmup 1 (or more) to leave it out.")
+            out.append(
+                f"The first request's TTFT ({first * 1e3:.1f} ms) was {first / median_rest:.0f}x the "
+                "median of the rest: a cold start (model load, cache warm-up, connection setup). "
+                "Hint: use --warmup 1 (or more) to leave it out."
+            )
     tpe = summary.get("tokens_per_event")
     if tpe is not None and abs(tpe - 1.0) > 0.02:
-        out.append(f"The server sent {tpe:.2f} tokens per output event on average: per-event timings are per "
-                   "chunk, and ITL spreads each gap over its tokens (docs/metrics.md).")
+        out.append(
+            f"The server sent {tpe:.2f} tokens per output event on average: per-event timings are per "
+            "chunk, and ITL spreads each gap over its tokens (docs/metrics.md)."
+        )
     if summary.get("token_source") == "events":
-        out.append("The server reported no usage: token counts are output events, which are not tokens when "
-                   "chunks carry several. Hint: let the server report usage, or pass --tokenizer.")
+        out.append(
+            "The server reported no usage: token counts are output events, which are not tokens when "
+            "chunks carry several. Hint: let the server report usage, or pass --tokenizer."
+        )
     if meta.get("usage_note"):
         out.append(f"Note: {meta['usage_note']}.")
     rate = summary.get("error_rate")
@@ -47,17 +55,23 @@ def collect(results: dict[str, Any]) -> list[str]:
         # A thread busy most of the run answers late: its stamps (asyncio, httpx: the loop stamps
         # reads) or its sends (rate mode) drift from the wire. 0.7: well before it saturates.
         for key, name, hint in (
-            ("loop_thread_s", "event loop", "use --transport native (reads are stamped off the loop), or "
-             "run fewer connections per process"),
-            ("engine_thread_s", "native engine thread", "run fewer connections per process, or several "
-             "processes"),
+            (
+                "loop_thread_s",
+                "event loop",
+                "use --transport native (reads are stamped off the loop), or run fewer connections per process",
+            ),
+            ("engine_thread_s", "native engine thread", "run fewer connections per process, or several processes"),
         ):
             busy = (cpu.get(key) or 0.0) / wall
             if busy > 0.7:
-                out.append(f"The client's {name} was busy {busy:.0%} of the run: the client itself may have "
-                           f"delayed stamps or sends. Hint: {hint}.")
+                out.append(
+                    f"The client's {name} was busy {busy:.0%} of the run: the client itself may have "
+                    f"delayed stamps or sends. Hint: {hint}."
+                )
     lag = summary.get("schedule_lag_s") or {}
     if lag.get("p99") is not None and lag["p99"] > 0.005:
-        out.append(f"The client sent late: p99 schedule lag {lag['p99'] * 1e3:.1f} ms. The *_sched figures "
-                   "include it (coordinated omission); the client may be the bottleneck.")
+        out.append(
+            f"The client sent late: p99 schedule lag {lag['p99'] * 1e3:.1f} ms. The *_sched figures "
+            "include it (coordinated omission); the client may be the bottleneck."
+        )
     return out

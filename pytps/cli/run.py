@@ -1,4 +1,4 @@
-"""`pytps run` and `pytps report`: flags turned into a RunConfig, validated once."""
+"""`pytps run`: flags turned into a RunConfig (validated once, by make_config), run, and reported."""
 
 from __future__ import annotations
 
@@ -6,52 +6,87 @@ import argparse
 import json
 import sys
 from contextlib import ExitStack
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..request_formats import API_NAMES
+from ..transport.base import TRANSPORT_NAMES
+from ._help import add_command
 
-APIS = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")
+if TYPE_CHECKING:
+    from ..config import RunConfig
+
+EXAMPLES = """examples:
+  pytps run                                            # the built-in emulator, 100 requests
+  pytps run --base-url http://127.0.0.1:8000 --api openai-chat \\
+            --input-tokens 512 --output-tokens 256 --concurrency 16 --requests 200 --warmup 4
+  pytps run --base-url http://127.0.0.1:8000 --rate 8 --arrival poisson --duration 60
+  pytps run --base-url https://api.example.com --api-key-env MY_KEY --dataset prompts.jsonl
+"""
 
 
-def add_run_parser(sub: Any) -> None:
-    p = sub.add_parser(
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
         "run",
+        EXAMPLES,
         help="benchmark a streaming endpoint (the built-in emulator when no --base-url is given)",
         description="Benchmark a streaming LLM endpoint. Without --base-url, pytps starts its emulator on "
         "127.0.0.1 and benchmarks that.",
     )
     ep = p.add_argument_group("endpoint")
     ep.add_argument("--base-url", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)")
-    ep.add_argument("--api", choices=APIS, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument("--api", choices=API_NAMES, default="openai-chat", help="API dialect (default: openai-chat)")
     ep.add_argument("--model", help="model name (default: the first of /v1/models)")
-    ep.add_argument("--api-key-env", metavar="VAR",
-                    help="environment variable holding the API key (default: OPENAI_API_KEY, or "
-                    "ANTHROPIC_API_KEY for --api anthropic)")
+    ep.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY, or "
+        "ANTHROPIC_API_KEY for --api anthropic)",
+    )
     ep.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
-    ep.add_argument("--extra-body", metavar="JSON", help='merged into each request body, e.g. \'{"ignore_eos": true}\'')
+    ep.add_argument("--extra-body", metavar="JSON", help="merged into each request body, e.g. '{\"ignore_eos\": true}'")
     ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
-    ep.add_argument("--transport", choices=("auto", "asyncio", "httpx", "native"), default="auto",
-                    help="native: HTTP/1.1 on a C++ engine thread that stamps and parses every read with no "
-                    "Python (auto's choice for http://, and https:// when built with OpenSSL, without a proxy); "
-                    "httpx: HTTP/2, proxies; asyncio: http:// HTTP/1.1 on asyncio protocols, one native call per "
-                    "read")
-    ep.add_argument("--kernel-timestamps", action="store_true",
-                    help="native transport: also keep the kernel's receive stamp of every read "
-                    "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "
-                    "pytps's stamp")
-    ep.add_argument("--ca-bundle", metavar="PATH",
-                    help="https://: trust the CA certificates in this PEM file instead of the system's "
-                    "(for a server with a private CA)")
-    ep.add_argument("--insecure", action="store_true",
-                    help="https://: do not verify the server's certificate or host name (test setups only)")
+    ep.add_argument(
+        "--transport",
+        choices=TRANSPORT_NAMES,
+        default="auto",
+        help="native: HTTP/1.1 on a C++ engine thread that stamps and parses every read with no "
+        "Python (auto's choice for http://, and https:// when built with OpenSSL, without a proxy); "
+        "httpx: HTTP/2, proxies; asyncio: http:// HTTP/1.1 on asyncio protocols, one native call per "
+        "read",
+    )
+    ep.add_argument(
+        "--kernel-timestamps",
+        action="store_true",
+        help="native transport: also keep the kernel's receive stamp of every read "
+        "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "
+        "pytps's stamp",
+    )
+    ep.add_argument(
+        "--ca-bundle",
+        metavar="PATH",
+        help="https://: trust the CA certificates in this PEM file instead of the system's "
+        "(for a server with a private CA)",
+    )
+    ep.add_argument(
+        "--insecure",
+        action="store_true",
+        help="https://: do not verify the server's certificate or host name (test setups only)",
+    )
     wl = p.add_argument_group("workload")
     wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
     wl.add_argument("--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)")
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
-    wl.add_argument("--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON")
-    wl.add_argument("--tokenizer", metavar="PATH", help="tokenizer.json to count output tokens when the server "
-                    "reports no usage (needs: pip install \"pytps[tokenizer]\")")
+    wl.add_argument(
+        "--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON"
+    )
+    wl.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="tokenizer.json to count output tokens when the server "
+        'reports no usage (needs: pip install "pytps[tokenizer]")',
+    )
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ld = p.add_argument_group("load")
@@ -73,11 +108,6 @@ def add_run_parser(sub: Any) -> None:
     emu.add_argument("--emu-itl-us", type=float, default=2000.0)
     p.set_defaults(func=cmd_run)
 
-    r = sub.add_parser("report", help="print the report of a saved run")
-    r.add_argument("dir", help="a results directory written by pytps run")
-    r.add_argument("--json", action="store_true", help="print the summary as JSON")
-    r.set_defaults(func=cmd_report)
-
 
 def _parse_headers(items: list[str]) -> dict[str, str]:
     headers = {}
@@ -89,36 +119,55 @@ def _parse_headers(items: list[str]) -> dict[str, str]:
     return headers
 
 
-def build_config(args: argparse.Namespace, base_url: str) -> Any:
-    from .api import make_config, parse_json_object
+def build_config(args: argparse.Namespace, base_url: str) -> RunConfig:
+    from ..config import make_config, parse_json_object
 
     return make_config(
-        base_url, api=args.api, model=args.model, api_key_env=args.api_key_env,
-        headers=_parse_headers(args.header), extra_body=parse_json_object(args.extra_body, "--extra-body"),
-        http2=args.http2, transport=args.transport,
-        kernel_timestamps=args.kernel_timestamps, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
-        shared_prefix_tokens=args.shared_prefix_tokens, dataset=args.dataset, seed=args.seed, salt=args.salt,
-        concurrency=args.concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
-        max_concurrency=args.max_concurrency, requests=args.requests, duration=args.duration,
-        warmup=args.warmup, max_error_rate=args.max_error_rate, timeout=args.timeout, out=args.out,
-        ca_bundle=args.ca_bundle, insecure=args.insecure,
+        base_url,
+        api=args.api,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        headers=_parse_headers(args.header),
+        extra_body=parse_json_object(args.extra_body, "--extra-body"),
+        http2=args.http2,
+        transport=args.transport,
+        kernel_timestamps=args.kernel_timestamps,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        shared_prefix_tokens=args.shared_prefix_tokens,
+        dataset=args.dataset,
+        seed=args.seed,
+        salt=args.salt,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        arrival=args.arrival,
+        burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency,
+        requests=args.requests,
+        duration=args.duration,
+        warmup=args.warmup,
+        max_error_rate=args.max_error_rate,
+        timeout=args.timeout,
+        out=args.out,
+        ca_bundle=args.ca_bundle,
+        insecure=args.insecure,
         tokenizer=args.tokenizer,
     )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
     from rich.console import Console
 
-    from .report.console import RichProgress, render
-    from .results import load_results
-    from .runner import Runner, run_coroutine
+    from ..event_loop import run_coroutine
+    from ..report.console import RichProgress, render
+    from ..results import load_results
+    from ..runner import Runner
 
     console = Console()
     with ExitStack() as stack:
         base_url = args.base_url
         if base_url is None:
-            from .emulator import Emulator
+            from ..emulator import Emulator
 
             emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us))
             base_url = emu.base_url
@@ -144,19 +193,4 @@ def cmd_run(args: argparse.Namespace) -> int:
         if interrupted:
             print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
             return 130
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from .report.console import render
-    from .results import load_results
-
-    path = Path(args.dir)
-    if not (path / "results.json").exists():
-        raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
-    results = load_results(path)
-    if args.json:
-        print(json.dumps(results["summary"], indent=2))
-    else:
-        render(results)
     return 0

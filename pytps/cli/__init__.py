@@ -1,0 +1,46 @@
+"""The pytps command line: one module per command (run, report, serve, clock), each with its
+own parser, examples and handler; this module dispatches and turns errors into one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    from . import clock, report, run, serve
+
+    parser = argparse.ArgumentParser(
+        prog="pytps",
+        description="Token timing for streaming LLM endpoints.",
+        epilog="Run `pytps COMMAND --help` for a command's flags and examples.",
+    )
+    parser.add_argument("--version", action="version", version=f"pytps {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in (run, report, serve, clock):
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import PytpsError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except PytpsError as exc:
+        # One clear line, no traceback: the message says what was wrong and what to do.
+        print(f"pytps: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pytps: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

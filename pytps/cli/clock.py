@@ -1,0 +1,51 @@
+"""`pytps clock`: the clock's resolution and cost, and the read floor of this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._help import add_command
+
+EXAMPLES = """examples:
+  pytps clock                      # clock and a 1 s read-floor measurement at 32 connections
+  pytps clock --connections 128 --gap-us 250
+  pytps clock --no-read-floor      # the clock only
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
+        "clock",
+        EXAMPLES,
+        help="show the monotonic clock's resolution and call cost, and the kernel's CPU cost per "
+        "streamed event on this machine",
+        description="The monotonic clock's resolution and the cost of one call, and the read floor: "
+        "the CPU the kernel charges the barest possible reader (epoll + recv in C++) per streamed "
+        "event on this machine, which no client goes below.",
+    )
+    p.add_argument(
+        "--no-read-floor",
+        dest="read_floor",
+        action="store_false",
+        help="skip the 1 s measurement of the bare reader's CPU per event",
+    )
+    p.add_argument("--connections", type=int, default=32, help="connections for the read floor (default 32)")
+    p.add_argument("--gap-us", type=float, default=1000.0, help="gap between events per connection (default 1000)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import clock_info
+    from .._native import _core
+
+    out = {"clock": clock_info()}
+    if args.read_floor:
+        # What the kernel charges the barest reader per event here: pytps's client CPU per event
+        # (results' client_cpu_us_per_token x tokens per event) is to be read against it.
+        out["read_floor"] = _core.measure_read_floor(
+            connections=args.connections, gap_ns=int(args.gap_us * 1e3), duration_ns=1_000_000_000
+        )
+    print(json.dumps(out, indent=2))
+    return 0

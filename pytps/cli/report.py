@@ -1,0 +1,44 @@
+"""`pytps report DIR`: the report of a saved run, from its files alone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import ConfigError
+from ._help import add_command
+
+EXAMPLES = """examples:
+  pytps report results/20261201T120000Z-my-model/
+  pytps report results/20261201T120000Z-my-model/ --json | jq .ttft_s
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    r = add_command(
+        sub,
+        "report",
+        EXAMPLES,
+        help="print the report of a saved run",
+        description="Print the report of a run saved by `pytps run`, read from its results.json "
+        "alone, so it is the same report the run printed.",
+    )
+    r.add_argument("dir", help="a results directory written by pytps run")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report.console import render
+    from ..results import load_results
+
+    path = Path(args.dir)
+    if not (path / "results.json").exists():
+        raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
+    results = load_results(path)
+    if args.json:
+        print(json.dumps(results["summary"], indent=2))
+    else:
+        render(results)
+    return 0

@@ -1,0 +1,124 @@
+"""`pytps serve`: the streaming emulator on 127.0.0.1, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._help import add_command
+
+EXAMPLES = """examples:
+  pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
+  pytps serve --ttft-ms 200 --itl-us 250 --tokens-per-event 4
+  pytps serve --fault 429:p=0.05 --fault stall:every=50,seconds=2 --truth-log truth.jsonl
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
+        "serve",
+        EXAMPLES,
+        help="run the streaming emulator (OpenAI, Anthropic, Ollama endpoints) on 127.0.0.1",
+        description="Serve OpenAI (/v1/chat/completions, /v1/completions, /v1/responses), Anthropic "
+        "(/v1/messages) and Ollama (/api/chat, /api/generate) streaming endpoints on 127.0.0.1 with a "
+        "precise native schedule. Runs until Ctrl-C. See docs/emulator.md.",
+    )
+    p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
+    p.add_argument("--ttft-ms", type=float, default=50.0, help="time to first token in ms (default 50)")
+    p.add_argument("--ttft-dist", choices=["fixed", "normal", "lognormal"], default="fixed")
+    p.add_argument("--ttft-sd-ms", type=float, default=0.0, help="TTFT standard deviation for normal/lognormal")
+    p.add_argument("--itl-us", type=float, default=500.0, help="gap between token events in µs (default 500)")
+    p.add_argument("--itl-dist", choices=["fixed", "normal", "lognormal", "replay"], default="fixed")
+    p.add_argument("--itl-sd-us", type=float, default=0.0, help="gap standard deviation for normal/lognormal")
+    p.add_argument(
+        "--itl-replay-us",
+        type=lambda s: [float(x) for x in s.split(",") if x.strip()],
+        default=None,
+        metavar="G1,G2,...",
+        help="gaps in µs to cycle through (implies --itl-dist replay)",
+    )
+    p.add_argument("--prefill-us-per-token", type=float, default=0.0, help="extra TTFT per prompt token in µs")
+    p.add_argument("--tokens-per-event", type=int, default=1, help="tokens each event carries (default 1)")
+    p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1; 0: all events already due)")
+    p.add_argument("--reasoning-tokens", type=int, default=0, help="reasoning tokens before the answer")
+    p.add_argument("--tool-calls", action="store_true", help="answer with one streamed tool call")
+    p.add_argument("--keepalive-ms", type=float, default=None, help="SSE keep-alive after this much silence")
+    p.add_argument("--max-output-tokens", type=int, default=4096, help="cap on any request's output")
+    p.add_argument("--default-output-tokens", type=int, default=64, help="output when the request sets no limit")
+    p.add_argument("--model", default="pytps-emulator", help="model name when the request names none")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND:key=value,...",
+        help="inject a fault, e.g. 429:p=0.1 or stall:every=5,seconds=2 (repeatable)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the timing and fault draws")
+    p.add_argument(
+        "--spin-us",
+        type=float,
+        default=60.0,
+        help="most µs to busy-wait before each deadline (the window adapts below it; default 60)",
+    )
+    p.add_argument(
+        "--realtime",
+        action="store_true",
+        help="SCHED_FIFO for the timing thread, so other load cannot preempt it (root or CAP_SYS_NICE)",
+    )
+    p.add_argument("--truth-log", default=None, metavar="FILE", help="write ground truth as JSON lines to FILE")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from ..emulator import Emulator
+
+    try:
+        emu = Emulator(
+            port=args.port,
+            ttft_ms=args.ttft_ms,
+            ttft_dist=args.ttft_dist,
+            ttft_sd_ms=args.ttft_sd_ms,
+            itl_us=args.itl_us,
+            itl_dist=args.itl_dist,
+            itl_sd_us=args.itl_sd_us,
+            itl_replay_us=args.itl_replay_us,
+            prefill_us_per_token=args.prefill_us_per_token,
+            tokens_per_event=args.tokens_per_event,
+            coalesce=args.coalesce,
+            reasoning_tokens=args.reasoning_tokens,
+            tool_calls=args.tool_calls,
+            keepalive_ms=args.keepalive_ms,
+            max_output_tokens=args.max_output_tokens,
+            default_output_tokens=args.default_output_tokens,
+            model=args.model,
+            faults=args.fault,
+            seed=args.seed,
+            spin_us=args.spin_us,
+            realtime=args.realtime,
+            truth_log=args.truth_log,
+            keep_truth=False,  # a long-running server keeps no records in memory; --truth-log has them
+        )
+        emu.start()
+    except ValueError as exc:
+        print(f"pytps serve: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    print(f"pytps emulator serving on {emu.base_url} (OpenAI base URL {emu.base_url}/v1); Ctrl-C stops it", flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        emu.stop()
+    stats = emu.stats()
+    print(
+        f"pytps emulator stopped: {stats['generation_requests']} generation requests, "
+        f"{stats['events_sent']} events, {stats['faults']} faults",
+        flush=True,
+    )
+    return 0

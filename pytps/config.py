@@ -1,0 +1,171 @@
+"""A run's configuration: RunConfig, and make_config(), which builds a validated one from the same
+settings as the `pytps run` flags (the CLI and the library both go through it)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import request_formats
+from .errors import ConfigError
+from .schedule import LoadPlan
+from .transport.base import TRANSPORT_NAMES
+from .workload import Workload
+
+
+class TokenCounter(Protocol):
+    """Counts output tokens locally when the server reports no usage (pytps.tokenizer.LocalTokenizer)."""
+
+    path: str
+
+    def count(self, text: str) -> int: ...
+
+
+def check_transport(name: str) -> str:
+    """name if it is a transport pytps has, else ConfigError listing them."""
+    if name not in TRANSPORT_NAMES:
+        raise ConfigError(f"transport (--transport) {name!r} is unknown; use one of {', '.join(TRANSPORT_NAMES)}")
+    return name
+
+
+@dataclass
+class RunConfig:
+    base_url: str
+    api: str
+    workload: Workload
+    plan: LoadPlan
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] | None = None
+    http2: bool = False
+    # "native" (HTTP/1.1 on a C++ thread, http:// or https://), "httpx" (HTTP/2, proxies),
+    # "asyncio" (http:// HTTP/1.1 on the event loop), or "auto" (pytps.transport.select)
+    transport: str = "auto"
+    # Native transport only: keep the kernel's receive stamp of each read beside pytps's own.
+    kernel_timestamps: bool = False
+    out_dir: Path | None = None
+    max_error_rate: float | None = None
+    request_timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    ca_bundle: str | None = None  # https://: a PEM CA bundle trusted instead of the system's
+    insecure: bool = False  # https://: no certificate or host name verification
+    seed: int = 0
+    tokenizer: TokenCounter | None = None
+
+
+def make_config(
+    base_url: str,
+    *,
+    api: str = "openai-chat",
+    model: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    headers: dict[str, str] | None = None,
+    extra_body: dict[str, Any] | None = None,
+    http2: bool = False,
+    transport: str = "auto",
+    kernel_timestamps: bool = False,
+    input_tokens: str | int = "256",
+    output_tokens: str | int = "128",
+    shared_prefix_tokens: int = 0,
+    dataset: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    salt: str | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    arrival: str = "poisson",
+    burstiness: float = 1.0,
+    max_concurrency: int | None = None,
+    requests: int | None = None,
+    duration: float | None = None,
+    warmup: int = 0,
+    max_error_rate: float | None = None,
+    timeout: float = 120.0,
+    ca_bundle: str | os.PathLike[str] | None = None,
+    insecure: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+) -> RunConfig:
+    """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
+    from .tokenizer import LocalTokenizer
+    from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
+
+    request_formats.check_api(api)
+    output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
+    if dataset is not None:
+        workload: Workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
+    else:
+        inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
+        # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
+        # it is recorded, so the prompts can be rebuilt.
+        salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=shared_prefix_tokens, seed=seed, salt=salt)
+    if max_error_rate is not None and not 0 <= max_error_rate <= 1:
+        raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
+    if timeout <= 0:
+        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    plan = LoadPlan(
+        concurrency=concurrency,
+        rate_rps=rate,
+        arrival=arrival,
+        burstiness=burstiness,
+        max_concurrency=max_concurrency,
+        requests=requests,
+        duration_s=duration,
+        warmup=warmup,
+    )
+    plan.validate()
+    if ca_bundle is not None:
+        if insecure:
+            raise ConfigError(
+                "ca_bundle (--ca-bundle) and insecure (--insecure) together: --insecure skips "
+                "certificate verification, so the bundle would not be used; pass one of them"
+            )
+        if not Path(ca_bundle).is_file():
+            raise ConfigError(
+                f"ca_bundle (--ca-bundle) {os.fspath(ca_bundle)}: no such file; pass a PEM file of "
+                "the CA certificates to trust"
+            )
+    check_transport(transport)
+    if api_key is None:
+        if api_key_env is not None and api_key_env not in os.environ:
+            raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
+        api_key = os.environ.get(api_key_env or request_formats.default_api_key_env(api)) or None
+    return RunConfig(
+        base_url=base_url,
+        api=api,
+        model=model,
+        workload=workload,
+        plan=plan,
+        api_key=api_key,
+        headers=dict(headers or {}),
+        extra_body=extra_body,
+        http2=http2,
+        transport=transport,
+        kernel_timestamps=kernel_timestamps,
+        out_dir=Path(out) if out is not None else None,
+        max_error_rate=max_error_rate,
+        read_timeout_s=timeout,
+        seed=seed,
+        ca_bundle=os.fspath(ca_bundle) if ca_bundle is not None else None,
+        insecure=insecure,
+        tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
+    )
+
+
+def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag} must be a JSON object, e.g. '{{\"ignore_eos\": true}}'")
+    return value

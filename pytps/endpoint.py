@@ -1,0 +1,100 @@
+"""Requests to the endpoint that are not measured: listing its models before a run.
+
+They go through httpx with the run's trust settings (--ca-bundle, --insecure), never through a
+transport, so no transport has to hold another and a user's own Transport only has to stream.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Sequence
+from typing import Any
+
+from . import request_formats
+from .errors import EndpointError
+
+TLS_TRUST_HINT = (
+    "if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
+    "to skip verification, --insecure"
+)
+
+
+def tls_hint(exc: BaseException) -> str | None:
+    """The --ca-bundle/--insecure hint when exc (or what caused it) is a certificate verification failure."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return TLS_TRUST_HINT
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class Endpoint:
+    """The base URL, its headers and trust settings, for one-off JSON requests."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: dict[str, str],
+        secrets: Sequence[str] = (),
+        ca_file: str | None = None,
+        verify: bool = True,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = headers
+        self.secrets = list(secrets)
+        self._ca_file = ca_file
+        self._verify = verify
+        self._timeout_s = timeout_s
+
+    async def get_json(self, path: str) -> tuple[int, Any]:
+        """(status, parsed JSON body or None) of a GET."""
+        import httpx
+
+        verify: Any = self._verify
+        if self._verify and self._ca_file:
+            verify = ssl.create_default_context(cafile=self._ca_file)
+        async with httpx.AsyncClient(base_url=self.base_url, verify=verify, timeout=self._timeout_s) as client:
+            resp = await client.get(path, headers=self.headers)
+        try:
+            return resp.status_code, resp.json()
+        except ValueError:
+            return resp.status_code, None
+
+    def _redact(self, text: str) -> str:
+        return request_formats.redact(text, self.secrets)
+
+    async def first_model(self, api: str) -> str:
+        """The first model the endpoint lists; EndpointError (one line, with the fix) when it cannot tell."""
+        path = request_formats.models_path(api)
+        try:
+            status, body = await self.get_json(path)
+        except Exception as exc:
+            hint = tls_hint(exc)
+            advice = (
+                f"the server's TLS certificate was not accepted: {hint}"
+                if hint
+                else "is the server running? Check --base-url"
+            )
+            raise EndpointError(
+                self._redact(f"cannot reach {self.base_url} ({type(exc).__name__}: {exc}); {advice}")
+            ) from None
+        if status in (401, 403):
+            raise EndpointError(
+                f"{self.base_url}{path} answered {status}: the API key was refused; "
+                "set --api-key-env to the variable that holds a valid key"
+            )
+        models = request_formats.parse_models(api, body) if status == 200 and body is not None else []
+        if not models and path != "/v1/models":
+            # Ollama also serves the OpenAI-compatible list.
+            status, body = await self.get_json("/v1/models")
+            models = request_formats.parse_models("openai-chat", body) if status == 200 and body is not None else []
+        if not models:
+            raise EndpointError(
+                f"could not list models at {self.base_url}{path} (HTTP {status}); name one with --model"
+            )
+        return models[0]

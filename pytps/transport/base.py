@@ -1,0 +1,109 @@
+"""The one contract between the runner and the things that send requests: ``Transport``.
+
+A transport turns a rendered ``RequestSpec`` into a ``RequestRecord``: when the request's last
+byte was written, when each read arrived (CLOCK_MONOTONIC ns, stamped once, at the read), the
+status and the error class. It knows nothing about metrics, schedules or other transports. Three
+ship with pytps (native, asyncio, httpx); to plug in your own client, implement this protocol
+and pass an instance to ``Runner(cfg, transport=...)``.
+
+What a transport must do:
+
+- ``send(spec)`` sends one streaming POST and returns its record, also when the request failed:
+  a failure is an error class on the record (``docs/metrics.md``, "Errors"), never an exception.
+  Fill ``t_send_ns`` (the last byte of the request written), ``t_done_ns``, ``status`` and the
+  recorder's read-outs (``RequestRecord.fill_from_recorder``): feed each read to a
+  ``pytps.StreamRecorder`` with the stamp taken right after the read returned.
+- Classify the body the same way as the others: ``classify_status`` for a status >= 300,
+  ``classify_stream`` for what a 2xx stream said.
+- ``aclose()`` releases connections and threads; the runner calls it once, after the last send.
+- ``name`` names the transport in the results; ``schedule_lead_ns`` (0 unless the transport
+  paces sends itself) is how far ahead of ``t_sched_ns`` the runner hands a rate-mode request over;
+  ``tls_library`` names the TLS stack that spoke https:// (None over http://);
+  ``thread_cpu_s`` is the CPU of any thread of the transport's own (None when it has none).
+
+Requests that are not timed (listing models) do not go through a transport: pytps.endpoint
+makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ..records import ERROR_IN_STREAM, ERROR_PROTOCOL, ERROR_TRUNCATED, RequestRecord, http_error_class
+
+__all__ = [
+    "ERROR_BODY_CHARS",
+    "TRANSPORT_NAMES",
+    "RequestRecord",
+    "RequestSpec",
+    "Transport",
+    "classify_status",
+    "classify_stream",
+]
+
+#: Every transport pytps ships, plus "auto" (pytps.transport.select picks one). The one list.
+TRANSPORT_NAMES: tuple[str, ...] = ("auto", "native", "httpx", "asyncio")
+
+#: How much of an error response's body a record keeps (as error_detail).
+ERROR_BODY_CHARS = 500
+
+
+@dataclass
+class RequestSpec:
+    """One request, rendered before it is sent so that no work sits between t_send and the wire."""
+
+    index: int
+    path: str
+    body: bytes
+    headers: dict[str, str]
+    dialect: str
+    warmup: bool = False
+    t_sched_ns: int | None = None
+    prompt_tokens_planned: int | None = None
+    max_tokens: int | None = None
+    usage_requested: bool = True
+
+    def new_record(self, transport: str) -> RequestRecord:
+        """The record a transport fills in for this request, carrying what the spec knows."""
+        return RequestRecord(
+            index=self.index,
+            warmup=self.warmup,
+            t_sched_ns=self.t_sched_ns,
+            prompt_tokens_planned=self.prompt_tokens_planned,
+            max_tokens=self.max_tokens,
+            usage_requested=self.usage_requested,
+            transport=transport,
+        )
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Sends RequestSpecs and returns RequestRecords (see the module's docstring)."""
+
+    name: str
+    schedule_lead_ns: int
+    tls_library: str | None
+
+    async def send(self, spec: RequestSpec) -> RequestRecord: ...
+
+    async def aclose(self) -> None: ...
+
+    @property
+    def thread_cpu_s(self) -> float | None: ...
+
+
+def classify_status(rec: RequestRecord, status: int, body: bytes) -> None:
+    """An HTTP error response: class http_<status>, and the start of its body as the detail."""
+    rec.error = http_error_class(status)
+    rec.error_detail = bytes(body[:ERROR_BODY_CHARS]).decode("utf-8", "replace")
+
+
+def classify_stream(rec: RequestRecord, stream_error: dict[str, Any] | None) -> None:
+    """Errors seen in a 2xx body: an in-stream error, a protocol error, or a missing terminal marker."""
+    if stream_error is not None:
+        rec.error = ERROR_IN_STREAM if stream_error["kind"] == "in_stream" else ERROR_PROTOCOL
+        rec.error_detail = stream_error["message"]
+    elif not rec.done:
+        rec.error = ERROR_TRUNCATED
+        rec.error_detail = "the stream ended before its terminal marker"

@@ -1,0 +1,112 @@
+"""docs/results.md and the files a run writes agree: every key written is documented, and every
+documented key is written by some run. Real runs against the emulator, no fixtures."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pytps
+from pytps.config import make_config
+from pytps.event_loop import run_coroutine
+from pytps.results import SCHEMA_VERSION, load_journal, load_results
+from pytps.runner import Runner
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|", re.M)
+
+
+def documented() -> tuple[dict[str, set[str]], set[str]]:
+    """Keys per section of docs/results.md, and the keys documented as maps (data keys inside)."""
+    text = DOC.read_text()
+    sections: dict[str, set[str]] = {}
+    maps: set[str] = set()
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        title = part.split("\n", 1)[0].strip()
+        rows = ROW.findall(part)
+        sections[title] = {key for key, _ in rows if key != "key"}
+        maps |= {key for key, kind in rows if kind.strip().startswith("map")}
+    return sections, maps
+
+
+def is_stats(value: Any) -> bool:
+    return isinstance(value, dict) and {"count", "p50", "p99", "mean"} <= value.keys()
+
+
+def flatten(value: Any, prefix: str, maps: set[str], out: set[str]) -> set[str]:
+    if prefix and not prefix.endswith("[]"):
+        out.add(prefix)
+    if prefix in maps:
+        return out
+    if is_stats(value):
+        out.update(f"stats.{k}" for k in value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            flatten(v, f"{prefix}.{k}" if prefix else k, maps, out)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                flatten(item, f"{prefix}[]", maps, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two runs that between them write every documented key: a synthetic one in rate mode with
+    kernel stamps and a warm-up, and a dataset one in concurrency mode with an extra body."""
+    base = tmp_path_factory.mktemp("runs")
+    dataset = base / "prompts.jsonl"
+    dataset.write_text("\n".join(json.dumps({"prompt": f"say {i} words", "max_tokens": 8}) for i in range(4)) + "\n")
+    settings: list[dict[str, Any]] = [
+        dict(rate=200.0, requests=6, warmup=1, kernel_timestamps=True, transport="native",
+             input_tokens=32, output_tokens=8),
+        dict(concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0}),
+    ]
+    outs = []
+    with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
+        for i, s in enumerate(settings):
+            out = base / f"run{i}"
+            run_coroutine(Runner(make_config(emu.base_url, out=out, **s)).run())
+            outs.append(out)
+    return outs
+
+
+def test_results_json_keys_are_documented_and_written(runs: list[Path]) -> None:
+    sections, maps = documented()
+    doc = sections["results.json"]  # its Distributions table (stats.*) included
+    written: set[str] = set()
+    for out in runs:
+        data = load_results(out)
+        assert data["schema_version"] == SCHEMA_VERSION
+        flatten(data, "", maps, written)
+    assert written - doc == set(), "written but not in docs/results.md"
+    assert doc - written == set(), "in docs/results.md but never written"
+
+
+def test_journal_keys_are_documented_and_written(runs: list[Path]) -> None:
+    sections, maps = documented()
+    row_keys = {k.removeprefix("requests[].") for k in sections["results.json"] if k.startswith("requests[].")}
+    extra = {k.removeprefix("line.") for k in sections["requests.jsonl"]}
+    line_maps = {k.removeprefix("line.") for k in maps if k.startswith("line.")}
+    written: set[str] = set()
+    for out in runs:
+        for line in load_journal(out):
+            flatten(line, "", line_maps, written)
+    doc = row_keys | extra
+    assert written - doc == set(), "written but not in docs/results.md"
+    assert doc - written == set(), "in docs/results.md but never written"
+
+
+def test_events_npz_arrays_are_documented_and_written(runs: list[Path]) -> None:
+    sections, _ = documented()
+    doc = {k.removeprefix("npz.") for k in sections["events.npz"]}
+    written: set[str] = set()
+    for out in runs:
+        with np.load(out / "events.npz") as npz:
+            written |= set(npz.files)
+    assert written == doc
