@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from . import request_formats
 from .errors import ConfigError
@@ -23,6 +24,21 @@ class TokenCounter(Protocol):
     path: str
 
     def count(self, text: str) -> int: ...
+
+
+def normalize_base_url(base_url: str) -> str:
+    """base_url without a trailing "/" or "/v1": pytps's request paths carry /v1 themselves, and
+    users of the OpenAI SDK write the base URL with it (http://host:8000/v1). ConfigError when it
+    is not an http(s) URL with a host."""
+    url = urlsplit(base_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ConfigError(
+            f"base URL (--base-url) {base_url!r} is not an http:// or https:// URL with a host; "
+            "write it like http://127.0.0.1:8000"
+        )
+    path = url.path.rstrip("/")
+    path = path.removesuffix("/v1")
+    return urlunsplit(url._replace(path=path)).rstrip("/")
 
 
 def check_transport(name: str) -> str:
@@ -138,7 +154,7 @@ def make_config(
             raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
         api_key = os.environ.get(api_key_env or request_formats.default_api_key_env(api)) or None
     return RunConfig(
-        base_url=base_url,
+        base_url=normalize_base_url(base_url),
         api=api,
         model=model,
         workload=workload,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._native import _core
-from .metrics import summarize
+from .metrics import client_cpu_us_per_token, summarize
 from .records import RequestRecord
 from .results import SCHEMA_VERSION, write_events, write_json_atomic
 from .schedule import LoadPlan
@@ -108,9 +108,9 @@ def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecor
     target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
     summary, per_request = summarize(records, target_concurrency=target, rate_mode=plan.mode == "rate")
     cpu = metadata.get("client_cpu")
-    if cpu and summary.get("output_tokens_total"):
-        cpu_s = cpu["loop_thread_s"] + (cpu["engine_thread_s"] or 0.0)
-        summary["client_cpu_us_per_token"] = cpu_s / summary["output_tokens_total"] * 1e6
+    per_token = client_cpu_us_per_token(cpu, per_request) if cpu else None
+    if per_token is not None:
+        summary["client_cpu_us_per_token"] = per_token
     write_results(out_dir, metadata, summary, [m.as_dict() for m in per_request])
     write_events(out_dir / "events.npz", records)
     return RunResult(out_dir=out_dir, metadata=metadata, summary=summary, records=records)

@@ -72,42 +72,61 @@ def output_tokens(rec: RequestRecord) -> tuple[int, str]:
     return len(rec.output_times_ns), "events"
 
 
-def event_tokens(rec: RequestRecord, tokens: int) -> np.ndarray:
-    """Integer tokens per output-bearing event, summing to `tokens` (docs: ITL samples).
+def trusted_event_counts(rec: RequestRecord, tokens: int) -> np.ndarray | None:
+    """The server's per-event token counts (per-chunk usage), when they can be trusted: known for
+    every output-bearing event and adding up to the request's tokens. The one rule for them."""
+    n = len(rec.output_times_ns)
+    per_event = np.asarray(rec.output_tokens, dtype=np.int64)
+    if n and len(per_event) == n and (per_event >= 0).all() and int(per_event.sum()) == tokens:
+        return per_event
+    return None
 
-    Per-event counts from per-chunk usage when the server reported them for every event and
-    they add up; else the tokens spread as evenly as integers allow (cumulative rounding).
+
+def event_tokens(rec: RequestRecord, tokens: int) -> np.ndarray:
+    """Integer tokens per output-bearing event, summing to `tokens`: the one layout that TPOT, ITL,
+    steady throughput and the time series all use (docs/metrics.md, "token layout").
+
+    The trusted per-event counts; else the tokens spread as evenly as integers allow, rounding the
+    cumulative count up, so the first output-bearing event (TTFT's) carries at least one token.
     """
     n = len(rec.output_times_ns)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    per_event = np.asarray(rec.output_tokens, dtype=np.int64)
-    if len(per_event) == n and (per_event >= 0).all() and int(per_event.sum()) == tokens:
-        return per_event
-    edges = np.rint(np.arange(n + 1, dtype=np.float64) * (tokens / n)).astype(np.int64)
+    trusted = trusted_event_counts(rec, tokens)
+    if trusted is not None:
+        return trusted
+    # Integer arithmetic: ceil(i * tokens / n) exactly, whatever the sizes.
+    i = np.arange(n + 1, dtype=np.int64)
+    edges = -((-i * tokens) // n)
     return np.diff(edges)
 
 
-def first_event_tokens(rec: RequestRecord, tokens: int) -> float:
-    """Tokens in the first output event: its per-chunk usage count, else tokens / events."""
-    n = len(rec.output_times_ns)
-    if n == 0:
-        return 0.0
-    per_event = rec.output_tokens
-    if len(per_event) == n and per_event[0] >= 0 and (np.asarray(per_event) >= 0).all():
-        return float(per_event[0])
-    return tokens / n
+def decode_span(times_ns: np.ndarray, layout: np.ndarray) -> tuple[int, int] | None:
+    """(tokens after the first token-carrying event, ns from it to the last token-carrying event),
+    or None with fewer than two token-carrying events."""
+    carrying = np.flatnonzero(np.asarray(layout) > 0)
+    if len(carrying) < 2:
+        return None
+    first, last = int(carrying[0]), int(carrying[-1])
+    return int(np.asarray(layout)[first + 1 :].sum()), int(times_ns[last]) - int(times_ns[first])
 
 
 def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(values_ns, counts): event i >= 1 with k >= 1 tokens gives k samples of (t_i - t_prev) / k,
-    t_prev being the previous event that carried a token. The first event's tokens give none."""
+    t_prev being the previous event that carried a token. The first carrying event's tokens give
+    none, so the samples add up to decode_span's time and number its tokens."""
     carrying = np.asarray(layout) > 0
     t = np.asarray(times_ns, dtype=np.int64)[carrying]
     k = np.asarray(layout, dtype=np.int64)[carrying]
     if len(t) < 2:
         return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
     return np.diff(t) / k[1:], k[1:]
+
+
+def finish_ns(rec: RequestRecord) -> int | None:
+    """When a request finished, for every window (throughput, steady, time series): its end (the
+    terminal marker's arrival), or, for one that ended without it, when the transport gave up."""
+    return rec.end_ns if rec.end_ns is not None else rec.t_done_ns
 
 
 @dataclass
@@ -149,12 +168,10 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     tokens, source = output_tokens(rec)
     n = len(rec.output_times_ns)
     decode_tps = tpot_s = None
-    if n >= 2 and rec.last_output_ns is not None and rec.first_output_ns is not None:
-        span_ns = rec.last_output_ns - rec.first_output_ns
-        after_first = tokens - first_event_tokens(rec, tokens)
-        if span_ns > 0 and after_first > 0:
-            decode_tps = after_first / (span_ns / NS_PER_S)
-            tpot_s = 1.0 / decode_tps
+    span = decode_span(rec.output_times_ns, event_tokens(rec, tokens))
+    if span is not None and span[0] > 0 and span[1] > 0:
+        decode_tps = span[0] / (span[1] / NS_PER_S)
+        tpot_s = 1.0 / decode_tps
     return RequestMetrics(
         index=rec.index,
         warmup=rec.warmup,
@@ -256,10 +273,11 @@ def steady_intervals(records: Sequence[RequestRecord], target: int) -> list[tupl
     threshold = math.ceil(0.95 * target)
     edges: list[tuple[int, int]] = []
     for r in records:
-        if r.t_done_ns is None:
+        done = finish_ns(r)
+        if done is None:
             continue
         edges.append((r.t_send_ns, +1))
-        edges.append((r.t_done_ns, -1))
+        edges.append((done, -1))
     edges.sort(key=lambda e: (e[0], e[1]))  # ends before starts at the same instant
     out: list[tuple[int, int]] = []
     level = 0
@@ -325,7 +343,7 @@ def summarize(
 
     # Throughput over the measured window.
     t0 = min((r.t_send_ns for r, _ in measured), default=None)
-    t1 = max((r.t_done_ns for r, _ in measured if r.t_done_ns is not None), default=None)
+    t1 = max((done for r, _ in measured if (done := finish_ns(r)) is not None), default=None)
     window_s = (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
     tokens_total = sum(m.output_tokens for _, m in ok)
     summary["measured_window_s"] = window_s
@@ -391,9 +409,10 @@ def time_series(
     done: dict[int, int] = {}
     failed: dict[int, int] = {}
     for r, m in zip(records, per_request, strict=True):
-        if r.warmup or r.t_done_ns is None or r.t_done_ns < t0:
+        done_ns = finish_ns(r)
+        if r.warmup or done_ns is None or done_ns < t0:
             continue
-        s = (r.t_done_ns - t0) // NS_PER_S
+        s = (done_ns - t0) // NS_PER_S
         if m.ok:
             done[s] = done.get(s, 0) + 1
         else:
@@ -403,3 +422,13 @@ def time_series(
         {"t_s": s, "output_tokens": tokens.get(s, 0), "requests_done": done.get(s, 0), "errors": failed.get(s, 0)}
         for s in range(last + 1)
     ]
+
+
+def client_cpu_us_per_token(client_cpu: dict[str, Any], per_request: Sequence[RequestMetrics]) -> float | None:
+    """The client's CPU per output token it received (docs/metrics.md, "client CPU per token"):
+    the CPU of the whole run, so every token read counts, warm-up, probe and failed requests' too."""
+    tokens = sum(m.output_tokens for m in per_request)
+    if not tokens:
+        return None
+    cpu_s = client_cpu["loop_thread_s"] + (client_cpu["engine_thread_s"] or 0.0)
+    return float(cpu_s / tokens * 1e6)

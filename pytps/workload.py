@@ -147,7 +147,10 @@ class SyntheticWorkload:
     under BPE tokenizers), which is only a guess for any given model and ignores the chat template.
     calibrate() fixes both from the prompt_tokens the server reports: with >= 3 reports of varied
     size it fits reported = overhead + slope x planned by weighted least squares (the overhead being the
-    chat template), and later prompts are sized through that fit.
+    chat template), and later prompts are sized through that fit. The fit never scales a prompt's
+    word count by more than MAX_PROMPT_SCALE either way; when the reports would need more (a server
+    whose prompt_tokens are constant, capped or truncated), calibration stops for the rest of the
+    run, prompts go back to the estimate, and prompt_calibration() says why.
     A prompt is never shorter than the shared prefix plus its id and one word, even when the
     sampled length is. The short instruction at the end asks for a long answer, so models without ignore_eos tend
     to use their max_tokens; it is left out when the prompt is too short to afford it.
@@ -155,6 +158,12 @@ class SyntheticWorkload:
 
     _ID_WORDS = 1
     _INSTRUCTION = "Now write a long story that uses all of these words."
+    #: Calibration may scale a prompt's word count by at most this factor either way: a server
+    #: whose prompt_tokens do not follow the prompt (constant, capped, truncating to its context)
+    #: must not grow prompts without bound. A real tokenizer is within 4x of 1.3 tokens per word.
+    MAX_PROMPT_SCALE = 4.0
+    #: Reports before calibration may conclude that they do not follow the prompt's size.
+    _MIN_REPORTS_TO_STOP = 3
 
     def __init__(
         self,
@@ -194,6 +203,8 @@ class SyntheticWorkload:
         self._sx = self._sy = self._sw = self._syw = 0.0
         self._overhead = 0.0  # fitted: reported = overhead + slope * planned
         self._slope = 1.0
+        self._seen = (math.inf, 0.0, math.inf, 0.0)  # min/max planned, min/max reported
+        self._stopped: str | None = None  # why calibration stopped, once it has
 
     # -- calibration ---------------------------------------------------------------------------
 
@@ -228,11 +239,15 @@ class SyntheticWorkload:
             # and fitting on the unrounded value removes up to half a token of noise per report.
             x = max(1, round(x / self._base)) * self._base
         with self._lock:
+            if self._stopped is not None:
+                return
             self._n += 1
             self._sx += x
             self._sy += y
             self._sw += 1 / x
             self._syw += y / x
+            x0, x1, y0, y1 = self._seen
+            self._seen = (min(x0, x), max(x1, x), min(y0, y), max(y1, y))
             self._refit()
 
     def _refit(self) -> None:
@@ -251,7 +266,18 @@ class SyntheticWorkload:
                 # A slope far from the plain ratio means noisy or odd reports; the ratio is safer.
                 if ratio / 4 < b < ratio * 4:
                     overhead, slope = (sy_w - b * s1) / s0, b
-        self._overhead, self._slope = overhead, slope
+        bound = self.MAX_PROMPT_SCALE
+        if not 1 / bound <= slope <= bound and n >= self._MIN_REPORTS_TO_STOP:
+            # The reports do not follow the prompts' size: a fit would scale prompts past any
+            # tokenizer's ratio. Stop, and size prompts by the estimate alone from here on.
+            x0, x1, y0, y1 = self._seen
+            self._stopped = (
+                f"the server's prompt_tokens did not follow the prompts' size ({y0:.0f}-{y1:.0f} tokens reported "
+                f"for prompts estimated at {x0:.0f}-{x1:.0f}, over {n} requests), so prompt-size calibration "
+                f"stopped and prompts are sized by the estimate of {self._base:g} tokens per word"
+            )
+            overhead, slope = 0.0, 1.0
+        self._overhead, self._slope = overhead, min(max(slope, 1 / bound), bound)
 
     # -- prompts -------------------------------------------------------------------------------
 
@@ -266,7 +292,10 @@ class SyntheticWorkload:
         with self._lock:
             overhead, slope = self._overhead, self._slope
         per_word = self._base * slope
-        total_words = max(1, round((target - overhead) / per_word))
+        uncalibrated = max(1, round(target / self._base))
+        total_words = round((target - overhead) / per_word)
+        total_words = max(1, round(uncalibrated / self.MAX_PROMPT_SCALE), total_words)
+        total_words = min(total_words, round(uncalibrated * self.MAX_PROMPT_SCALE))
         prefix = self._prefix_words(round(self.shared_prefix_tokens / per_word)) if self.shared_prefix_tokens else []
         body = total_words - len(prefix) - self._ID_WORDS
         tail = self._instruction if body >= 3 * len(self._instruction) else []
@@ -303,6 +332,7 @@ class SyntheticWorkload:
             "tokens_per_word": round(self.tokens_per_word, 4),
             "overhead_tokens": round(self._overhead, 2),
             "reports": self._n,
+            "stopped": self._stopped,
         }
 
 

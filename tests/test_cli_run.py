@@ -93,6 +93,22 @@ def test_404_gives_one_clear_line():
     assert "404" in line
 
 
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/", "/"])
+def test_a_base_url_written_as_the_openai_sdk_writes_it_works(suffix, tmp_path):
+    # http://host:port/v1 once requested /v1/v1/models and stopped with a 404.
+    with pytps.Emulator(ttft_ms=1, itl_us=200) as emu:
+        out = pytps_cli("run", "--base-url", emu.base_url + suffix, "--requests", "2", "--output-tokens", "4",
+                        "--out", str(tmp_path / "out"), "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["requests_ok"] == 2 and summary["output_tokens_total"] == 8
+
+
+def test_a_base_url_that_is_not_http_gives_one_clear_line():
+    line = _one_line_error(pytps_cli("run", "--base-url", "127.0.0.1:8000", "--requests", "1"))
+    assert "--base-url" in line and "http://127.0.0.1:8000" in line
+
+
 class _Refuses(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         self._deny()

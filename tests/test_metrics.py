@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytps.metrics import (
+    decode_span,
     distribution,
     event_tokens,
     itl_samples,
     request_metrics,
     steady_intervals,
     summarize,
+    trusted_event_counts,
 )
 from pytps.records import RequestRecord
 
@@ -154,3 +158,86 @@ def test_time_series_counts_tokens_by_arrival_second():
     summary, _ = summarize([a, b])
     assert [(p["t_s"], p["output_tokens"], p["requests_done"]) for p in summary["time_series"]] == [
         (0, 3, 0), (1, 3, 1), (2, 2, 1)]
+
+
+# ---- one rule for the token layout (first event, per-chunk trust, window end) ----------------
+
+
+def test_uneven_tokens_mean_itl_equals_tpot():
+    # 4 tokens over 3 events: TPOT once subtracted tokens/events (1.33) while ITL spread integers.
+    rec = make(times_ms=[10, 12, 15], usage={"completion_tokens": 4})
+    m = request_metrics(rec)
+    summary, _ = summarize([rec])
+    assert summary["itl_s"]["mean"] == pytest.approx(m.tpot_s, rel=1e-9)
+    assert event_tokens(rec, 4)[0] >= 1  # TTFT's event carries the first token
+
+
+def test_untrusted_per_chunk_counts_are_not_trusted_anywhere():
+    # Per-chunk counts that do not add up to usage: neither TPOT nor ITL may use the first of them.
+    rec = make(times_ms=[10, 12, 14], tokens=[3, 1, 1], usage={"completion_tokens": 6})
+    m = request_metrics(rec)
+    summary, _ = summarize([rec])
+    assert event_tokens(rec, 6).tolist() == [2, 2, 2]
+    assert m.tpot_s == pytest.approx(0.004 / 4)
+    assert summary["itl_s"]["mean"] == pytest.approx(m.tpot_s, rel=1e-9)
+
+
+def test_the_window_ends_at_the_terminal_marker_not_the_transports_close():
+    # The transport finished (closed) 100 ms after the terminal marker arrived.
+    rec = make(times_ms=[10, 20], usage={"completion_tokens": 2}, end_ms=30, done_ms=130)
+    summary, _ = summarize([rec])
+    assert summary["measured_window_s"] == pytest.approx(0.030)
+
+
+def test_client_cpu_per_token_counts_every_token_the_client_read():
+    from pytps.metrics import client_cpu_us_per_token
+
+    warm = make(index=0, times_ms=[1, 2], usage={"completion_tokens": 2}, warmup=True)
+    measured = make(index=1, times_ms=[3, 4], usage={"completion_tokens": 2})
+    _, per_request = summarize([warm, measured])
+    cpu = {"wall_s": 1.0, "loop_thread_s": 0.003, "engine_thread_s": 0.001}
+    # 4 ms of CPU for 4 tokens read (the warm-up's included), not for the 2 measured ones.
+    assert client_cpu_us_per_token(cpu, per_request) == pytest.approx(1000.0)
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(1, 40))
+    gaps = draw(st.lists(st.integers(0, 5_000_000), min_size=n, max_size=n))
+    times = np.cumsum(np.asarray(gaps, dtype=np.int64)) + 1_000_000
+    per_chunk = draw(st.one_of(
+        st.none(),
+        st.lists(st.integers(0, 6), min_size=n, max_size=n),
+    ))
+    tokens = draw(st.integers(0, 200)) if per_chunk is None or draw(st.booleans()) else sum(per_chunk)
+    return times, per_chunk, tokens
+
+
+@settings(max_examples=400, deadline=None)
+@given(streams())
+def test_property_itl_samples_match_tpot_and_the_decode_span(stream):
+    times, per_chunk, tokens = stream
+    rec = make(times_ms=[], usage={"completion_tokens": tokens})
+    rec.output_times_ns = times
+    rec.output_tokens = np.asarray(per_chunk if per_chunk is not None else [-1] * len(times), dtype=np.int32)
+    rec.output_kinds = np.zeros(len(times), dtype=np.uint8)
+    rec.first_output_ns, rec.last_output_ns = int(times[0]), int(times[-1])
+    rec.end_ns = rec.t_done_ns = int(times[-1])
+    layout = event_tokens(rec, tokens)
+    assert int(layout.sum()) == tokens and (layout >= 0).all()
+    if tokens and trusted_event_counts(rec, tokens) is None:
+        assert layout[0] >= 1
+    values, counts = itl_samples(rec.output_times_ns, layout)
+    m = request_metrics(rec)
+    span = decode_span(rec.output_times_ns, layout)
+    if span is None:
+        assert counts.sum() == 0 and m.tpot_s is None
+        return
+    after_first, span_ns = span
+    assert int(counts.sum()) == after_first
+    assert float((values * counts).sum()) == pytest.approx(span_ns, abs=1e-6 * max(1, after_first))
+    if span_ns > 0 and after_first > 0:
+        mean_itl_s = float((values * counts).sum()) / counts.sum() / 1e9
+        assert mean_itl_s == pytest.approx(m.tpot_s, rel=1e-9)
+    else:
+        assert m.tpot_s is None

@@ -44,6 +44,12 @@ def collect(results: dict[str, Any]) -> list[str]:
             "The server reported no usage: token counts are output events, which are not tokens when "
             "chunks carry several. Hint: let the server report usage, or pass --tokenizer."
         )
+    stopped = (meta.get("prompt_calibration") or {}).get("stopped")
+    if stopped:
+        out.append(
+            f"Prompt sizes may be off: {stopped}. Hint: check what the server counts as prompt_tokens "
+            "(a server that truncates to its context reports its cap)."
+        )
     if meta.get("usage_note"):
         out.append(f"Note: {meta['usage_note']}.")
     rate = summary.get("error_rate")
