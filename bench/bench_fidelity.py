@@ -112,7 +112,7 @@ def run_case(name: str, itl_us: float, concurrency: int, requests: int, tokens: 
     with pytps.Emulator(ttft_ms=20, itl_us=itl_us, max_output_tokens=tokens) as emu:
         cfg = make_config(emu.base_url, concurrency=concurrency, requests=requests, output_tokens=tokens,
                           input_tokens=64, out=f"/tmp/pytps-bench-fidelity-{name}")
-        runner = Runner(cfg)
+        runner = Runner(cfg, keep_records=True)
         cpu0 = time.thread_time()
         result = run_coroutine(runner.run())
         # This thread, plus the native engine's thread when the run used it (its CPU is known

@@ -142,7 +142,7 @@ def measure(emu: EmulatorProcess, transport: str, streams: int, requests: int, t
     cfg = make_config(emu.base_url, out=tempfile.mkdtemp(prefix="pytps-bench-run-"), requests=requests,
                       output_tokens=tokens, input_tokens=32, concurrency=streams, transport=transport,
                       model="m")
-    runner = Runner(cfg)
+    runner = Runner(cfg, keep_records=True)
     u0, s0 = cpu()
     result = run_coroutine(runner.run())
     u1, s1 = cpu()
@@ -241,7 +241,7 @@ def rate_case(transports: list[str], *, rate_rps: float, requests: int, tokens: 
             cfg = make_config(emu.base_url, out=tempfile.mkdtemp(prefix="pytps-bench-run-"), requests=requests,
                               output_tokens=tokens, input_tokens=32, rate=rate_rps, arrival="poisson",
                               transport=tr, model="m")
-            result = run_coroutine(Runner(cfg).run())
+            result = run_coroutine(Runner(cfg, keep_records=True).run())
             shutil.rmtree(cfg.out_dir, ignore_errors=True)
             lag = np.array([r.t_send_ns - r.t_sched_ns for r in result.records if r.t_sched_ns is not None])
             fig = {"p50_us": float(np.percentile(lag, 50, method="inverted_cdf")) / 1e3,

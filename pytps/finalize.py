@@ -1,7 +1,6 @@
-"""A run's results folder: its metadata, and what is written when the run ends (also after Ctrl-C).
-
-The journal (requests.jsonl) is written as requests finish, by the runner; here are results.json
-(schema: docs/results.md) and events.npz, and the RunResult handed back to the caller.
+"""A run's results folder: its metadata, what is written as each request finishes (the journal,
+the event log) and what is written when the run ends, also after Ctrl-C (results.json, events.npz;
+schema: docs/results.md), and the RunResult handed back to the caller.
 """
 
 from __future__ import annotations
@@ -16,10 +15,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._native import _core
-from .metrics import client_cpu_us_per_token, summarize
+from .event_log import EventLog, read_chunks, write_npz
+from .metrics import RequestMetrics, client_cpu_us_per_token, measure
 from .records import RequestRecord
-from .results import SCHEMA_VERSION, write_events, write_json_atomic
+from .results import SCHEMA_VERSION, Journal, write_json_atomic
 from .schedule import LoadPlan
+from .summary import RunSummary
+
+#: The event log's name in the results folder, while the run goes (pytps.event_log).
+EVENT_LOG = "events.log"
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -88,29 +92,50 @@ def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, 
     }
 
 
-def write_results(
-    out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None, requests: list[dict[str, Any]]
-) -> None:
+def write_results(out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None) -> None:
     """results.json, whole or not at all (docs/results.md)."""
     write_json_atomic(
-        out_dir / "results.json",
-        {
-            "schema_version": SCHEMA_VERSION,
-            "metadata": metadata,
-            "summary": summary,
-            "requests": requests,
-        },
+        out_dir / "results.json", {"schema_version": SCHEMA_VERSION, "metadata": metadata, "summary": summary}
     )
 
 
-def finalize(out_dir: Path, metadata: dict[str, Any], records: list[RequestRecord], plan: LoadPlan) -> RunResult:
-    """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
-    target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
-    summary, per_request = summarize(records, target_concurrency=target, rate_mode=plan.mode == "rate")
-    cpu = metadata.get("client_cpu")
-    per_token = client_cpu_us_per_token(cpu, per_request) if cpu else None
-    if per_token is not None:
-        summary["client_cpu_us_per_token"] = per_token
-    write_results(out_dir, metadata, summary, [m.as_dict() for m in per_request])
-    write_events(out_dir / "events.npz", records)
-    return RunResult(out_dir=out_dir, metadata=metadata, summary=summary, records=records)
+class RunOutput:
+    """A run's results folder while the run goes. Each finished request goes, at once and at a
+    cost that does not grow with the run, to the journal (its scalars), the event log (its events)
+    and the summary (compact columns and histograms); nothing per request is held until the end
+    unless keep_records asks for the records themselves (a library user who wants them)."""
+
+    def __init__(self, out_dir: Path, plan: LoadPlan, *, keep_records: bool = False) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = out_dir
+        self.journal = Journal(out_dir / "requests.jsonl")
+        self.events = EventLog(out_dir / EVENT_LOG)
+        target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+        self.summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate")
+        self.records: list[RequestRecord] | None = [] if keep_records else None
+        self.finished = 0
+
+    def add(self, rec: RequestRecord) -> RequestMetrics:
+        m, layout = measure(rec)
+        self.journal.append(rec, m.as_dict())
+        self.events.append(rec, layout)
+        self.summary.add(rec, m, layout)
+        if self.records is not None:
+            self.records.append(rec)
+        self.finished += 1
+        return m
+
+    def finish(self, metadata: dict[str, Any]) -> RunResult:
+        """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
+        self.journal.close()
+        self.events.close()
+        log = self.out_dir / EVENT_LOG
+        summary = self.summary.finish(read_chunks(log))
+        cpu = metadata.get("client_cpu")
+        per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
+        if per_token is not None:
+            summary["client_cpu_us_per_token"] = per_token
+        write_results(self.out_dir, metadata, summary)
+        write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
+        log.unlink()
+        return RunResult(out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [])

@@ -29,6 +29,7 @@ def run(
         if base_url is None:
             from .emulator import Emulator
 
-            base_url = stack.enter_context(Emulator(**(emulator or {}))).base_url
+            # The truth is not kept unless asked for: nothing here reads it, and it grows with the run.
+            base_url = stack.enter_context(Emulator(**{"keep_truth": False, **(emulator or {})})).base_url
         cfg = make_config(base_url, **settings)
         return run_coroutine(Runner(cfg, progress).run())

@@ -6,13 +6,12 @@ Each function cites the definition it implements; change both together.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from ._native import _core
 from .records import RequestRecord
 
 NS_PER_S = 1_000_000_000
@@ -165,10 +164,16 @@ def _seconds(a: int | None, b: int | None) -> float | None:
 
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
     """The per-request scalars of docs/metrics.md, 'Per request'."""
+    return measure(rec)[0]
+
+
+def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
+    """request_metrics() and the token layout they were computed with."""
     tokens, source = output_tokens(rec)
     n = len(rec.output_times_ns)
     decode_tps = tpot_s = None
-    span = decode_span(rec.output_times_ns, event_tokens(rec, tokens))
+    layout = event_tokens(rec, tokens)
+    span = decode_span(rec.output_times_ns, layout)
     if span is not None and span[0] > 0 and span[1] > 0:
         decode_tps = span[0] / (span[1] / NS_PER_S)
         tpot_s = 1.0 / decode_tps
@@ -194,7 +199,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         send_overhead_s=_seconds(rec.t_send_ns, rec.t_submit_ns),
         ttft_sched_s=_seconds(rec.first_output_ns, rec.t_sched_ns),
         e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
-    )
+    ), layout
 
 
 # ---- distributions --------------------------------------------------------------------------
@@ -216,7 +221,10 @@ def _p50_ci_ranks(n: int) -> tuple[int, int]:
 
 def distribution(values: Iterable[float | None]) -> dict[str, Any]:
     """Exact statistics of samples (None and NaN dropped): docs/metrics.md, 'Distributions'."""
-    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if isinstance(values, np.ndarray):
+        arr = values.astype(np.float64)
+    else:
+        arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
     arr = arr[~np.isnan(arr)]
     n = int(arr.size)
     if n == 0:
@@ -262,173 +270,31 @@ def histogram_distribution(hist: Any, scale: float = 1.0 / NS_PER_S) -> dict[str
 # ---- run level ------------------------------------------------------------------------------
 
 
-def _union_length(intervals: Sequence[tuple[int, int]]) -> int:
-    return sum(b - a for a, b in intervals)
-
-
-def steady_intervals(records: Sequence[RequestRecord], target: int) -> list[tuple[int, int]]:
-    """Intervals during which at least 95% of `target` requests were in flight."""
-    if target <= 0:
+def steady_intervals_of(t_send_ns: np.ndarray, finish_ns: np.ndarray, target: int) -> list[tuple[int, int]]:
+    """Intervals during which at least 95% of `target` requests were in flight, each request from
+    its t_send to its finish (docs/metrics.md, "steady window")."""
+    if target <= 0 or len(t_send_ns) == 0:
         return []
     threshold = math.ceil(0.95 * target)
-    edges: list[tuple[int, int]] = []
-    for r in records:
-        done = finish_ns(r)
-        if done is None:
-            continue
-        edges.append((r.t_send_ns, +1))
-        edges.append((done, -1))
-    edges.sort(key=lambda e: (e[0], e[1]))  # ends before starts at the same instant
+    times = np.concatenate([np.asarray(t_send_ns, dtype=np.int64), np.asarray(finish_ns, dtype=np.int64)])
+    deltas = np.concatenate([np.ones(len(t_send_ns), dtype=np.int64), -np.ones(len(finish_ns), dtype=np.int64)])
+    order = np.lexsort((deltas, times))  # by time; at the same instant, ends (-1) before starts
+    times, level = times[order], np.cumsum(deltas[order])
+    above = level >= threshold
+    # An interval opens where the level rises to the threshold and closes where it falls below.
+    change = np.flatnonzero(np.diff(np.concatenate([[False], above]).astype(np.int8)))
     out: list[tuple[int, int]] = []
-    level = 0
-    start = None
-    for t, delta in edges:
-        level += delta
-        if level >= threshold and start is None:
-            start = t
-        elif level < threshold and start is not None:
-            if t > start:
-                out.append((start, t))
-            start = None
+    for k in range(0, len(change) - 1, 2):
+        start, stop = int(times[change[k]]), int(times[change[k + 1]])
+        if stop > start:
+            out.append((start, stop))
     return out
 
 
-def summarize(
-    records: Sequence[RequestRecord],
-    *,
-    target_concurrency: int | None = None,
-    rate_mode: bool = False,
-) -> tuple[dict[str, Any], list[RequestMetrics]]:
-    """The results.json summary (keys are a contract) and the per-request scalars."""
-    per_request = [request_metrics(r) for r in records]
-    measured = [(r, m) for r, m in zip(records, per_request, strict=True) if not r.warmup]
-    ok = [(r, m) for r, m in measured if m.ok]
-
-    def dist(key: str) -> dict[str, Any]:
-        return distribution(getattr(m, key) for _, m in ok)
-
-    itl_hist = _core.Histogram()
-    gap_values: list[np.ndarray] = []
-    layouts: list[tuple[RequestRecord, np.ndarray]] = []
-    for r, m in ok:
-        layout = event_tokens(r, m.output_tokens)
-        layouts.append((r, layout))
-        values, counts = itl_samples(r.output_times_ns, layout)
-        # One sample per token, in whole ns; 0 (events delivered by one read) counts as 1 ns.
-        itl_hist.record_many(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
-        if len(r.output_times_ns) > 1:
-            gap_values.append(np.diff(r.output_times_ns).astype(np.float64) / NS_PER_S)
-
-    summary: dict[str, Any] = {
-        "ttft_s": dist("ttft_s"),
-        "ttfat_s": dist("ttfat_s"),
-        "tpot_s": dist("tpot_s"),
-        "itl_s": histogram_distribution(itl_hist),
-        "e2e_s": dist("e2e_s"),
-        "decode_tps": dist("decode_tps"),
-        "chunk_gap_s": distribution(np.concatenate(gap_values).tolist() if gap_values else []),
-        "send_overhead_s": distribution(m.send_overhead_s for _, m in measured),
-    }
-    kernel_lags = [
-        (r.output_times_ns - r.output_kernel_times_ns).astype(np.float64) / NS_PER_S
-        for r, _ in ok
-        if len(r.output_kernel_times_ns)
-    ]
-    if kernel_lags:
-        summary["kernel_read_lag_s"] = distribution(np.concatenate(kernel_lags).tolist())
-    if rate_mode:
-        summary["ttft_sched_s"] = dist("ttft_sched_s")
-        summary["e2e_sched_s"] = dist("e2e_sched_s")
-        summary["schedule_lag_s"] = distribution(m.schedule_lag_s for _, m in measured)
-
-    # Throughput over the measured window.
-    t0 = min((r.t_send_ns for r, _ in measured), default=None)
-    t1 = max((done for r, _ in measured if (done := finish_ns(r)) is not None), default=None)
-    window_s = (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
-    tokens_total = sum(m.output_tokens for _, m in ok)
-    summary["measured_window_s"] = window_s
-    summary["output_tokens_total"] = tokens_total
-    summary["output_throughput_tps"] = tokens_total / window_s if window_s else None
-    summary["request_throughput_rps"] = len(ok) / window_s if window_s else None
-
-    # Steady window: tokens that arrived while the target concurrency was (nearly) in flight.
-    steady = steady_intervals(records, target_concurrency or 0) if target_concurrency else []
-    steady_len = _union_length(steady)
-    steady_tokens = 0
-    if steady:
-        starts = np.asarray([a for a, _ in steady], dtype=np.int64)
-        ends = np.asarray([b for _, b in steady], dtype=np.int64)
-        for r, layout in layouts:
-            t = r.output_times_ns
-            idx = np.searchsorted(starts, t, side="right") - 1
-            inside = (idx >= 0) & (t <= ends[np.clip(idx, 0, None)])
-            steady_tokens += int(layout[inside].sum())
-    summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
-    summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len else None
-
-    # Errors.
-    errors: dict[str, int] = {}
-    for _, m in measured:
-        if m.error:
-            errors[m.error] = errors.get(m.error, 0) + 1
-    summary["requests_total"] = len(measured)
-    summary["requests_ok"] = len(ok)
-    summary["error_rate"] = (len(measured) - len(ok)) / len(measured) if measured else None
-    summary["errors"] = dict(sorted(errors.items()))
-
-    # Where the token counts came from, and how they relate to events.
-    sources: dict[str, int] = {}
-    for _, m in ok:
-        sources[m.token_source] = sources.get(m.token_source, 0) + 1
-    summary["token_source"] = (
-        max(sources, key=lambda k: sources[k]) if len(sources) == 1 else ("mixed" if sources else None)
-    )
-    summary["token_sources"] = sources
-    events_total = sum(m.output_events for _, m in ok)
-    summary["tokens_per_event"] = tokens_total / events_total if events_total else None
-    summary["time_series"] = time_series(records, per_request, layouts, t0)
-    return summary, per_request
-
-
-def time_series(
-    records: Sequence[RequestRecord],
-    per_request: Sequence[RequestMetrics],
-    layouts: Sequence[tuple[RequestRecord, np.ndarray]],
-    t0: int | None,
-) -> list[dict[str, Any]]:
-    """Per whole second since the first measured send: tokens arrived, requests finished, errors."""
-    if t0 is None:
-        return []
-    tokens: dict[int, int] = {}
-    if layouts:
-        secs = np.concatenate([(r.output_times_ns - t0) // NS_PER_S for r, _ in layouts])
-        counts = np.concatenate([layout for _, layout in layouts])
-        after = secs >= 0
-        per_second = np.bincount(secs[after], weights=counts[after]) if after.any() else np.zeros(0)
-        tokens = {int(s): int(n) for s, n in enumerate(per_second) if n}
-    done: dict[int, int] = {}
-    failed: dict[int, int] = {}
-    for r, m in zip(records, per_request, strict=True):
-        done_ns = finish_ns(r)
-        if r.warmup or done_ns is None or done_ns < t0:
-            continue
-        s = (done_ns - t0) // NS_PER_S
-        if m.ok:
-            done[s] = done.get(s, 0) + 1
-        else:
-            failed[s] = failed.get(s, 0) + 1
-    last = max([*tokens, *done, *failed], default=-1)
-    return [
-        {"t_s": s, "output_tokens": tokens.get(s, 0), "requests_done": done.get(s, 0), "errors": failed.get(s, 0)}
-        for s in range(last + 1)
-    ]
-
-
-def client_cpu_us_per_token(client_cpu: dict[str, Any], per_request: Sequence[RequestMetrics]) -> float | None:
-    """The client's CPU per output token it received (docs/metrics.md, "client CPU per token"):
-    the CPU of the whole run, so every token read counts, warm-up, probe and failed requests' too."""
-    tokens = sum(m.output_tokens for m in per_request)
-    if not tokens:
+def client_cpu_us_per_token(client_cpu: dict[str, Any], tokens_read: int) -> float | None:
+    """The client's CPU per output token it read (docs/metrics.md, "client CPU per token"): the
+    CPU of the whole run, so every token read counts, warm-up, probe and failed requests' too."""
+    if not tokens_read:
         return None
     cpu_s = client_cpu["loop_thread_s"] + (client_cpu["engine_thread_s"] or 0.0)
-    return float(cpu_s / tokens * 1e6)
+    return float(cpu_s / tokens_read * 1e6)

@@ -1,9 +1,9 @@
-"""Result files: the journal written as the run goes, and the files written at the end.
+"""Result files (docs/results.md): the journal written as the run goes, results.json, and reading
+them back. The per-event log and events.npz are pytps.event_log's.
 
-- requests.jsonl: one line per finished request, appended and flushed at once, so a crash or
-  Ctrl-C loses nothing already measured.
-- results.json: metadata, summary and per-request scalars.
-- events.npz: per-event arrays (request index, t_ns, kind, tokens, chars); CLOCK_MONOTONIC ns.
+- requests.jsonl: one line of scalars per finished request, appended and flushed at once, so a
+  crash or Ctrl-C loses nothing already measured.
+- results.json: metadata and summary.
 Reports read only these files, so a live run and `pytps report DIR` agree.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 from .records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _jsonable(value: Any) -> Any:
@@ -47,10 +46,10 @@ class Journal:
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the run
 
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
-        # The per-event lists are plain ints already; only the scalars need cleaning (a
-        # recursive walk over every token would cost more than recording them did).
+        # Scalars only: the per-event arrays go to the event log (pytps.event_log), which keeps
+        # this file small however long the run.
         line = {
-            **_jsonable(scalars),
+            **scalars,
             "t_sched_ns": rec.t_sched_ns,
             "t_headers_ns": rec.t_headers_ns,
             "first_output_ns": rec.first_output_ns,
@@ -66,12 +65,6 @@ class Journal:
             "phases_ns": rec.phases_ns,
         }
         line = _jsonable(line)
-        # Per output event (docs/results.md); "output_tokens" stays the request's scalar count.
-        line["event_times_ns"] = rec.output_times_ns.tolist()
-        line["event_tokens"] = rec.output_tokens.tolist()
-        line["event_kinds"] = rec.output_kinds.tolist()
-        if len(rec.output_kernel_times_ns):
-            line["event_kernel_times_ns"] = rec.output_kernel_times_ns.tolist()
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._f.flush()
 
@@ -85,43 +78,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(_jsonable(data), f, indent=2, sort_keys=False)
         f.write("\n")
-    os.replace(tmp, path)
-
-
-def write_events(path: Path, records: Sequence[RequestRecord]) -> None:
-    counts = [len(r.output_times_ns) for r in records]
-    total = sum(counts)
-    request_index = (
-        np.repeat(np.asarray([r.index for r in records], dtype=np.int64), counts)
-        if total
-        else np.zeros(0, dtype=np.int64)
-    )
-
-    def cat(attr: str, dtype: Any) -> np.ndarray:
-        parts = [np.asarray(getattr(r, attr), dtype=dtype) for r in records]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-    extra: dict[str, Any] = {}
-    if any(len(r.output_kernel_times_ns) for r in records):
-        # -1 where a record has no kernel stamps (another transport, or a read without one).
-        extra["t_kernel_ns"] = np.concatenate(
-            [
-                r.output_kernel_times_ns
-                if len(r.output_kernel_times_ns) == len(r.output_times_ns)
-                else np.full(len(r.output_times_ns), -1, dtype=np.int64)
-                for r in records
-            ]
-        )
-    tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez_compressed(
-        tmp,
-        **extra,
-        request_index=request_index,
-        t_ns=cat("output_times_ns", np.int64),
-        kind=cat("output_kinds", np.uint8),
-        tokens=cat("output_tokens", np.int32),
-        chars=cat("output_chars", np.int32),
-    )
     os.replace(tmp, path)
 
 

@@ -18,10 +18,8 @@ from ._native import _core
 from .config import RunConfig
 from .endpoint import Endpoint
 from .errors import EndpointError
-from .finalize import RunResult, default_out_dir, finalize, run_metadata, write_results
-from .metrics import request_metrics
+from .finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
 from .records import RequestRecord
-from .results import Journal
 from .transport.base import RequestSpec, Transport
 
 _now_ns = _core.now_ns
@@ -39,12 +37,22 @@ class Runner:
     """One run of cfg. transport: a Transport of the caller's (left open at the end), or None for
     the one pytps.transport.select picks (closed at the end)."""
 
-    def __init__(self, cfg: RunConfig, progress: Progress | None = None, transport: Transport | None = None) -> None:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        progress: Progress | None = None,
+        transport: Transport | None = None,
+        *,
+        keep_records: bool = False,
+    ) -> None:
         self.cfg = cfg
         self.progress = progress or Progress()
         self._given_transport = transport
         self._transport = transport
-        self.records: list[RequestRecord] = []
+        self._keep_records = keep_records  # hand the records back in RunResult (memory grows with the run)
+        self._output: RunOutput | None = None
+        self.finished = 0  # requests finished, warm-up included
+        self._measured = 0
         self._secrets = [s for s in (cfg.api_key,) if s]
         self._include_usage = True
         self._usage_note: str | None = None
@@ -104,14 +112,14 @@ class Runner:
 
     # ---- one request ------------------------------------------------------------------------
 
-    def _finish(self, rec: RequestRecord, journal: Journal) -> None:
+    def _finish(self, rec: RequestRecord, output: RunOutput) -> None:
+        """One finished request: O(1) whatever the run's length (the work per token aside)."""
         rec.error_detail = self._redact(rec.error_detail)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text)
         rec.text = ""  # counted or not needed: do not hold every answer in memory
-        self.records.append(rec)
-        m = request_metrics(rec)
-        journal.append(rec, m.as_dict())
+        m = output.add(rec)
+        self.finished += 1
         reported = rec.usage.get("prompt_tokens")
         planned = self._planned.pop(rec.index, None)
         if reported and planned:
@@ -124,7 +132,8 @@ class Runner:
                 self._tokens += m.output_tokens
             else:
                 self._errors += 1
-            measured = sum(1 for r in self.records if not r.warmup)
+            self._measured += 1
+            measured = self._measured
             limit = self.cfg.max_error_rate
             if limit is not None and measured >= 10 and self._errors / measured > limit:
                 self._stop = True
@@ -133,7 +142,7 @@ class Runner:
                     f"{limit:.1%} after {measured} requests"
                 )
 
-    async def _first_request(self, model: str, journal: Journal, warmup: bool) -> None:
+    async def _first_request(self, model: str, output: RunOutput, warmup: bool) -> None:
         """Sends request 0 alone, to fail fast on a wrong key, path or model, and to learn
         whether the server accepts the usage request (retried once without it)."""
         rec = await self.transport.send(self._spec(0, model, warmup))
@@ -164,11 +173,11 @@ class Runner:
                 )
                 or ""
             )
-        self._finish(rec, journal)
+        self._finish(rec, output)
 
     # ---- load -------------------------------------------------------------------------------
 
-    async def _concurrency_loop(self, model: str, journal: Journal) -> None:
+    async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
         plan = self.cfg.plan
         next_index = 1
         end_index = plan.warmup + plan.requests if plan.requests is not None else None
@@ -195,11 +204,11 @@ class Runner:
                     rec = await self.transport.send(self._spec(i, model, i < plan.warmup))
                 finally:
                     self._in_flight -= 1
-                self._finish(rec, journal)
+                self._finish(rec, output)
 
         await asyncio.gather(*(worker() for _ in range(plan.concurrency or 1)))
 
-    async def _rate_loop(self, model: str, journal: Journal) -> None:
+    async def _rate_loop(self, model: str, output: RunOutput) -> None:
         """Sends on an absolute schedule that starts after the first (probe) request."""
         plan = self.cfg.plan
         end_index = plan.warmup + plan.requests if plan.requests is not None else None
@@ -216,7 +225,7 @@ class Runner:
                 self._in_flight -= 1
                 if limit is not None:
                     limit.release()
-            self._finish(rec, journal)
+            self._finish(rec, output)
 
         # A transport that paces sends itself (the native engine's timers) gets each request a
         # little ahead of its time and holds it until t_sched; asyncio timers are only ms-exact.
@@ -242,8 +251,9 @@ class Runner:
 
     async def _report_progress(self, t_start: int) -> None:
         while True:
-            done = len(self.records)
-            self.progress.update(done, self._in_flight, self._tokens, self._errors, (_now_ns() - t_start) / 1e9)
+            self.progress.update(
+                self.finished, self._in_flight, self._tokens, self._errors, (_now_ns() - t_start) / 1e9
+            )
             await asyncio.sleep(0.1)
 
     # ---- the run ----------------------------------------------------------------------------
@@ -256,25 +266,23 @@ class Runner:
         own_transport = self._given_transport is None
         self._transport = self._given_transport or make_transport(cfg)
         interrupted = False
-        journal: Journal | None = None
         try:
             model = await self._resolve_model()
             out_dir = cfg.out_dir or default_out_dir(model)
-            out_dir.mkdir(parents=True, exist_ok=True)
-            journal = Journal(out_dir / "requests.jsonl")
+            output = self._output = RunOutput(out_dir, cfg.plan, keep_records=self._keep_records)
             metadata = run_metadata(cfg, model, self.transport)
-            write_results(out_dir, metadata, None, [])
+            write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             self.progress.start(total, cfg.plan.duration_s)
             loop_cpu0 = time.thread_time()
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
-                await self._first_request(model, journal, warmup=cfg.plan.warmup > 0)
+                await self._first_request(model, output, warmup=cfg.plan.warmup > 0)
                 if cfg.plan.mode == "rate":
-                    await self._rate_loop(model, journal)
+                    await self._rate_loop(model, output)
                 else:
-                    await self._concurrency_loop(model, journal)
+                    await self._concurrency_loop(model, output)
             except asyncio.CancelledError:
                 interrupted = True
             finally:
@@ -297,9 +305,7 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
-        result = finalize(out_dir, metadata, self.records, cfg.plan)
+        result = output.finish(metadata)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
-        if journal is not None:
-            journal.close()
         return result

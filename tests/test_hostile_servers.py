@@ -50,7 +50,7 @@ def run_one(port: int, transport: str, tmp_path, *, read_timeout_s: float = 30.0
                       transport=transport, timeout=read_timeout_s, out=tmp_path / transport)
     cfg.request_timeout_s = total_timeout_s
     t0 = time.monotonic()
-    result = asyncio.run(Runner(cfg).run())
+    result = asyncio.run(Runner(cfg, keep_records=True).run())
     assert result.metadata["transport"] == transport
     return result.records[0], time.monotonic() - t0
 

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytps.summary import summarize
 from pytps.metrics import (
     decode_span,
     distribution,
     event_tokens,
     itl_samples,
     request_metrics,
-    steady_intervals,
-    summarize,
+    steady_intervals_of,
     trusted_event_counts,
 )
 from pytps.records import RequestRecord
@@ -145,7 +145,9 @@ def test_steady_window_is_where_target_concurrency_was_in_flight():
     # Two users: [0, 100] and [10, 90] ms -> both in flight during [10, 90].
     a = make(index=0, t_send=0, times_ms=[50, 100])
     b = make(index=1, t_send=10 * MS, times_ms=[20, 90])
-    assert steady_intervals([a, b], 2) == [(10 * MS, 90 * MS)]
+    t_send = np.asarray([a.t_send_ns, b.t_send_ns])
+    finish = np.asarray([a.end_ns, b.end_ns])
+    assert steady_intervals_of(t_send, finish, 2) == [(10 * MS, 90 * MS)]
     summary, _ = summarize([a, b], target_concurrency=2)
     assert summary["steady_window_s"] == pytest.approx(0.080)
     # Tokens arriving in [10, 90]: a@50, b@20, b@90 -> 3 tokens over 80 ms.
@@ -197,7 +199,8 @@ def test_client_cpu_per_token_counts_every_token_the_client_read():
     _, per_request = summarize([warm, measured])
     cpu = {"wall_s": 1.0, "loop_thread_s": 0.003, "engine_thread_s": 0.001}
     # 4 ms of CPU for 4 tokens read (the warm-up's included), not for the 2 measured ones.
-    assert client_cpu_us_per_token(cpu, per_request) == pytest.approx(1000.0)
+    tokens_read = sum(m.output_tokens for m in per_request)
+    assert client_cpu_us_per_token(cpu, tokens_read) == pytest.approx(1000.0)
 
 
 @st.composite

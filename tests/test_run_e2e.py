@@ -23,7 +23,7 @@ def run_against(emu, tmp_path, **settings):
     settings.setdefault("output_tokens", 12)
     settings.setdefault("input_tokens", 32)
     cfg = make_config(emu.base_url, out=tmp_path / "out", **settings)
-    result = asyncio.run(Runner(cfg).run())
+    result = asyncio.run(Runner(cfg, keep_records=True).run())
     truth = {t["id"]: t for t in emu.wait_truth(len(result.records))}
     return result, truth
 
@@ -50,8 +50,7 @@ def test_every_dialect_measures_exact_tokens(api, transport, tmp_path):
     assert len(journal) == 6
     # The scalar count survives in the journal beside the per-event arrays (it was once overwritten).
     assert all(line["output_tokens"] == 12 for line in journal)
-    assert all(len(line["event_times_ns"]) == len(line["event_kinds"]) == len(line["event_tokens"]) == 12
-               for line in journal)
+    assert not (tmp_path / "out" / "events.log").exists()  # folded into events.npz
     assert saved["schema_version"] == SCHEMA_VERSION
     events = np.load(tmp_path / "out" / "events.npz")
     assert len(events["t_ns"]) == 72 and events["t_ns"].dtype == np.int64
@@ -124,8 +123,7 @@ def test_kernel_timestamps_are_kept_beside_the_arrival_stamps(tmp_path):
         assert np.all(rec.output_kernel_times_ns >= truth[rec.response_id]["scheduled_ns"])
     events = np.load(tmp_path / "out" / "events.npz")
     assert np.all(events["t_kernel_ns"] <= events["t_ns"]) and np.all(events["t_kernel_ns"] > 0)
-    journal = load_journal(tmp_path / "out")
-    assert all(len(line["event_kernel_times_ns"]) == 20 for line in journal)
+    assert len(events["t_kernel_ns"]) == sum(len(r.output_times_ns) for r in result.records)
 
 
 def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
@@ -153,8 +151,12 @@ def test_rate_mode_keeps_schedule_and_send_figures(transport, tmp_path):
     assert s["schedule_lag_s"]["count"] == 9  # the probe request has no schedule
     for key in ("ttft_sched_s", "e2e_sched_s"):
         assert s[key]["count"] == 9
-        # From the schedule is never shorter than from the send.
-        assert s[key]["mean"] >= s[key.replace("_sched", "")]["mean"] - 1e-4
+    # From the schedule is never shorter than from the send, request by request. (Comparing the
+    # two means compared different requests: the probe has a TTFT but no schedule.)
+    for rec in result.records:
+        if rec.t_sched_ns is not None:
+            m = pytps.metrics.request_metrics(rec)
+            assert m.ttft_sched_s >= m.ttft_s - 1e-4 and m.e2e_sched_s >= m.e2e_s - 1e-4
     scheduled = [r.t_sched_ns for r in result.records if r.t_sched_ns is not None]
     gaps = np.diff(sorted(scheduled))
     assert np.allclose(gaps, 20 * MS, atol=1)  # constant arrivals at 50/s, an absolute schedule
@@ -208,7 +210,7 @@ def test_api_key_never_reaches_results(tmp_path):
     secret = "sk-test-DO-NOT-LEAK-1234567890"
     with pytps.Emulator(ttft_ms=1, itl_us=200, faults=["500:every=2"]) as emu:
         cfg = make_config(emu.base_url, api_key=secret, requests=4, output_tokens=4, out=tmp_path / "out")
-        asyncio.run(Runner(cfg).run())
+        asyncio.run(Runner(cfg, keep_records=True).run())
     for f in (tmp_path / "out").iterdir():
         assert secret.encode() not in f.read_bytes(), f.name
 
@@ -276,7 +278,7 @@ def _python_calls(emu, tmp_path, transport: str, tokens: int) -> int:
     async def main():
         sys.setprofile(profile)
         try:
-            return await Runner(cfg).run()
+            return await Runner(cfg, keep_records=True).run()
         finally:
             sys.setprofile(None)
 

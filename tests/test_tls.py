@@ -149,7 +149,7 @@ def test_a_streamed_run_over_https_counts_exact_tokens_on_native_and_httpx_alike
             cfg = make_config(url, transport=transport, ca_bundle=ca_file, concurrency=2, requests=6,
                               output_tokens=12, input_tokens=32, out=tmp_path / transport)
             assert choose_transport(cfg) == transport
-            result = asyncio.run(Runner(cfg).run())
+            result = asyncio.run(Runner(cfg, keep_records=True).run())
             truth = {t["id"]: t for t in emu.wait_truth(len(result.records))}
         s = result.summary
         assert s["requests_ok"] == 6 and s["error_rate"] == 0, [r.error_detail for r in result.records]
@@ -224,7 +224,7 @@ def test_a_run_over_tls_keeps_its_connection_alive(ca, ca_file, tmp_path):
         # With the model named, no model listing (by httpx) opens a connection of its own.
         cfg = make_config(url, transport="native", ca_bundle=ca_file, concurrency=1, requests=4,
                           output_tokens=5, model="m", out=tmp_path / "out")
-        result = asyncio.run(Runner(cfg).run())
+        result = asyncio.run(Runner(cfg, keep_records=True).run())
     assert result.summary["requests_ok"] == 4
     assert px.connections == 1
     assert sum("tls" in r.phases_ns for r in result.records) == 1
@@ -252,7 +252,7 @@ def test_insecure_skips_verification(ca, tmp_path):
         with https_emulator(ca) as (emu, px, url):
             cfg = make_config(url, transport=transport, insecure=True, requests=3, output_tokens=6,
                               out=tmp_path / transport)
-            result = asyncio.run(Runner(cfg).run())
+            result = asyncio.run(Runner(cfg, keep_records=True).run())
         assert result.summary["requests_ok"] == 3 and result.summary["output_tokens_total"] == 18
         assert result.metadata["tls"]["verify"] is False
 

@@ -169,7 +169,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if base_url is None:
             from ..emulator import Emulator
 
-            emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us))
+            # No truth kept in memory: nothing reads it, and it would grow with the run.
+            emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
             base_url = emu.base_url
             Console(stderr=True).print(f"[dim]no --base-url: benchmarking the built-in emulator at {base_url}[/]")
         cfg = build_config(args, base_url)
@@ -181,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             interrupted = True
             result = None
         out_dir = result.out_dir if result else None
-        if out_dir is None and runner.records:
+        if out_dir is None and runner.finished:
             out_dir = cfg.out_dir
         if out_dir is not None and (out_dir / "results.json").exists():
             results = load_results(out_dir)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 
 def collect(results: dict[str, Any]) -> list[str]:
     meta = results.get("metadata", {})
     summary = results.get("summary") or {}
-    requests = results.get("requests", [])
     out: list[str] = []
     ok = summary.get("requests_ok") or 0
     if meta.get("interrupted"):
@@ -23,16 +21,13 @@ def collect(results: dict[str, Any]) -> list[str]:
         )
     if ok == 0 and summary.get("requests_total"):
         out.append("No request succeeded: see the error counts above, and requests.jsonl for details.")
-    measured = [r for r in requests if not r.get("warmup") and r.get("ok") and r.get("ttft_s") is not None]
-    if len(measured) >= 5:
-        first = measured[0]["ttft_s"]
-        median_rest = statistics.median(r["ttft_s"] for r in measured[1:])
-        if median_rest > 0 and first > 3 * median_rest and first - median_rest > 0.005:
-            out.append(
-                f"The first request's TTFT ({first * 1e3:.1f} ms) was {first / median_rest:.0f}x the "
-                "median of the rest: a cold start (model load, cache warm-up, connection setup). "
-                "Hint: use --warmup 1 (or more) to leave it out."
-            )
+    first, p50 = summary.get("first_ttft_s"), (summary.get("ttft_s") or {}).get("p50")
+    if ok >= 5 and first is not None and p50 and first > 3 * p50 and first - p50 > 0.005:
+        out.append(
+            f"The first request's TTFT ({first * 1e3:.1f} ms) was {first / p50:.0f}x the "
+            "median: a cold start (model load, cache warm-up, connection setup). "
+            "Hint: use --warmup 1 (or more) to leave it out."
+        )
     tpe = summary.get("tokens_per_event")
     if tpe is not None and abs(tpe - 1.0) > 0.02:
         out.append(

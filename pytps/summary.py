@@ -1,0 +1,243 @@
+"""The run's summary, built as requests finish at a constant cost per request and per token.
+
+RunSummary.add() takes each finished request once: its scalars go to compact columns (a few
+numbers per request, so request-level percentiles stay exact: a reported p99 is a value some
+request had), its per-token figures (ITL, chunk gaps, kernel lag) to streaming histograms, its
+counts to running totals. finish() computes what needs the whole run (the measured and steady
+windows, the time series) from the columns and one pass over the events, read in pieces.
+The formulas are pytps.metrics's; docs/metrics.md defines them.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._native import _core
+from .event_log import event_rows
+from .metrics import (
+    NS_PER_S,
+    RequestMetrics,
+    distribution,
+    event_tokens,
+    finish_ns,
+    histogram_distribution,
+    itl_samples,
+    request_metrics,
+    steady_intervals_of,
+)
+from .records import RequestRecord
+
+_NO_NS = -(2**63)  # an int64 column's None
+
+# Per-request columns: name -> array typecode. Seconds are float64, as request_metrics gives
+# them, so a percentile is the very value a request had; NaN stands for None.
+_SECONDS = (
+    "ttft_s",
+    "ttfat_s",
+    "e2e_s",
+    "tpot_s",
+    "decode_tps",
+    "send_overhead_s",
+    "schedule_lag_s",
+    "ttft_sched_s",
+    "e2e_sched_s",
+)
+
+
+class RunSummary:
+    """Accumulates finished requests; finish() gives results.json's summary."""
+
+    def __init__(self, *, target_concurrency: int | None = None, rate_mode: bool = False) -> None:
+        self.target_concurrency = target_concurrency
+        self.rate_mode = rate_mode
+        self._seconds = {name: array("d") for name in _SECONDS}
+        self._index = array("q")
+        self._t_send = array("q")
+        self._finish = array("q")
+        self._measured = array("b")  # 1: measured (not warm-up)
+        self._ok = array("b")
+        self._itl = _core.Histogram()
+        self._gaps = _core.Histogram()
+        self._kernel_lag = _core.Histogram()
+        self._errors: dict[str, int] = {}
+        self._sources: dict[str, int] = {}
+        self.requests_measured = 0
+        self.requests_ok = 0
+        self.tokens_ok = 0  # output tokens of successful measured requests
+        self.events_ok = 0
+        self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
+        self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
+
+    def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray) -> None:
+        """One finished request: O(1) plus its events, whatever came before."""
+        self.tokens_read += m.output_tokens
+        measured = not rec.warmup
+        ok = measured and m.ok
+        for name, col in self._seconds.items():
+            value = getattr(m, name)
+            col.append(math.nan if value is None else value)
+        self._index.append(rec.index)
+        self._t_send.append(rec.t_send_ns)
+        done = finish_ns(rec)
+        self._finish.append(_NO_NS if done is None else done)
+        self._measured.append(measured)
+        self._ok.append(ok)
+        if not measured:
+            return
+        self.requests_measured += 1
+        if self._first is None or rec.t_send_ns < self._first[0]:
+            self._first = (rec.t_send_ns, math.nan if m.ttft_s is None else m.ttft_s)
+        if not ok:
+            assert m.error is not None
+            self._errors[m.error] = self._errors.get(m.error, 0) + 1
+            return
+        self.requests_ok += 1
+        self.tokens_ok += m.output_tokens
+        self.events_ok += m.output_events
+        self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
+        values, counts = itl_samples(rec.output_times_ns, layout)
+        # One sample per token, in whole ns; 0 (events delivered by one read) counts as 1 ns.
+        self._itl.record_many(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
+        if len(rec.output_times_ns) > 1:
+            self._gaps.record_many(np.maximum(1, np.diff(rec.output_times_ns)))
+        if len(rec.output_kernel_times_ns):
+            # A read's kernel stamp can follow pytps's by a few ns on loopback: floor at 1 ns.
+            self._kernel_lag.record_many(np.maximum(1, rec.output_times_ns - rec.output_kernel_times_ns))
+
+    def _column(self, name: str, ok_only: bool) -> np.ndarray:
+        values = np.frombuffer(self._seconds[name], dtype=np.float64)
+        keep = np.frombuffer(self._ok if ok_only else self._measured, dtype=np.int8).astype(bool)
+        kept: np.ndarray = values[keep]
+        return kept
+
+    def finish(self, events: Iterable[np.ndarray]) -> dict[str, Any]:
+        """The summary (keys: docs/results.md), given every request's event rows (event_log.ROW)."""
+
+        def dist(name: str, ok_only: bool = True) -> dict[str, Any]:
+            return distribution(self._column(name, ok_only))
+
+        summary: dict[str, Any] = {
+            "ttft_s": dist("ttft_s"),
+            "ttfat_s": dist("ttfat_s"),
+            "tpot_s": dist("tpot_s"),
+            "itl_s": histogram_distribution(self._itl),
+            "e2e_s": dist("e2e_s"),
+            "decode_tps": dist("decode_tps"),
+            "chunk_gap_s": histogram_distribution(self._gaps),
+            "send_overhead_s": dist("send_overhead_s", ok_only=False),
+        }
+        if self._kernel_lag.count:
+            summary["kernel_read_lag_s"] = histogram_distribution(self._kernel_lag)
+        if self.rate_mode:
+            summary["ttft_sched_s"] = dist("ttft_sched_s")
+            summary["e2e_sched_s"] = dist("e2e_sched_s")
+            summary["schedule_lag_s"] = dist("schedule_lag_s", ok_only=False)
+
+        index = np.frombuffer(self._index, dtype=np.int64)
+        t_send = np.frombuffer(self._t_send, dtype=np.int64)
+        finish = np.frombuffer(self._finish, dtype=np.int64)
+        measured = np.frombuffer(self._measured, dtype=np.int8).astype(bool)
+        ok = np.frombuffer(self._ok, dtype=np.int8).astype(bool)
+        finished = finish != _NO_NS
+
+        # The measured window: first measured send to last measured finish.
+        t0 = int(t_send[measured].min()) if measured.any() else None
+        t1 = int(finish[measured & finished].max()) if (measured & finished).any() else None
+        window_s = (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
+        summary["measured_window_s"] = window_s
+        summary["output_tokens_total"] = self.tokens_ok
+        summary["output_throughput_tps"] = self.tokens_ok / window_s if window_s else None
+        summary["request_throughput_rps"] = self.requests_ok / window_s if window_s else None
+
+        # One pass over the events: tokens per second of the time series, tokens in the steady window.
+        target = self.target_concurrency or 0
+        steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
+        starts = np.asarray([a for a, _ in steady], dtype=np.int64)
+        ends = np.asarray([b for _, b in steady], dtype=np.int64)
+        counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
+        counted[index[ok]] = True
+        per_second = np.zeros(0, dtype=np.int64)
+        steady_tokens = 0
+        for rows in events:
+            rows = rows[counted[rows["request_index"]]] if len(counted) else rows[:0]
+            if not len(rows) or t0 is None:
+                continue
+            t = rows["t_ns"]
+            tokens = rows["layout"].astype(np.int64)
+            secs = (t - t0) // NS_PER_S
+            after = secs >= 0
+            if after.any():
+                binned = np.bincount(secs[after], weights=tokens[after]).astype(np.int64)
+                if len(binned) > len(per_second):
+                    binned[: len(per_second)] += per_second
+                    per_second = binned
+                else:
+                    per_second[: len(binned)] += binned
+            if steady:
+                idx = np.searchsorted(starts, t, side="right") - 1
+                inside = (idx >= 0) & (t <= ends[np.clip(idx, 0, None)])
+                steady_tokens += int(tokens[inside].sum())
+        steady_len = sum(b - a for a, b in steady)
+        summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
+        summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len else None
+
+        summary["requests_total"] = self.requests_measured
+        summary["requests_ok"] = self.requests_ok
+        failed = self.requests_measured - self.requests_ok
+        summary["error_rate"] = failed / self.requests_measured if self.requests_measured else None
+        summary["errors"] = dict(sorted(self._errors.items()))
+        sources = self._sources
+        summary["token_source"] = next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None)
+        summary["token_sources"] = dict(sources)
+        summary["tokens_per_event"] = self.tokens_ok / self.events_ok if self.events_ok else None
+        summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
+        summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
+        return summary
+
+
+def _time_series(
+    tokens_per_second: np.ndarray, t0: int | None, finish: np.ndarray, ok: np.ndarray
+) -> list[dict[str, Any]]:
+    """Per whole second since the first measured send: tokens arrived, requests finished, errors."""
+    if t0 is None:
+        return []
+    secs = (finish - t0) // NS_PER_S
+    keep = secs >= 0
+    done = np.bincount(secs[keep & ok]) if (keep & ok).any() else np.zeros(0, dtype=np.int64)
+    failed = np.bincount(secs[keep & ~ok]) if (keep & ~ok).any() else np.zeros(0, dtype=np.int64)
+    last = max(_last_nonzero(tokens_per_second), _last_nonzero(done), _last_nonzero(failed))
+
+    def at(a: np.ndarray, s: int) -> int:
+        return int(a[s]) if s < len(a) else 0
+
+    return [
+        {"t_s": s, "output_tokens": at(tokens_per_second, s), "requests_done": at(done, s), "errors": at(failed, s)}
+        for s in range(last + 1)
+    ]
+
+
+def _last_nonzero(a: np.ndarray) -> int:
+    nz = np.flatnonzero(a)
+    return int(nz[-1]) if len(nz) else -1
+
+
+def summarize(
+    records: Sequence[RequestRecord], *, target_concurrency: int | None = None, rate_mode: bool = False
+) -> tuple[dict[str, Any], list[RequestMetrics]]:
+    """The summary of records held in memory (a run keeps none: it streams them through RunSummary),
+    and their per-request scalars."""
+    acc = RunSummary(target_concurrency=target_concurrency, rate_mode=rate_mode)
+    per_request = []
+    rows = []
+    for rec in records:
+        m = request_metrics(rec)
+        layout = event_tokens(rec, m.output_tokens)
+        acc.add(rec, m, layout)
+        per_request.append(m)
+        rows.append(event_rows(rec, layout))
+    return acc.finish(rows), per_request
