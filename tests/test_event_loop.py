@@ -5,7 +5,11 @@ with -DPYTPS_FORCE_EPOLL_FALLBACK=ON, .ci/steps/30-epoll-fallback.sh)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -77,3 +81,50 @@ def test_a_truth_log_that_cannot_be_written_is_reported_at_stop():
         with pytest.raises(RuntimeError, match=r"truth log '/dev/full' failed: No space left on device"):
             emu.stop()
     emu.stop()  # reported once; stopping again is quiet
+
+
+# A kernel older than 5.11 answers epoll_pwait2 with ENOSYS, a seccomp profile that predates
+# it (container runtimes) with EPERM. A seccomp filter makes either here, in a child process:
+# loops made after it sleep in ppoll, whether the refusal comes before the module's probe or
+# only at a loop's first wait.
+_REFUSE_PWAIT2 = textwrap.dedent(
+    """
+    import ctypes, sys
+    err, before = int(sys.argv[1]), sys.argv[2] == "before"
+    if not before:
+        from pytps import _core
+    class Insn(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+    insns = (Insn * 4)(
+        Insn(0x20, 0, 0, 0),                # load the syscall number
+        Insn(0x15, 0, 1, 441),              # epoll_pwait2 (441 on every architecture)?
+        Insn(0x06, 0, 0, 0x00050000 | err), # then fail with err
+        Insn(0x06, 0, 0, 0x7FFF0000),       # else allow
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(Prog(4, insns)), 0, 0) != 0:
+        print("no seccomp here")
+        sys.exit(0)
+    from pytps import _core
+    r = _core._event_loop_probe(300_000, 50)
+    print(_core.EPOLL_WAIT, r["wait"], r["sleeps"])
+    """
+)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EPERM], ids=["ENOSYS", "EPERM"])
+def test_a_kernel_that_refuses_epoll_pwait2_gets_the_fallback(err, when):
+    out = subprocess.run(
+        [sys.executable, "-c", _REFUSE_PWAIT2, str(err), when], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    if out.stdout.strip() == "no seccomp here":
+        pytest.skip("seccomp filters are not allowed here")
+    module_wait, loop_wait, sleeps = out.stdout.split()
+    # The module's probe ran before the filter in "after": it still says what it found then.
+    assert module_wait == ("ppoll" if when == "before" else _core.EPOLL_WAIT)
+    assert loop_wait == "ppoll"
+    assert int(sleeps) <= 2 * 50
