@@ -16,6 +16,15 @@ def now_ns() -> int:
 def clock_info(calls: int = 200000) -> dict[str, Any]:
     """{'source', 'resolution_ns', 'call_cost_ns', 'min_step_ns'} of the monotonic clock."""
 
+# ---- event loop -------------------------------------------------------------
+
+EPOLL_WAIT: str
+"""How the native event loops sleep: 'epoll_pwait2', or 'ppoll' (glibc or kernel without it)."""
+
+def _event_loop_probe(wait_ns: int, n: int, spin_ns: int = 60000) -> dict[str, Any]:
+    """Test hook: {'wait', 'deadlines', 'sleeps', 'polls', 'spins', 'spin_window_ns', 'late_ns'}
+    of a fresh event loop that waited n times for a deadline wait_ns ahead."""
+
 # ---- sse --------------------------------------------------------------------
 
 class SSEEvent:
@@ -277,7 +286,7 @@ class Emulator:
         """Waits until at least n records are kept or the timeout passes; returns the count."""
     def stats(self) -> dict[str, int]:
         """Counters: connections_accepted, connections_open, requests, generation_requests,
-        streams_active, events_sent, writes, bytes_sent, write_blocked, faults, spins."""
+        streams_active, events_sent, writes, bytes_sent, write_blocked, faults, spins, sleeps."""
 
 # ---- http -------------------------------------------------------------------
 

@@ -226,7 +226,8 @@ class Emulator:
         return self
 
     def stop(self) -> None:
-        """Stops serving and closes every connection. Safe to call twice."""
+        """Stops serving and closes every connection. Safe to call twice. Raises RuntimeError (once
+        stopped) if the truth log could not be written."""
         self._native.stop()
 
     def __enter__(self) -> Emulator:
@@ -281,7 +282,8 @@ class Emulator:
         return self.truth()
 
     def stats(self) -> dict[str, int]:
-        """Counters of the native server (connections, requests, events, writes, bytes, faults, spins)."""
+        """Counters of the native server (connections, requests, events, writes, bytes, faults, spins,
+        sleeps: kernel waits with a timeout)."""
         return self._native.stats()
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = PYTPS_VERSION;
     pytps_bindings::register_errors(m);
     pytps_bindings::register_clock(m);
+    pytps_bindings::register_io(m);
     pytps_bindings::register_sse(m);
     pytps_bindings::register_recorder(m);
     pytps_bindings::register_histogram(m);

@@ -147,7 +147,7 @@ void register_emulator(py::module_& m) {
                 e.stop();
             },
             "stop() -> None\n\nStops the thread and closes every connection (open streams are recorded as\n"
-            "incomplete). Safe to call twice.")
+            "incomplete). Safe to call twice. Raises RuntimeError (once stopped) if writing the truth log failed.")
         .def_property_readonly("port", &pytps::Emulator::port, "The bound port (0 before start()).")
         .def_property_readonly("running", &pytps::Emulator::running, "True between start() and stop().")
         .def(
@@ -191,10 +191,11 @@ void register_emulator(py::module_& m) {
                 d["write_blocked"] = s.write_blocked;
                 d["faults"] = s.faults;
                 d["spins"] = s.spins;
+                d["sleeps"] = s.sleeps;
                 return d;
             },
             "stats() -> dict\n\nCounters: connections, requests, events and bytes written, blocked writes,\n"
-            "faults applied, deadlines met by spinning.");
+            "faults applied, deadlines met by spinning, kernel waits with a timeout (sleeps).");
 }
 
 }  // namespace pytps_bindings

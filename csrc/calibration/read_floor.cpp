@@ -57,11 +57,15 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
         const int c = owned.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (c < 0) fail("socket");
         if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("connect");
-        const int s = owned.add(::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC));
-        if (s < 0) fail("accept");
+        int s;
+        do {
+            s = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
+        } while (s < 0 && errno == EINTR);
+        if (owned.add(s) < 0) fail("accept");
         int one = 1;
-        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        fcntl(c, F_SETFL, O_NONBLOCK);
+        if (setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("setsockopt(TCP_NODELAY)");
+        const int flags = fcntl(c, F_GETFL);
+        if (flags < 0 || fcntl(c, F_SETFL, flags | O_NONBLOCK) != 0) fail("fcntl(O_NONBLOCK)");
         readers.push_back(c);
         writers.push_back(s);
     }
@@ -91,6 +95,7 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
                 }
                 while (now_ns() < due) {
                 }
+                // A failed send (none is expected: blocking, on loopback) is simply not counted.
                 if (::send(writers[i], msg.data(), msg.size(), MSG_NOSIGNAL) > 0)
                     messages.fetch_add(1, std::memory_order_relaxed);
             }
@@ -99,15 +104,25 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
     std::vector<char> buf(64 * 1024);
     epoll_event evs[64];
     const int64_t cpu0 = thread_cpu_ns();
+    int wait_errno = 0;
     while (!done.load(std::memory_order_relaxed)) {
         const int n = ::epoll_wait(ep, evs, 64, 50);
         ++out.wakeups;
+        if (n < 0 && errno != EINTR) {  // EINTR: a signal, wait again
+            wait_errno = errno;
+            break;
+        }
         for (int j = 0; j < n; ++j) {
+            // <= 0 is EAGAIN (the data went with an earlier read): not a read that returned data.
             if (::recv(readers[evs[j].data.u32], buf.data(), buf.size(), 0) > 0) ++out.reads;
         }
     }
     out.reader_cpu_ns = thread_cpu_ns() - cpu0;
-    pacer.join();
+    pacer.join();  // (it ends by itself after duration_ns)
+    if (wait_errno != 0) {
+        errno = wait_errno;
+        fail("epoll_wait");
+    }
     out.messages = messages.load();
     out.duration_ns = duration_ns;
     return out;

@@ -23,6 +23,7 @@ struct EmulatorStats {
     uint64_t write_blocked = 0;        // times a socket buffer was full (EAGAIN)
     uint64_t faults = 0;
     uint64_t spins = 0;                // deadlines met by busy-waiting
+    uint64_t sleeps = 0;               // kernel waits with a timeout (about one per deadline)
 };
 
 class Server;
@@ -38,6 +39,7 @@ public:
     // (bind failure, already started).
     int start();
     // Stops the thread and closes every connection; open streams are recorded as incomplete.
+    // Throws std::runtime_error if writing the truth log failed (after stopping).
     void stop();
     bool running() const;
     int port() const;

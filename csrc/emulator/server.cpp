@@ -33,8 +33,18 @@ int Server::start() {
     started_ = true;
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::runtime_error(std::string("socket() failed: ") + std::strerror(errno));
+    // Until the thread runs, a failure closes what is open and throws.
+    auto fail = [this](const std::string& message) {
+        if (stamp_keeper_fd_ >= 0) ::close(stamp_keeper_fd_);
+        stamp_keeper_fd_ = -1;
+        loop_.reset();
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        throw std::runtime_error(message);
+    };
     int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        fail(std::string("setsockopt(SO_REUSEADDR) on the listening socket failed: ") + std::strerror(errno));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(cfg_.port));
@@ -51,12 +61,27 @@ int Server::start() {
                                  std::strerror(e) + (e == EADDRINUSE ? " (pick another port, or 0 for a free one)" : ""));
     }
     socklen_t len = sizeof addr;
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    if (getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        fail(std::string("getsockname() on the listening socket failed: ") + std::strerror(errno));
     port_ = ntohs(addr.sin_port);
-    if (!cfg_.truth_log.empty()) truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
+    // -1 when the kernel refuses (no SO_TIMESTAMPING): harmless, truth records then carry no
+    // received_kernel_ns.
     stamp_keeper_fd_ = switch_on_rx_stamps();
-    loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
-    loop_->add(listen_fd_, EPOLLIN, kListenTag);
+    try {
+        loop_ = std::make_unique<EventLoop>(cfg_.spin_ns);
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+    if (const int err = loop_->add(listen_fd_, EPOLLIN, kListenTag))
+        fail(std::string("epoll_ctl(EPOLL_CTL_ADD) of the listening socket failed: ") + std::strerror(err));
+    // Last, as it starts a writer thread that only close_log() (from stop()) ends.
+    if (!cfg_.truth_log.empty()) {
+        try {
+            truth_.open_log(cfg_.truth_log, cfg_.keep_truth);
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
     running_ = true;
     thread_ = std::thread(&Server::loop_main, this);
     if (cfg_.realtime) {
@@ -91,8 +116,9 @@ Conn* Server::find(uint64_t id) {
 }
 
 void Server::loop_main() {
-    // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none.
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none. Harmless if
+    // refused: the adaptive spin window grows to cover the later wake-ups.
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     std::vector<epoll_event> ready;
     std::vector<Deadline> due;
     ready.reserve(256);
@@ -131,15 +157,29 @@ void Server::loop_main() {
 void Server::on_accept() {
     for (;;) {
         int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;  // EAGAIN, or a transient error: the next readiness retries
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;  // this one is gone; take the next
+            return;  // EAGAIN, or a transient error (EMFILE...): the next readiness retries
+        }
+        // A connection this loop cannot serve as promised is refused (closed at once: the
+        // client sees the reset) rather than served with Nagle's delays or never read.
         int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        enable_rx_stamps(fd);  // truth: when the kernel had each request (received_kernel_ns)
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+            ::close(fd);
+            continue;
+        }
+        // Truth: when the kernel had each request (received_kernel_ns). Harmless if refused:
+        // the records then carry no kernel stamp (None), as on a kernel without it.
+        (void)enable_rx_stamps(fd);
+        const uint64_t id = next_conn_id_++;
+        if (loop_->add(fd, EPOLLIN, id) != 0) {  // ENOMEM, or ENOSPC at fs.epoll.max_user_watches
+            ::close(fd);
+            continue;
+        }
         auto c = std::make_unique<Conn>();
-        c->id = next_conn_id_++;
+        c->id = id;
         c->fd = fd;
         c->interest = EPOLLIN;
-        loop_->add(fd, EPOLLIN, c->id);
         conns_.emplace(c->id, std::move(c));
         n_accepted_.fetch_add(1, std::memory_order_relaxed);
         n_open_.fetch_add(1, std::memory_order_relaxed);
@@ -148,10 +188,10 @@ void Server::on_accept() {
 
 void Server::update_interest(Conn& c) {
     uint32_t want = (c.peer_eof ? 0u : static_cast<uint32_t>(EPOLLIN)) | (c.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-    if (want != c.interest) {
-        loop_->modify(c.fd, want, c.id);
-        c.interest = want;
-    }
+    // On failure (ENOMEM: the fd is registered, so nothing else) the old interest is kept, so
+    // that the next update, at the next write or timer, tries again. Closing here instead
+    // would pull the connection from under the callers, which go on using it.
+    if (want != c.interest && loop_->modify(c.fd, want, c.id) == 0) c.interest = want;
 }
 
 void Server::close_conn(Conn& c) {
@@ -291,6 +331,7 @@ EmulatorStats Server::stats() const {
     s.write_blocked = n_blocked_.load();
     s.faults = n_faults_.load();
     s.spins = loop_ ? loop_->spins() : 0;
+    s.sleeps = loop_ ? loop_->sleeps() : 0;
     return s;
 }
 
@@ -299,7 +340,11 @@ EmulatorStats Server::stats() const {
 Emulator::Emulator(EmulatorConfig config) : server_(std::make_unique<Server>(std::move(config))) {}
 Emulator::~Emulator() { server_->stop(); }
 int Emulator::start() { return server_->start(); }
-void Emulator::stop() { server_->stop(); }
+void Emulator::stop() {
+    server_->stop();
+    const std::string err = server_->truth().take_log_error();
+    if (!err.empty()) throw std::runtime_error(err);
+}
 bool Emulator::running() const { return server_->running(); }
 int Emulator::port() const { return server_->port(); }
 const EmulatorConfig& Emulator::config() const { return server_->config(); }

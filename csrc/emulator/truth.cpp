@@ -75,6 +75,8 @@ void TruthStore::open_log(const std::string& path, bool keep) {
     file_ = std::fopen(path.c_str(), "w");
     if (!file_)
         throw std::runtime_error("cannot open the truth log '" + path + "' for writing: " + std::strerror(errno));
+    log_path_ = path;
+    log_errno_ = 0;
     keep_ = keep;
     logging_ = true;
     closing_ = false;
@@ -89,9 +91,16 @@ void TruthStore::close_log() {
     }
     cv_.notify_all();
     if (writer_.joinable()) writer_.join();
-    std::fclose(file_);
+    if (std::fclose(file_) != 0 && log_errno_ == 0) log_errno_ = errno;
     file_ = nullptr;
     logging_ = false;
+}
+
+std::string TruthStore::take_log_error() {
+    if (log_errno_ == 0) return {};
+    const std::string msg = "writing the truth log '" + log_path_ + "' failed: " + std::strerror(log_errno_);
+    log_errno_ = 0;
+    return msg;
 }
 
 void TruthStore::writer_main() {
@@ -106,9 +115,11 @@ void TruthStore::writer_main() {
         }
         for (const TruthRecord& r : batch) {
             std::string line = truth_json_line(r);
-            std::fwrite(line.data(), 1, line.size(), file_);
+            if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() && log_errno_ == 0)
+                log_errno_ = errno != 0 ? errno : EIO;
         }
-        if (!batch.empty()) std::fflush(file_);
+        // Reported by Emulator::stop() (this thread cannot throw); records keep coming.
+        if (!batch.empty() && std::fflush(file_) != 0 && log_errno_ == 0) log_errno_ = errno;
         batch.clear();
         if (closing) {
             std::lock_guard<std::mutex> lk(mu_);

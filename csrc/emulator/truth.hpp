@@ -52,6 +52,9 @@ public:
     // Opens (truncating) the JSON-lines file and starts its writer thread. Throws on failure.
     void open_log(const std::string& path, bool keep);
     void close_log();
+    // After close_log(): why writing the log failed (the first error: ENOSPC, EIO...), then
+    // forgotten; empty when every line was written.
+    std::string take_log_error();
 
     void publish(TruthRecord&& r);
     std::vector<TruthRecord> snapshot(bool clear);
@@ -71,6 +74,8 @@ private:
     bool logging_ = false;
     bool closing_ = false;
     std::FILE* file_ = nullptr;
+    std::string log_path_;
+    int log_errno_ = 0;  // written by the writer thread, read after it is joined
     std::thread writer_;
 
     void writer_main();
