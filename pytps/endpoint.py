@@ -1,17 +1,23 @@
 """Requests to the endpoint that are not measured: listing its models before a run.
 
-They go through httpx with the run's trust settings (--ca-bundle, --insecure), never through a
-transport, so no transport has to hold another and a user's own Transport only has to stream.
+They go through the standard library with the run's trust settings (--ca-bundle, --insecure),
+never through a transport, so no transport has to hold another and a user's own Transport only
+has to stream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import request_formats
 from .errors import EndpointError
+
+# A models list larger than this is not what pytps asked for.
+MAX_JSON_BYTES = 16 << 20
 
 TLS_TRUST_HINT = (
     "if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
@@ -52,18 +58,57 @@ class Endpoint:
         self._timeout_s = timeout_s
 
     async def get_json(self, path: str) -> tuple[int, Any]:
-        """(status, parsed JSON body or None) of a GET."""
+        """(status, parsed JSON body or None) of a GET. The standard library's http.client, in a
+        thread: one small request does not justify importing an HTTP stack (httpx alone costs
+        ~0.1 s of CPU at start-up, which a harness calling pytps.run in a loop pays each time)."""
+        from .transport.select import proxy_for
+
+        if proxy_for(self.base_url) is not None:
+            return await self._get_json_via_proxy(path)
+        return await asyncio.to_thread(self._get_json, path)
+
+    async def _get_json_via_proxy(self, path: str) -> tuple[int, Any]:
+        # httpx honours HTTP_PROXY, ALL_PROXY and NO_PROXY as the httpx transport does.
         import httpx
 
-        verify: Any = self._verify
-        if self._verify and self._ca_file:
-            verify = ssl.create_default_context(cafile=self._ca_file)
+        verify: Any = self._ssl_context() if urlsplit(self.base_url).scheme == "https" else True
         async with httpx.AsyncClient(base_url=self.base_url, verify=verify, timeout=self._timeout_s) as client:
             resp = await client.get(path, headers=self.headers)
         try:
             return resp.status_code, resp.json()
         except ValueError:
             return resp.status_code, None
+
+    def _get_json(self, path: str) -> tuple[int, Any]:
+        import http.client
+        import json
+
+        url = urlsplit(self.base_url)
+        port = url.port
+        conn: http.client.HTTPConnection
+        if url.scheme == "https":
+            conn = http.client.HTTPSConnection(
+                url.hostname or "", port, timeout=self._timeout_s, context=self._ssl_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(url.hostname or "", port, timeout=self._timeout_s)
+        try:
+            conn.request("GET", url.path.rstrip("/") + path, headers={"Accept": "application/json", **self.headers})
+            resp = conn.getresponse()
+            body = resp.read(MAX_JSON_BYTES + 1)
+        finally:
+            conn.close()
+        if len(body) > MAX_JSON_BYTES:
+            return resp.status, None
+        try:
+            return resp.status, json.loads(body)
+        except ValueError:
+            return resp.status, None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if not self._verify:
+            return ssl._create_unverified_context()  # --insecure asks for exactly this
+        return ssl.create_default_context(cafile=self._ca_file)
 
     def _redact(self, text: str) -> str:
         return request_formats.redact(text, self.secrets)
