@@ -46,7 +46,7 @@ Outcome Connection::open(const sockaddr* addr, socklen_t len, std::unique_ptr<Cl
     if (r.fd < 0) return fail(ops_.now(), "connect", std::string(r.step) + " failed: " + std::strerror(r.err));
     fd_ = r.fd;
     t_start_ns_ = t0;
-    state_ = ConnState::connecting;
+    set_state(ConnState::connecting);
     connected_at_once_ = !r.in_progress;
     want_write_ = true;
     return {};
@@ -73,7 +73,7 @@ Outcome Connection::start(std::unique_ptr<ClientJob> job) {
 }
 
 Outcome Connection::start_request() {
-    state_ = ConnState::writing;
+    set_state(ConnState::writing);
     write_off_ = 0;
     request_sent_ = false;
     ++gen_;
@@ -184,11 +184,11 @@ void Connection::request_done(int64_t t_send) {
     last_data_ns_ = t_send;
     request_sent_ = true;
     arm_ = true;
-    state_ = job_->http->parser().headers_done() ? ConnState::reading_body : ConnState::reading_head;
+    set_state(job_->http->parser().headers_done() ? ConnState::reading_body : ConnState::reading_head);
 }
 
 void Connection::track_head() {
-    if (state_ == ConnState::reading_head && job_->http->parser().headers_done()) state_ = ConnState::reading_body;
+    if (state_ == ConnState::reading_head && job_->http->parser().headers_done()) set_state(ConnState::reading_body);
 }
 
 Outcome Connection::read_ready() {
@@ -219,6 +219,7 @@ Outcome Connection::plain_bytes(size_t n, int64_t t) {
     last_data_ns_ = t;
     if (over_cap(n)) return response_too_large(t);
     const size_t used = job_->http->feed(cfg_.buf, n, t);
+    track_head();
     const Http1ResponseParser& p = job_->http->parser();
     if (p.message_done() || p.failed()) {
         // Bytes after the response on a connection with one request in flight mean the server
@@ -226,7 +227,6 @@ Outcome Connection::plain_bytes(size_t n, int64_t t) {
         // way the connection cannot carry another one.
         return complete(t, p.message_done() && p.keep_alive() && used == n && request_sent_);
     }
-    track_head();
     return {};
 }
 
@@ -261,7 +261,7 @@ bool Connection::may_retry_stale() const { return reused_ && job_->bytes_read ==
 Outcome Connection::retry_stale() {
     job_->retried = true;
     job_->t_send_ns = ClientJob::kNoTime;
-    state_ = ConnState::closed;
+    set_state(ConnState::closed);
     Outcome o;
     o.kind = Outcome::Kind::retry_stale;
     return o;
@@ -272,19 +272,19 @@ Outcome Connection::complete(int64_t t, bool keep) {
     Outcome o;
     o.t_ns = t;
     if (keep) {
-        state_ = ConnState::idle;
+        set_state(ConnState::idle);
         reused_ = true;
         want_write_ = false;
         o.kind = Outcome::Kind::completed_keep;
     } else {
-        state_ = ConnState::closed;
+        set_state(ConnState::closed);
         o.kind = Outcome::Kind::completed_close;
     }
     return o;
 }
 
 Outcome Connection::fail(int64_t t, const char* error_class, std::string detail) {
-    state_ = ConnState::failed;
+    set_state(ConnState::failed);
     Outcome o;
     o.kind = Outcome::Kind::failed;
     o.t_ns = t;
@@ -294,7 +294,7 @@ Outcome Connection::fail(int64_t t, const char* error_class, std::string detail)
 }
 
 Outcome Connection::close_idle() {
-    state_ = ConnState::closed;
+    set_state(ConnState::closed);
     Outcome o;
     o.kind = Outcome::Kind::closed;
     return o;

@@ -67,6 +67,9 @@ struct ConnConfig {
     std::atomic<uint64_t>* reads = nullptr;  // counts reads that returned data (may be null)
     char* buf = nullptr;                     // the engine thread's read buffer, shared by its connections
     size_t buf_len = 0;
+    // Told of every state change (tests trace the transitions with it); null in the engine.
+    void (*on_state)(void* ctx, uint64_t conn_id, ConnState from, ConnState to) = nullptr;
+    void* on_state_ctx = nullptr;
 };
 
 // Readiness, as the engine maps epoll's events.
@@ -140,6 +143,10 @@ private:
     std::string tls_out_;  // ciphertext waiting to be sent, from tls_out_off_ on
     size_t tls_out_off_ = 0;
 
+    void set_state(ConnState s) {
+        if (cfg_.on_state != nullptr && s != state_) cfg_.on_state(cfg_.on_state_ctx, id_, state_, s);
+        state_ = s;
+    }
     // connection.cpp: lifecycle, plain HTTP, reads
     Outcome connected();
     Outcome start_request();

@@ -17,7 +17,7 @@ Outcome Connection::start_tls(int64_t t) {
     } catch (const std::exception& e) {
         return fail(t, "connect", e.what());
     }
-    state_ = ConnState::tls_handshake;
+    set_state(ConnState::tls_handshake);
     t_tls_start_ns_ = t;
     ++gen_;
     arm_ = true;  // still the connect timeout, from the connect's start
@@ -116,6 +116,7 @@ Outcome Connection::tls_bytes(size_t n, int64_t t) {
         if (r == Tls::ok) {
             if (over_cap(m)) return response_too_large(t);
             const size_t used = job_->http->feed(buf, m, t);
+            track_head();
             const Http1ResponseParser& p = job_->http->parser();
             if (p.message_done() || p.failed()) {
                 // As on plain HTTP: bytes after the response, or a request cut short, mean no reuse.
@@ -124,7 +125,6 @@ Outcome Connection::tls_bytes(size_t n, int64_t t) {
                 if (keep) keep = tls_->read(buf, cap, &extra) == Tls::want_read;
                 return complete(t, keep);
             }
-            track_head();
             continue;
         }
         if (r == Tls::want_read) break;
