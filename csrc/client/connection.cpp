@@ -288,8 +288,8 @@ Outcome Connection::fail(int64_t t, const char* error_class, std::string detail)
     Outcome o;
     o.kind = Outcome::Kind::failed;
     o.t_ns = t;
-    o.error_class = error_class;
-    o.detail = std::move(detail);
+    error_class_ = error_class;
+    error_detail_ = std::move(detail);
     return o;
 }
 

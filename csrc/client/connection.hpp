@@ -42,20 +42,19 @@ enum class ConnState : uint8_t {
 const char* state_name(ConnState s);
 
 // What a Connection call came to; the engine acts on it. Anything but pending has ended the
-// request on this connection (take_job() hands it over) or the connection itself.
+// request on this connection (take_job() hands it over) or the connection itself. Two words,
+// returned in registers on every read: a failure's class and detail stay on the Connection.
 struct Outcome {
     enum class Kind : uint8_t {
         pending,          // waiting for I/O or a timer (wants_write() and take_timer_request() say which)
         completed_keep,   // the response ended; the connection is idle, poolable
         completed_close,  // the response ended (or was cut off: the recorder says); close it
-        failed,           // error_class/detail; close it
+        failed,           // Connection::error_class() and error_detail() say why; close it
         retry_stale,      // a kept-alive connection the server had closed: send the job again on a new one
         closed,           // an idle connection ended (no job)
     };
     Kind kind = Kind::pending;
     int64_t t_ns = ClientJob::kNoTime;  // when the request ended (its t_done)
-    const char* error_class = "";
-    std::string detail;
     bool ended() const { return kind != Kind::pending; }
 };
 
@@ -117,6 +116,10 @@ public:
         arm_ = false;
         return r;
     }
+    // After a failed Outcome: the transport's error class ("connect", "timeout", "client", or ""
+    // when the recorder tells what went wrong) and what happened.
+    const char* error_class() const { return error_class_; }
+    std::string take_error_detail() { return std::move(error_detail_); }
     // When this connection times out next, and why (kNoDeadline without a request).
     int64_t deadline(std::string* why = nullptr) const;
 
@@ -139,6 +142,8 @@ private:
     int64_t t_tls_start_ns_ = 0;
     int64_t last_data_ns_ = 0;
     std::unique_ptr<ClientJob> job_;
+    const char* error_class_ = "";
+    std::string error_detail_;
     std::unique_ptr<TlsSession> tls_;
     std::string tls_out_;  // ciphertext waiting to be sent, from tls_out_off_ on
     size_t tls_out_off_ = 0;

@@ -115,7 +115,7 @@ void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
     auto conn = std::make_unique<Connection>(next_conn++, ops, cfg);
     Outcome o = conn->open(reinterpret_cast<const sockaddr*>(&eng.addr_), eng.addr_len_, std::move(job));
     if (o.ended()) {  // no socket was left open
-        eng.finish(conn->take_job(), o.t_ns, o.error_class, std::move(o.detail));
+        eng.finish(conn->take_job(), o.t_ns, conn->error_class(), conn->take_error_detail());
         return;
     }
     eng.opened_.fetch_add(1, std::memory_order_relaxed);
@@ -145,7 +145,7 @@ void ClientEngine::Loop::act(Slot& s, Outcome o) {
             eng.finish(c.take_job(), o.t_ns, "", "");
             break;
         case Outcome::Kind::failed:
-            eng.finish(c.take_job(), o.t_ns, o.error_class, std::move(o.detail));
+            eng.finish(c.take_job(), o.t_ns, c.error_class(), c.take_error_detail());
             break;
         case Outcome::Kind::retry_stale:
             ready.push_front(c.take_job());

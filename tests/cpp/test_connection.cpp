@@ -88,8 +88,8 @@ void connect_refused() {
     CHECK_EQ(e.open(*c, job(request())).kind, K::pending);
     Outcome o = e.pump(*c);
     CHECK_EQ(o.kind, K::failed);
-    CHECK_EQ(std::string(o.error_class), std::string("connect"));
-    CHECK_EQ(o.detail, std::string("connect failed: Connection refused"));
+    CHECK_EQ(std::string(c->error_class()), std::string("connect"));
+    CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
     CHECK_EQ(o.t_ns, e.ops.clock);
     CHECK_EQ(e.trace(), std::string("connecting>failed"));
     CHECK(e.ops.written.empty());
@@ -104,7 +104,7 @@ void connect_hangup_without_error() {
     e.open(*c, job(request()));
     Outcome o = e.pump(*c);
     CHECK_EQ(o.kind, K::failed);
-    CHECK_EQ(o.detail, std::string("connect failed: Connection refused"));
+    CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
 }
 
 void open_fails_at_once() {
@@ -123,8 +123,8 @@ void open_fails_at_once() {
         auto c = e.make();
         Outcome o = e.open(*c, job(request()));
         CHECK_EQ(o.kind, K::failed);
-        CHECK_EQ(std::string(o.error_class), std::string("connect"));
-        CHECK_EQ(o.detail, std::string(row.detail));
+        CHECK_EQ(std::string(c->error_class()), std::string("connect"));
+        CHECK_EQ(c->take_error_detail(), std::string(row.detail));
         CHECK_EQ(c->fd(), -1);
         CHECK(c->take_job() != nullptr);
         c.reset();
@@ -190,8 +190,8 @@ void send_fails_on_new_connection() {
     e.open(*c, job(request()));
     Outcome o = e.pump(*c);
     CHECK_EQ(o.kind, K::failed);
-    CHECK_EQ(std::string(o.error_class), std::string(""));
-    CHECK_EQ(o.detail, std::string("send failed: Connection reset by peer"));
+    CHECK_EQ(std::string(c->error_class()), std::string(""));
+    CHECK_EQ(c->take_error_detail(), std::string("send failed: Connection reset by peer"));
     CHECK_EQ(e.trace(), std::string("connecting>writing>failed"));
     CHECK(c->job()->http->parser().closed_early());
     CHECK_EQ(e.ops.written.size(), size_t(10));
@@ -214,8 +214,8 @@ void timeouts() {
         CHECK(!c->take_timer_request());
         Outcome o = c->on_timer(gen);
         CHECK_EQ(o.kind, K::failed);
-        CHECK_EQ(std::string(o.error_class), std::string("timeout"));
-        CHECK_EQ(o.detail, std::string("connect timed out after 10 s"));
+        CHECK_EQ(std::string(c->error_class()), std::string("timeout"));
+        CHECK_EQ(c->take_error_detail(), std::string("connect timed out after 10 s"));
         CHECK_EQ(e.trace(), std::string("connecting>failed"));
     }
     {
@@ -229,7 +229,7 @@ void timeouts() {
         CHECK_EQ(c->deadline(), e.ops.send_stamps.back() + 2'000'000'000);
         e.ops.clock = c->deadline();
         Outcome o = c->on_timer(c->timer_gen());
-        CHECK_EQ(o.detail, std::string("no data for 2 s (read timeout)"));
+        CHECK_EQ(c->take_error_detail(), std::string("no data for 2 s (read timeout)"));
         CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>failed"));
     }
     {
@@ -248,7 +248,7 @@ void timeouts() {
         e.opt.total_timeout_ns = 0;
         e.ops.clock = 9'000'000'000 - e.ops.tick;
         Outcome o = c->on_timer(c->timer_gen());
-        CHECK_EQ(o.detail, std::string("no data for 5 s (read timeout)"));
+        CHECK_EQ(c->take_error_detail(), std::string("no data for 5 s (read timeout)"));
         CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>reading_body>failed"));
     }
     {

@@ -240,8 +240,8 @@ void tls_handshake_failures() {
         Outcome o = e.open(*c, job(request()));
         if (!o.ended()) o = e.pump(*c);
         CHECK_EQ(o.kind, K::failed);
-        CHECK_EQ(std::string(o.error_class), std::string("connect"));
-        CHECK_HAS(o.detail, row.detail);
+        CHECK_EQ(std::string(c->error_class()), std::string("connect"));
+        CHECK_HAS(c->take_error_detail(), row.detail);
         CHECK_EQ(e.trace(), std::string("connecting>tls_handshake>failed"));
     }
     current_test = "tls_handshake_failures";
