@@ -3,10 +3,13 @@
 // Connection and acts on the Outcome it returns. Every syscall and clock read goes through
 // SocketOps, so tests/cpp/test_connection.cpp walks every transition with no network.
 //
-//   connecting ──▶ tls_handshake ──▶ writing ──▶ reading_head ──▶ reading_body ──▶ idle ─┐
-//        │               │  (plain: connecting ──▶ writing)            │  (keep-alive)   │
-//        └───────────────┴──────────────┴─────────────┴────────────────┴──▶ closed/failed │
-//                                        ▲─────────────────── start() ◀──────────────────┘
+// The states and their transitions (the test checks that each is walked, and no other):
+//   connecting    -> tls_handshake (TLS) | writing (plain) | failed
+//   tls_handshake -> writing | failed
+//   writing       -> reading_head | reading_body (the head came early) | closed | failed
+//   reading_head  -> reading_body | closed | failed
+//   reading_body  -> idle (keep-alive) | closed | failed
+//   idle          -> writing (start(): the next request) | closed
 //
 // writing also reads: a server may answer before it has read the whole request (413, 400).
 // That response is recorded, and the connection is not reused since the request was cut short.
@@ -36,8 +39,10 @@ enum class ConnState : uint8_t {
     reading_head,   // request sent, response head not complete
     reading_body,   // head complete, body arriving
     idle,           // kept alive between requests, in the engine's pool
-    closed,         // ended without an error of the transport's own (response done, EOF, stale)
-    failed,         // ended with an error class of the transport's own (connect, timeout, client)
+    closed,         // ended with no error of the transport's own: the response ended (or was cut off:
+                    // the recorder says), the server closed an idle one, or it was stale (sent again)
+    failed,         // ended with the transport's own error: class connect, timeout, client, or ""
+                    // with a detail when the recorder tells the rest (a send that failed)
 };
 const char* state_name(ConnState s);
 
@@ -49,7 +54,7 @@ struct Outcome {
         pending,          // waiting for I/O or a timer (wants_write() and take_timer_request() say which)
         completed_keep,   // the response ended; the connection is idle, poolable
         completed_close,  // the response ended (or was cut off: the recorder says); close it
-        failed,           // Connection::error_class() and error_detail() say why; close it
+        failed,           // error_class() and take_error_detail() say why; close it
         retry_stale,      // a kept-alive connection the server had closed: send the job again on a new one
         closed,           // an idle connection ended (no job)
     };
