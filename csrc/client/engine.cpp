@@ -38,6 +38,8 @@ ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions opti
         addr_len_ = res->ai_addrlen;
     }
     if (res) freeaddrinfo(res);
+    // -1 is no error here: it only warms the kernel's stamping up, and each connection still
+    // asks for stamps itself (a refusal fails its connect, see SystemSocketOps::open).
     if (opt_.kernel_timestamps) stamp_keeper_fd_ = switch_on_rx_stamps();
     notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (notify_fd_ < 0) throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
