@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "client/engine_internal.hpp"
+#include "client/job.hpp"
 #include "io/rx_stamps.hpp"
 
 namespace pytps {
@@ -37,10 +38,12 @@ ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions opti
         addr_len_ = res->ai_addrlen;
     }
     if (res) freeaddrinfo(res);
+    // -1 is no error here: it only warms the kernel's stamping up, and each connection still
+    // asks for stamps itself (a refusal fails its connect, see SystemSocketOps::open).
     if (opt_.kernel_timestamps) stamp_keeper_fd_ = switch_on_rx_stamps();
     notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (notify_fd_ < 0) throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
-    loop_ = std::make_unique<Loop>(opt_.spin_ns);
+    loop_ = std::make_unique<Loop>(*this);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -57,10 +60,10 @@ void ClientEngine::submit(uint64_t id, std::string request, Dialect dialect, int
 }
 
 void ClientEngine::submit_many(std::vector<Submission> batch) {
-    std::vector<std::unique_ptr<Job>> jobs;
+    std::vector<std::unique_ptr<ClientJob>> jobs;
     jobs.reserve(batch.size());
     for (Submission& s : batch) {
-        auto job = std::make_unique<Job>();
+        auto job = std::make_unique<ClientJob>();
         job->id = s.id;
         job->request = std::move(s.request);
         job->t_sched_ns = s.t_sched_ns;
@@ -78,9 +81,10 @@ void ClientEngine::submit_many(std::vector<Submission> batch) {
 std::vector<ClientResult> ClientEngine::collect() {
     std::vector<ClientResult> out;
     std::lock_guard<std::mutex> lock(mu_);
+    // Resets the eventfd so the next batch wakes the loop again; EAGAIN: nothing was signalled.
     uint64_t v;
-    ssize_t r = ::read(notify_fd_, &v, sizeof v);
-    (void)r;
+    if (::read(notify_fd_, &v, sizeof v) < 0 && errno != EAGAIN)
+        throw std::runtime_error(std::string("reading the engine's eventfd failed: ") + std::strerror(errno));
     out.swap(done_);
     notified_ = false;
     return out;
@@ -100,7 +104,7 @@ void ClientEngine::stop() {
 
 int64_t ClientEngine::spin_window_ns() const { return loop_->el.spin_window_ns(); }
 
-void ClientEngine::finish(std::unique_ptr<Job> job, int64_t t_done, const char* error_class, std::string detail) {
+void ClientEngine::finish(std::unique_ptr<ClientJob> job, int64_t t_done, const char* error_class, std::string detail) {
     ClientResult r;
     r.id = job->id;
     r.t_send_ns = job->t_send_ns;
@@ -116,10 +120,10 @@ void ClientEngine::finish(std::unique_ptr<Job> job, int64_t t_done, const char* 
     std::lock_guard<std::mutex> lock(mu_);
     done_.push_back(std::move(r));
     if (!notified_) {
-        notified_ = true;
+        // Unwritten, Python would not be woken for this batch: stay un-notified so that the
+        // next finished request tries again.
         uint64_t one = 1;
-        ssize_t w = ::write(notify_fd_, &one, sizeof one);
-        (void)w;
+        notified_ = ::write(notify_fd_, &one, sizeof one) == static_cast<ssize_t>(sizeof one);
     }
 }
 

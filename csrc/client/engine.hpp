@@ -30,6 +30,8 @@
 
 namespace pytps {
 
+struct ClientJob;
+
 struct ClientOptions {
     int max_connections = 100;
     int64_t connect_timeout_ns = 10'000'000'000;
@@ -101,9 +103,6 @@ public:
     int64_t thread_cpu_ns() const { return thread_cpu_ns_.load(std::memory_order_acquire); }
     int64_t spin_window_ns() const;
 
-    struct Job;
-    struct Conn;
-
 private:
     ClientOptions opt_;
     std::unique_ptr<TlsContext> tls_;  // with opt_.tls
@@ -114,7 +113,7 @@ private:
     int stamp_keeper_fd_ = -1;  // with kernel_timestamps: keeps the kernel's RX stamping switched on
 
     std::mutex mu_;  // guards incoming_, done_, notified_
-    std::vector<std::unique_ptr<Job>> incoming_;
+    std::vector<std::unique_ptr<ClientJob>> incoming_;
     std::vector<ClientResult> done_;
     bool notified_ = false;
     std::atomic<bool> stopping_{false};
@@ -129,7 +128,7 @@ private:
     std::thread thread_;
 
     void run();
-    void finish(std::unique_ptr<Job> job, int64_t t_done, const char* error_class, std::string detail);
+    void finish(std::unique_ptr<ClientJob> job, int64_t t_done, const char* error_class, std::string detail);
 };
 
 }  // namespace pytps

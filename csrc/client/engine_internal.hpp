@@ -1,5 +1,5 @@
-// ClientEngine's private parts, shared by engine.cpp (the API side) and
-// engine_loop.cpp (the engine thread). Not for other users.
+// ClientEngine's private parts, shared by engine.cpp (the API side) and engine_loop.cpp (the
+// engine thread). Not for other users.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "client/connection.hpp"
 #include "client/engine.hpp"
+#include "client/job.hpp"
+#include "client/socket_ops.hpp"
 #include "io/event_loop.hpp"
 
 namespace pytps {
@@ -18,49 +21,40 @@ namespace pytps {
 constexpr uint64_t kClientSchedTag = uint64_t(1) << 62;  // the deadline of the earliest scheduled send
 constexpr size_t kClientRecvBytes = 64 * 1024;
 
-struct ClientEngine::Job {
-    uint64_t id = 0;
-    std::string request;
-    int64_t t_sched_ns = ClientResult::kNoTime;
-    int64_t t_send_ns = ClientResult::kNoTime;
-    int64_t connect_ns = -1;
-    int64_t tls_ns = -1;
-    size_t bytes_read = 0;  // of the response (plaintext over TLS)
-    bool retried = false;
-    std::unique_ptr<HttpStreamRecorder> http;
-    std::vector<int64_t> recv_ns;         // with kernel_timestamps (see ClientResult)
-    std::vector<int64_t> recv_kernel_ns;
-};
-
-struct ClientEngine::Conn {
-    enum class State { connecting, handshaking, busy, idle };
-    uint64_t id = 0;
-    int fd = -1;
-    State state = State::connecting;
-    bool reused = false;  // carried a response before this request
-    bool want_out = false;
-    uint64_t gen = 0;  // timer generation: deadlines of an earlier request are stale
-    size_t write_off = 0;  // of job->request: sent (plain), or taken by the TLS session
-    int64_t t_start_ns = 0;  // connect or write start
-    int64_t t_tls_start_ns = 0;  // the handshake's start (TCP connected)
-    int64_t last_data_ns = 0;
-    std::unique_ptr<Job> job;
-    // TLS: the session, and its ciphertext waiting to be sent (from tls_out_off on).
-    std::unique_ptr<TlsSession> tls;
-    std::string tls_out;
-    size_t tls_out_off = 0;
-};
-
+// The engine thread: epoll, timers, the keep-alive pool and the schedule. What happens on one
+// connection is the Connection's (client/connection.hpp); the loop routes readiness, timers and
+// requests to it and acts on the Outcome it returns.
 struct ClientEngine::Loop {
-    explicit Loop(int64_t spin_ns) : el(spin_ns), buf(kClientRecvBytes) {}
+    explicit Loop(ClientEngine& engine);
+
+    struct Slot {
+        std::unique_ptr<Connection> conn;
+        bool watch_out = true;  // EPOLLOUT is in the epoll set
+        bool pooled = false;    // in `idle`
+    };
+
+    ClientEngine& eng;
     EventLoop el;
-    std::map<uint64_t, std::unique_ptr<Conn>> conns;
-    std::vector<uint64_t> idle;  // most recently used last
-    std::deque<std::unique_ptr<Job>> ready;
-    std::multimap<int64_t, std::unique_ptr<Job>> scheduled;
+    SystemSocketOps ops;  // before conns: a Connection closes its socket through it
     std::vector<char> buf;
-    uint64_t next_conn = 1;
     RealtimeOffset realtime;  // for kernel stamps; re-measured each second
+    ConnConfig cfg;
+    std::map<uint64_t, Slot> conns;
+    std::vector<uint64_t> idle;  // most recently used last
+    std::deque<std::unique_ptr<ClientJob>> ready;
+    std::multimap<int64_t, std::unique_ptr<ClientJob>> scheduled;
+    uint64_t next_conn = 1;
+
+    void run();
+    void take_incoming(std::vector<std::unique_ptr<ClientJob>>& taken);
+    void on_io(uint64_t tag, uint32_t events);
+    void on_deadline(const Deadline& d);
+    void dispatch();
+    void open(std::unique_ptr<ClientJob> job);
+    void act(Slot& s, Outcome o);
+    void watch(Slot& s);
+    void close(Slot& s);
+    void stop_all();
 };
 
 }  // namespace pytps

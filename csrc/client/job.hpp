@@ -1,0 +1,30 @@
+// One request in the ClientEngine: submitted by Python, carried by a Connection while it is
+// on the wire, handed back to the engine when it ends (or to be sent again).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/http_stream_recorder.hpp"
+
+namespace pytps {
+
+struct ClientJob {
+    static constexpr int64_t kNoTime = HttpStreamRecorder::kNoTime;
+    uint64_t id = 0;
+    std::string request;
+    int64_t t_sched_ns = kNoTime;
+    int64_t t_send_ns = kNoTime;
+    int64_t connect_ns = -1;
+    int64_t tls_ns = -1;
+    size_t bytes_read = 0;  // of the response (plaintext over TLS)
+    bool retried = false;
+    std::unique_ptr<HttpStreamRecorder> http;
+    std::vector<int64_t> recv_ns;  // with kernel_timestamps (see ClientResult)
+    std::vector<int64_t> recv_kernel_ns;
+};
+
+}  // namespace pytps
