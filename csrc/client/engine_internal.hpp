@@ -54,7 +54,7 @@ struct ClientEngine::Loop {
     void act(Slot& s, Outcome o);
     void watch(Slot& s);
     void close(Slot& s);
-    void stop_all();
+    void stop_all(const char* why);  // every unfinished request ends, class client, with why
 };
 
 }  // namespace pytps

@@ -3,6 +3,9 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
 #include <utility>
 
 #include "client/engine_internal.hpp"
@@ -26,21 +29,28 @@ void ClientEngine::Loop::run() {
     std::vector<std::unique_ptr<ClientJob>> taken;
     // Only a label, so per-thread CPU can be told apart; without it nothing else changes.
     (void)pthread_setname_np(pthread_self(), "pytps-engine");
-    while (!eng.stopping_.load()) {
-        el.wait(events, due);
-        eng.wakeups_.store(eng.wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        for (const epoll_event& ev : events) {
-            if (ev.data.u64 == EventLoop::kWakeTag) {
-                el.drain_wake();
-                take_incoming(taken);
-                continue;
+    // An exception would end the thread and the process with it, losing what was measured: the
+    // loop's own failure (a broken epoll set) ends every request instead, each reported.
+    std::string failure;
+    try {
+        while (!eng.stopping_.load()) {
+            el.wait(events, due);
+            eng.wakeups_.store(eng.wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            for (const epoll_event& ev : events) {
+                if (ev.data.u64 == EventLoop::kWakeTag) {
+                    el.drain_wake();
+                    take_incoming(taken);
+                    continue;
+                }
+                on_io(ev.data.u64, ev.events);
             }
-            on_io(ev.data.u64, ev.events);
+            for (const Deadline& d : due) on_deadline(d);
+            dispatch();
         }
-        for (const Deadline& d : due) on_deadline(d);
-        dispatch();
+    } catch (const std::exception& e) {
+        failure = std::string("the client engine's event loop failed (") + e.what() + ")";
     }
-    stop_all();
+    stop_all(failure.empty() ? "the client engine stopped before the response ended" : failure.c_str());
     eng.thread_cpu_ns_.store(pytps::thread_cpu_ns(), std::memory_order_release);
 }
 
@@ -121,8 +131,13 @@ void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
     eng.opened_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t id = conn->id();
     const int fd = conn->fd();
+    if (const int err = el.add(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, id); err != 0) {
+        // Without the epoll set nothing would ever wake this connection: fail it now.
+        eng.finish(conn->take_job(), now_ns(), "client",
+                   std::string("epoll_ctl(EPOLL_CTL_ADD) failed: ") + std::strerror(err));
+        return;  // the Connection closes its socket
+    }
     Slot& s = conns.emplace(id, Slot{std::move(conn), true, false}).first->second;
-    el.add(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, id);
     act(s, s.conn->opened());
 }
 
@@ -160,8 +175,10 @@ void ClientEngine::Loop::act(Slot& s, Outcome o) {
 void ClientEngine::Loop::watch(Slot& s) {
     Connection& c = *s.conn;
     if (c.wants_write() != s.watch_out) {
-        s.watch_out = c.wants_write();
-        el.modify(c.fd(), EPOLLIN | EPOLLRDHUP | (s.watch_out ? EPOLLOUT : 0u), c.id());
+        const bool want = c.wants_write();
+        // On failure the old interest stays and the next watch() tries again; a connection left
+        // unwoken meanwhile ends at its timer, reported, never hung.
+        if (el.modify(c.fd(), EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u), c.id()) == 0) s.watch_out = want;
     }
     if (c.take_timer_request()) el.schedule(c.deadline(), c.id(), c.timer_gen());
 }
@@ -174,9 +191,8 @@ void ClientEngine::Loop::close(Slot& s) {
 }
 
 // Stopped: whatever is unfinished ends here, reported rather than dropped.
-void ClientEngine::Loop::stop_all() {
+void ClientEngine::Loop::stop_all(const char* why) {
     const int64_t t = now_ns();
-    const char* why = "the client engine stopped before the response ended";
     std::vector<std::unique_ptr<ClientJob>> taken;
     {
         std::lock_guard<std::mutex> lock(eng.mu_);
