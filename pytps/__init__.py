@@ -8,11 +8,30 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
+from typing import TYPE_CHECKING, Any
 
 from ._native import _core
-from .emulator import Emulator
 from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
-from .library import run
+
+if TYPE_CHECKING:
+    from .emulator import Emulator
+    from .library import run
+
+# Imported on first use: `import pytps` (and so every CLI command, and a Ctrl-C during start-up)
+# stays cheap; the run machinery pulls in numpy and the rest only when a run is made.
+_LAZY = {"run": ("library", "run"), "Emulator": ("emulator", "Emulator")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pytps' has no attribute {name!r}")
+
 
 try:
     __version__: str = _dist_version("pytps")

@@ -8,13 +8,17 @@ has to stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from . import request_formats
 from .errors import EndpointError
+
+T = TypeVar("T")
 
 # A models list larger than this is not what pytps asked for.
 MAX_JSON_BYTES = 16 << 20
@@ -35,6 +39,37 @@ def tls_hint(exc: BaseException) -> str | None:
             return TLS_TRUST_HINT
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """fn(*args) on a daemon thread of its own. Not asyncio.to_thread: the default executor's
+    threads are joined when the event loop closes, so a Ctrl-C while a server is slow to answer
+    would wait out the whole timeout; a daemon thread is simply left behind."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        # The loop may be gone (the run was interrupted meanwhile): then nobody wants the answer.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+    threading.Thread(target=work, name="pytps-endpoint", daemon=True).start()
+    return await future
+
+
+def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
+    if future.done():  # cancelled meanwhile
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
 
 
 class Endpoint:
@@ -65,7 +100,7 @@ class Endpoint:
 
         if proxy_for(self.base_url) is not None:
             return await self._get_json_via_proxy(path)
-        return await asyncio.to_thread(self._get_json, path)
+        return await _in_daemon_thread(self._get_json, path)
 
     async def _get_json_via_proxy(self, path: str) -> tuple[int, Any]:
         # httpx honours HTTP_PROXY, ALL_PROXY and NO_PROXY as the httpx transport does.
