@@ -4,6 +4,7 @@ own parser, examples and handler; this module dispatches and turns errors into o
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 
@@ -24,6 +25,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `pytps` command; argv None means this process's own arguments (the console script)."""
+    try:
+        code = _dispatch(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command could say more (start-up): one line, no traceback.
+        print("pytps: interrupted", file=sys.stderr)
+        code = 130
+    if argv is None:
+        # The command is over and its files are written: a Ctrl-C from here to the exit changes
+        # nothing, and must not turn a finished run into a killed one (exit status -2).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+def _dispatch(argv: list[str] | None) -> int:
     from ..errors import PytpsError
 
     parser = build_parser()
@@ -37,9 +53,6 @@ def main(argv: list[str] | None = None) -> int:
         # One clear line, no traceback: the message says what was wrong and what to do.
         print(f"pytps: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pytps: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,114 @@
+"""Ctrl-C at random moments, under a CPU hog: every `pytps run` exits 130 within 5 s of the
+SIGINT, prints no traceback, and leaves either no results folder (interrupted before it was
+made) or a consistent one (results.json, the journal and events.npz agree on the requests).
+
+Slow (a few minutes): `pytest -m stress`, run by .ci/steps/50-stress.sh. PYTPS_SIGINT_RUNS
+sets the number of runs (default 200)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.stress
+
+RUNS = int(os.environ.get("PYTPS_SIGINT_RUNS", "200"))
+EXIT_WITHIN_S = 5.0
+# SIGINT lands uniformly in [0, this) after the process starts: start-up (imports, the model
+# listing), the run (about 1.5 s of requests), finalising, and past the end.
+LATEST_S = 2.5
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytps", "serve", "--port", "0", "--ttft-ms", "5", "--itl-us", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "pytps emulator serving on http://127.0.0.1:PORT ..."
+    url = line.split("serving on ")[1].split()[0]
+    try:
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cpu_hog() -> Iterator[None]:
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def check_results_folder(out: Path) -> None:
+    """No folder, or one whose files agree on the requests."""
+    if not out.exists():
+        return
+    results = json.loads((out / "results.json").read_text())
+    assert results["summary"] is not None, "results.json was left unfinished"
+    assert not (out / "events.log").exists(), "the event log was not folded into events.npz"
+    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
+    measured = [x for x in lines if not x["warmup"]]
+    assert results["summary"]["requests_total"] == len(measured)
+    with np.load(out / "events.npz") as events:
+        assert len(events["t_ns"]) == sum(x["output_events"] for x in lines)
+        assert set(events["request_index"].tolist()) <= {x["index"] for x in lines}
+
+
+def test_sigint_at_random_moments(server: str, cpu_hog: None, tmp_path: Path) -> None:
+    rng = random.Random(int(os.environ.get("PYTPS_SIGINT_SEED", "0")))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    outcomes = {"interrupted": 0, "finished first": 0, "no folder": 0}
+    for i in range(RUNS):
+        out = tmp_path / f"run{i}"
+        delay = rng.uniform(0, LATEST_S)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytps", "run", "--base-url", server, "--requests", "160", "--concurrency", "4",
+             "--output-tokens", "32", "--input-tokens", "16", "--out", str(out), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        time.sleep(delay)
+        signalled = proc.poll() is None
+        if signalled:
+            proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        try:
+            _, stderr = proc.communicate(timeout=EXIT_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+            pytest.fail(f"run {i}: still running {EXIT_WITHIN_S} s after SIGINT at {delay:.3f} s\n{stderr}")
+        waited = time.monotonic() - t0
+        where = f"run {i} (SIGINT at {delay:.3f} s, exit after {waited:.2f} s, code {proc.returncode})"
+        assert "Traceback" not in stderr, f"{where}:\n{stderr}"
+        if signalled and proc.returncode != 0:
+            assert proc.returncode == 130, f"{where}:\n{stderr}"
+            assert "interrupted" in stderr, f"{where}:\n{stderr}"
+            outcomes["interrupted"] += 1
+        else:
+            assert proc.returncode == 0, f"{where}:\n{stderr}"
+            outcomes["finished first"] += 1
+        if not out.exists():
+            outcomes["no folder"] += 1
+            # Interrupted before the first request: one line, nothing else.
+            lines = [x for x in stderr.splitlines() if x.strip() and "built-in emulator" not in x]
+            assert len(lines) == 1, f"{where}:\n{stderr}"
+        check_results_folder(out)
+    print(f"{RUNS} runs: {outcomes}")
+    assert outcomes["interrupted"] >= RUNS // 2
