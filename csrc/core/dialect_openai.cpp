@@ -77,6 +77,7 @@ bool read_known_shape(std::string_view data, StreamState& st, EventResult& r) {
     if (ok && rest == shape.tail.size() &&
         std::memcmp(data.data() + data.size() - rest, shape.tail.data(), rest) == 0) {
         r.content_chars = count_code_points(std::string_view(st.text).substr(before));
+        ++st.counters.shape_hits;
         return true;
     }
     st.text.resize(before);
@@ -156,6 +157,7 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
     // what the next event will most likely repeat byte for byte.
     bool recording = !cache.matches(data);
     if (!recording) {
+        ++st.counters.prefix_hits;
         j.restore(cache.checkpoint);
     } else if (!j.begin_object()) {
         check(j, r);

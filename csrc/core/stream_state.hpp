@@ -82,7 +82,16 @@ struct ShapeCache {
     }
 };
 
+// Work the recorder did, for tests that check its cost by counting rather than timing.
+// Plain increments on paths that already do far more; never read by the recorder itself.
+struct WorkCounters {
+    uint64_t shape_hits = 0;   // events read by the ShapeCache fast path
+    uint64_t prefix_hits = 0;  // events that resumed after the PrefixCache head
+    uint64_t tool_probes = 0;  // entries looked at to find a tool call by its index
+};
+
 struct StreamState {
+    WorkCounters counters;
     PrefixCache prefix_cache;
     ShapeCache shape_cache;
     std::string text;
@@ -98,8 +107,10 @@ struct StreamState {
     // The tool call with this index, created on first use (indexes arrive in order
     // in practice; a linear search over a handful of calls is cheapest).
     ToolCall& tool(int64_t index) {
-        for (auto& t : tool_calls)
+        for (auto& t : tool_calls) {
+            ++counters.tool_probes;
             if (t.index == index) return t;
+        }
         tool_calls.push_back(ToolCall{index, {}, {}, {}});
         return tool_calls.back();
     }
