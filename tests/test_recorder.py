@@ -864,6 +864,36 @@ def test_usage_reports_overwrite_earlier_ones():
     assert rec.output_tokens.tolist() == [2, 1, 3]
 
 
+@pytest.mark.parametrize("count", [2**31 + 1, 2**31 + 6, 2**40, 2**63 - 1])
+def test_a_per_event_token_count_beyond_int32_is_a_protocol_error(count):
+    # output_tokens is int32: a per-chunk usage jump that does not fit is not narrowed (it used to
+    # wrap: 2**31 + 6 after 1 gave -2147483643) but rejects the event like malformed JSON would (docs/sse.md).
+    chunks = [
+        (chat_chunk({"content": "a"}, usage={"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}), 10),
+        (chat_chunk({"content": "b"}, usage={"prompt_tokens": 7, "completion_tokens": count, "total_tokens": 8}), 20),
+        (chat_chunk({"content": "c"}, usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}), 30),
+    ]
+    rec, returns = feed_all("openai-chat", chunks, 40)
+    assert rec.output_tokens.tolist() == [1, 2] and rec.text == "ac"
+    assert returns == [1, 0, 1]
+    assert rec.protocol_errors == 1
+    assert rec.error["kind"] == "protocol" and rec.error["event_index"] == 1
+    assert "token" in rec.error["message"]
+    assert rec.usage == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+def test_a_per_event_token_count_down_to_int32_min_is_kept():
+    # A count that goes down (a server resetting its cumulative usage) fits and is kept as is.
+    chunks = [
+        (chat_chunk({"content": "a"}, usage={"completion_tokens": 2**31 - 1}), 10),
+        (chat_chunk({"content": "b"}, usage={"completion_tokens": 2**31 - 1 + 2**31 - 1}), 20),
+        (chat_chunk({"content": "c"}, usage={"completion_tokens": 2**31 - 1}), 30),
+    ]
+    rec, _ = feed_all("openai-chat", chunks, 40)
+    assert rec.protocol_errors == 0
+    assert rec.output_tokens.tolist() == [2**31 - 1, 2**31 - 1, -(2**31 - 1)]
+
+
 def test_output_tokens_are_minus_one_without_per_chunk_usage():
     chunks = [(chat_chunk({"content": "a"}), 10), (chat_chunk({"content": "b"}), 20),
               (chat_chunk(choices=False, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}) + DONE, 30)]

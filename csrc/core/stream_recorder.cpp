@@ -1,6 +1,6 @@
 #include "core/stream_recorder.hpp"
 
-#include <string>
+#include <cstdint>
 
 namespace pytps {
 
@@ -54,6 +54,19 @@ void StreamRecorder::handle_event(std::string_view type, std::string_view data) 
     state_.begin_event();
     extract_(type, data, state_, result_);
 
+    // The per-event read-outs are int32: counts that do not fit are refused, not narrowed
+    // (docs/sse.md, "What the recorder refuses").
+    const size_t chars = result_.content_chars + result_.reasoning_chars + result_.tool_chars;
+    int64_t tokens = -1;
+    if (!result_.malformed && !result_.rejected && chars > 0) {
+        if (chars > static_cast<size_t>(INT32_MAX)) result_.rejected = "more than 2^31-1 characters in one event";
+        if (result_.cumulative_completion_tokens >= 0) {
+            // Both counts are in [0, INT64_MAX], so the difference cannot overflow.
+            tokens = result_.cumulative_completion_tokens - last_completion_tokens_;
+            if (tokens > INT32_MAX || tokens < INT32_MIN)
+                result_.rejected = "the event's completion token count (usage minus the previous report) does not fit int32";
+        }
+    }
     if (result_.malformed || result_.rejected) {
         state_.rollback();
         ++protocol_errors_;
@@ -71,14 +84,12 @@ void StreamRecorder::handle_event(std::string_view type, std::string_view data) 
         record_error("in_stream", result_.error_message, data, true);
         error_.event_index = index;
     }
-    if (result_.output_bearing()) {
+    if (chars > 0) {
         const OutputKind kind = result_.kind();
         times_.push_back(now_ns_);
         kinds_.push_back(kind);
-        chars_.push_back(static_cast<int32_t>(result_.content_chars + result_.reasoning_chars + result_.tool_chars));
-        tokens_.push_back(result_.cumulative_completion_tokens >= 0
-                              ? static_cast<int32_t>(result_.cumulative_completion_tokens - last_completion_tokens_)
-                              : -1);
+        chars_.push_back(static_cast<int32_t>(chars));
+        tokens_.push_back(static_cast<int32_t>(tokens));
         if (kind != kReasoning && first_answer_ns_ == kNoTime) first_answer_ns_ = now_ns_;
     }
     if (result_.cumulative_completion_tokens >= 0) last_completion_tokens_ = result_.cumulative_completion_tokens;
