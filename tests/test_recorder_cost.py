@@ -1,5 +1,5 @@
 """What the recorder's hot path costs, counted rather than timed: heap allocations in the
-steady state, entries probed to find a tool call. The
+steady state, entries probed to find a tool call, events served by the shape cache. The
 counts are C++-only, so the tests are a C++ program, tests/cpp/test_stream_recorder.cpp,
 compiled here against csrc/core (like tests/test_json_scan.py) and run once per test.
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "csrc" / "core"
 SOURCES = ["stream_recorder.cpp", "stream_state.cpp", "sse_parser.cpp", "json_scan.cpp", "dialect_common.cpp", "dialect_openai.cpp",
            "dialect_anthropic.cpp", "dialect_ollama.cpp"]
-TESTS = ["steady_state_allocates_nothing", "tool_lookup_work_is_bounded"]
+TESTS = ["steady_state_allocates_nothing", "tool_lookup_work_is_bounded", "refusal_first_keeps_the_fast_path"]
 
 
 def _compiler() -> str | None:

@@ -101,11 +101,8 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
             std::string_view reasoning_raw;
             bool has_reasoning = false, reasoning_is_primary = false;
             while (j.next_key(k)) {
-                if (k == "content") {
+                if (k == "content" || k == "refusal") {  // a refusal is answer text too
                     read_text_value(j, st, r);
-                } else if (k == "refusal") {
-                    ++r.effects;
-                    r.content_chars += append_string(j, st.text);
                 } else if (k == "reasoning_content" || k == "reasoning") {
                     std::string_view raw;
                     if (!capture(j, raw)) break;
@@ -207,7 +204,8 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
     }
     if (has_error) {
         mark_error(data, r);
-    } else if (r.effects == 1 && r.content_chars > 0 && !st.shape_cache.valid) {
+    } else if (r.effects == 1 && r.content_chars > 0 && r.text_value_end > r.text_value_begin) {
+        // The fast path did not read this event: its shape, if learnable, replaces the cached one.
         st.shape_cache.store(data, r.text_value_begin, r.text_value_end);
     }
 }

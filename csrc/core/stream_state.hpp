@@ -72,8 +72,10 @@ struct PrefixCache {
 // (`{..."delta":{"content":` + `" word"` + `},"logprobs":null,"finish_reason":null}]}`).
 // An event made of the same head and tail around any valid JSON string token parses to
 // exactly the same effects as the event it was learnt from, except for the text; so the
-// head and tail are compared and only the string is read. Learnt only from an event
-// whose sole effect was that one text value.
+// head and tail are compared and only the string is read. Learnt from every event that
+// the fast path did not read and whose sole effect was one text value (content, text or
+// refusal: all three append to StreamState::text), so a stream whose shape changes (a
+// refusal, then content) is soon on the fast path again.
 struct ShapeCache {
     std::string head;
     std::string tail;

@@ -1,6 +1,6 @@
 // What the StreamRecorder's hot path costs, counted rather than timed (C++ only: the
 // counts are not part of the Python API): heap allocations in the steady state, entries
-// probed to find a tool call. Compiled and run by
+// probed to find a tool call, events served by the shape cache. Compiled and run by
 // tests/test_recorder_cost.py, one test per run: `test_stream_recorder NAME`
 // (`--list` prints the names). Prints one line per failed check and exits non-zero.
 #include <cstdint>
@@ -202,6 +202,42 @@ void test_tool_lookup_work_is_bounded() {
     });
 }
 
+// A refusal-only event is one text value (its effect is the same as content's), but it used
+// to teach the shape cache a shape with no string in it, which nothing matches, and the
+// cache was learnt once per stream. Whatever the order, content must take the fast path.
+void test_refusal_first_keeps_the_fast_path() {
+    const std::string with_ids = R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",)";
+    const std::string no_ids = R"({"object":"chat.completion.chunk","created":1,)";
+    const std::string role = R"("choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]})";
+    struct Case {
+        const char* name;
+        std::string head;
+        std::vector<std::string> first;
+    };
+    const Case cases[] = {
+        {"a refusal-only first event", no_ids, {R"("choices":[{"index":0,"delta":{"refusal":"I can't"},"finish_reason":null}]})"}},
+        {"a role event, then a refusal-only event", with_ids,
+         {role, R"("choices":[{"index":0,"delta":{"refusal":"no"},"finish_reason":null}]})"}},
+        {"refusal-only events", no_ids,
+         {R"("choices":[{"index":0,"delta":{"refusal":"a"},"finish_reason":null}]})",
+          R"("choices":[{"index":0,"delta":{"refusal":"b"},"finish_reason":null}]})"}},
+    };
+    for (const auto& c : cases) {
+        StreamRecorder rec(Dialect::OpenAIChat);
+        int64_t t = 1;
+        for (const auto& e : c.first) feed(rec, sse(c.head + e), t++);
+        const auto before = rec.state().counters.shape_hits;
+        for (int i = 0; i < 20; ++i)
+            feed(rec, sse(c.head + R"("choices":[{"index":0,"delta":{"content":")" + num(i) + R"("},"finish_reason":null}]})"), t++);
+        const auto hits = rec.state().counters.shape_hits - before;
+        CHECK(rec.protocol_errors() == 0, "%s: protocol errors", c.name);
+        CHECK(rec.state().text.size() >= 120, "%s: text of %zu bytes", c.name, rec.state().text.size());
+        // The first content event teaches the shape; the other 19 must be read by it.
+        CHECK(hits == 19, "after %s: %llu of 20 content events took the shape fast path", c.name,
+              static_cast<unsigned long long>(hits));
+    }
+}
+
 struct Test {
     const char* name;
     void (*fn)();
@@ -209,6 +245,7 @@ struct Test {
 const Test kTests[] = {
     {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
     {"tool_lookup_work_is_bounded", test_tool_lookup_work_is_bounded},
+    {"refusal_first_keeps_the_fast_path", test_refusal_first_keeps_the_fast_path},
 };
 
 }  // namespace
