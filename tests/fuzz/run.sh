@@ -13,7 +13,7 @@
 # corpus/<name>/) and add <name> to TARGETS.
 set -euo pipefail
 
-TARGETS=(sse json recorder http)
+TARGETS=(sse json recorder http http_request)
 
 total=${1:-60}
 if ! [[ $total =~ ^[0-9]+$ ]]; then
