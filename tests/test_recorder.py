@@ -479,6 +479,74 @@ def test_a_malformed_terminal_event_does_not_end_the_stream():
     assert not rec.done and rec.end_ns == 2 and rec.error["kind"] == "protocol"
 
 
+def _tool_delta(index: int, **fields) -> bytes:
+    return chat_chunk({"tool_calls": [{"index": index, **fields}]})
+
+
+@pytest.mark.parametrize("new_id", ["call_zzzzzzzzzzzzzzzz", "c"])
+def test_a_malformed_event_takes_back_an_assigned_tool_call_id(new_id):
+    # Tool call ids are assigned, not appended: taking the event back by length would leave
+    # "call_z..." cut to the old length, or the old id padded with NULs.
+    first = _tool_delta(0, id="call_abcdef", type="function", function={"name": "f", "arguments": ""})
+    bad = _tool_delta(0, id=new_id, function={"arguments": "{}"})[:-2] + b" x\n\n"
+    rec, _ = feed_all("openai-chat", [(first, 1), (bad, 2), (_tool_delta(0, function={"arguments": "{"}), 3)], 4)
+    assert rec.protocol_errors == 1 and rec.error["event_index"] == 1
+    assert rec.tool_calls == [{"index": 0, "id": "call_abcdef", "name": "f", "arguments": "{"}]
+
+
+def test_a_malformed_event_teaches_the_caches_nothing():
+    # The first event has a long head (id, object, created, model) but is malformed after it. Had the
+    # prefix cache kept that head, the next (valid) event would resume after it and never read the
+    # id and model the rollback took back.
+    good = (b'{"id":"chatcmpl-0123456789","object":"chat.completion.chunk","created":1694268190,'
+            b'"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi"}}]}')
+    body = b"data: " + good + b" x\n\n" + b"data: " + good + b"\n\n"
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.protocol_errors == 1
+    assert (rec.response_id, rec.model, rec.text) == ("chatcmpl-0123456789", "gpt-4o", "Hi")
+
+
+def test_tool_calls_per_stream_are_capped_with_a_protocol_error():
+    # A stream that opens more than 1024 tool calls is hostile: the event that would open call
+    # 1025 is rejected (a protocol error) and later events for the calls already open still count.
+    body = b"".join(_tool_delta(i, id=f"call_{i}", function={"name": "f", "arguments": ""}) for i in range(1025))
+    body += _tool_delta(5, function={"arguments": "{}"})
+    rec, _ = feed_all("openai-chat", [(body, 1)], 2)
+    assert rec.protocol_errors == 1
+    assert rec.error["kind"] == "protocol" and rec.error["event_index"] == 1024
+    assert "1024 tool calls" in rec.error["message"]
+    calls = rec.tool_calls
+    assert len(calls) == 1024 and calls[-1]["index"] == 1023
+    assert calls[5] == {"index": 5, "id": "call_5", "name": "f", "arguments": "{}"}
+    assert rec.output_events == 1025
+
+
+def _sse_event(data: str) -> str:
+    return "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+
+
+@pytest.mark.parametrize("path", CLEAN_CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CLEAN_CASES])
+def test_a_malformed_copy_of_any_event_inserted_anywhere_changes_nothing(path):
+    # A malformed event is recorded as a protocol error and leaves the recorder exactly as it was:
+    # event j with trailing garbage (its effects happen, then the reader fails), put before event k,
+    # must change nothing but events, protocol_errors and error.
+    dialect, raw, _ = load(path)
+    datas = [data for _, data in frame_events(raw, dialect)[0]]
+    frame = (lambda d: d + "\n") if dialect == "ollama" else _sse_event
+    clean = "".join(frame(d) for d in datas).encode()
+    want = readouts(record(dialect, clean, [len(clean)])[0])
+    for k in range(len(datas) + 1):
+        for j in sorted({0, k - 1, k, len(datas) - 1} & set(range(len(datas)))):
+            events = [frame(d) for d in datas]
+            events.insert(k, frame(datas[j] + " x"))
+            body = "".join(events).encode()
+            got = readouts(record(dialect, body, [len(body)])[0])
+            assert got["protocol_errors"] == want["protocol_errors"] + 1, (k, j)
+            for key in ("events", "protocol_errors", "error"):
+                del got[key]
+            assert got == {k2: v for k2, v in want.items() if k2 not in ("events", "protocol_errors", "error")}, (k, j)
+
+
 def _compact_event(obj) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
 
@@ -794,6 +862,36 @@ def test_usage_reports_overwrite_earlier_ones():
     rec, _ = feed_all("openai-chat", chunks, 50)
     assert rec.usage == {"prompt_tokens": 7, "completion_tokens": 6, "total_tokens": 13}
     assert rec.output_tokens.tolist() == [2, 1, 3]
+
+
+@pytest.mark.parametrize("count", [2**31 + 1, 2**31 + 6, 2**40, 2**63 - 1])
+def test_a_per_event_token_count_beyond_int32_is_a_protocol_error(count):
+    # output_tokens is int32: a per-chunk usage jump that does not fit is not narrowed (it used to
+    # wrap: 2**31 + 6 after 1 gave -2147483643) but rejects the event like malformed JSON would (docs/sse.md).
+    chunks = [
+        (chat_chunk({"content": "a"}, usage={"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}), 10),
+        (chat_chunk({"content": "b"}, usage={"prompt_tokens": 7, "completion_tokens": count, "total_tokens": 8}), 20),
+        (chat_chunk({"content": "c"}, usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}), 30),
+    ]
+    rec, returns = feed_all("openai-chat", chunks, 40)
+    assert rec.output_tokens.tolist() == [1, 2] and rec.text == "ac"
+    assert returns == [1, 0, 1]
+    assert rec.protocol_errors == 1
+    assert rec.error["kind"] == "protocol" and rec.error["event_index"] == 1
+    assert "token" in rec.error["message"]
+    assert rec.usage == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+def test_a_per_event_token_count_down_to_int32_min_is_kept():
+    # A count that goes down (a server resetting its cumulative usage) fits and is kept as is.
+    chunks = [
+        (chat_chunk({"content": "a"}, usage={"completion_tokens": 2**31 - 1}), 10),
+        (chat_chunk({"content": "b"}, usage={"completion_tokens": 2**31 - 1 + 2**31 - 1}), 20),
+        (chat_chunk({"content": "c"}, usage={"completion_tokens": 2**31 - 1}), 30),
+    ]
+    rec, _ = feed_all("openai-chat", chunks, 40)
+    assert rec.protocol_errors == 0
+    assert rec.output_tokens.tolist() == [2**31 - 1, 2**31 - 1, -(2**31 - 1)]
 
 
 def test_output_tokens_are_minus_one_without_per_chunk_usage():

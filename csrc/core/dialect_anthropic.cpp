@@ -43,10 +43,11 @@ void read_block_start(std::string_view raw, int64_t index, StreamState& st, Even
         else j.skip_value();
     }
     if (type == "tool_use" || type == "server_tool_use") {
-        ToolCall& call = st.tool(index);
-        call.id = id;
-        call.name += name;
-        r.tool_chars += count_code_points(name);
+        if (ToolCall* call = tool_or_reject(st, index, r)) {
+            call->id.assign(id);
+            call->name += name;
+            r.tool_chars += count_code_points(name);
+        }
     } else if (type == "text" && has_text) {
         JsonReader t(text);
         r.content_chars += append_string(t, st.text);
@@ -59,7 +60,8 @@ void read_block_start(std::string_view raw, int64_t index, StreamState& st, Even
 void read_block_delta(std::string_view raw, int64_t index, StreamState& st, EventResult& r) {
     JsonReader j(raw);
     if (j.peek() != Type::Object) return;
-    std::string type;
+    std::string& type = st.scratch.subtype;
+    type.clear();
     std::string_view value;
     bool has_value = false;
     j.begin_object();
@@ -73,7 +75,9 @@ void read_block_delta(std::string_view raw, int64_t index, StreamState& st, Even
     JsonReader v(value);
     if (type == "text_delta") r.content_chars += append_string(v, st.text);
     else if (type == "thinking_delta") r.reasoning_chars += append_string(v, st.reasoning_text);
-    else if (type == "input_json_delta") r.tool_chars += append_string(v, st.tool(index).arguments);
+    else if (type == "input_json_delta") {
+        if (ToolCall* call = tool_or_reject(st, index, r)) r.tool_chars += append_string(v, call->arguments);
+    }
 }
 
 // message_delta's `delta`: the stop reason.
@@ -84,9 +88,7 @@ void read_message_delta(std::string_view raw, StreamState& st) {
     std::string_view key;
     while (j.next_key(key)) {
         if (key == "stop_reason" && j.peek() == Type::String) {
-            st.finish_reason.clear();
-            j.read_string(st.finish_reason);
-            st.has_finish_reason = true;
+            j.read_string(st.replace_finish_reason());
         } else {
             j.skip_value();
         }
@@ -102,7 +104,8 @@ void extract_anthropic(std::string_view event_type, std::string_view data, Strea
         return;
     }
     // Keys may come in any order: capture, then act on the type.
-    std::string type;
+    std::string& type = st.scratch.type;
+    type.clear();
     std::string_view message, block, delta, usage;
     bool has_message = false, has_block = false, has_delta = false, has_usage = false;
     int64_t index = 0;

@@ -14,7 +14,12 @@ namespace {
 // whole, with arguments as an object, which is kept as its JSON text.
 void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
     each_object(j, [&] {
-        ToolCall& call = st.tool(static_cast<int64_t>(st.tool_calls.size()));
+        ToolCall* opened = tool_or_reject(st, static_cast<int64_t>(st.tool_calls.size()), r);
+        if (!opened) {
+            j.skip_value();
+            return;
+        }
+        ToolCall& call = *opened;
         j.begin_object();
         std::string_view key;
         while (j.next_key(key)) {
@@ -84,9 +89,7 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
         } else if (key == "done") {
             if (!j.read_bool(done)) j.skip_value();
         } else if (key == "done_reason" && j.peek() == Type::String) {
-            st.finish_reason.clear();
-            j.read_string(st.finish_reason);
-            st.has_finish_reason = true;
+            j.read_string(st.replace_finish_reason());
         } else if (key == "prompt_eval_count") {
             int64_t v;
             if (j.read_int(v)) st.usage.prompt_tokens = v;

@@ -33,12 +33,13 @@ void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
             }
         }
         if (j.failed()) return;
-        ToolCall& call = st.tool(index);
+        ToolCall* call = tool_or_reject(st, index, r);
+        if (!call) return;
         if (has_id) {
             JsonReader idr(id_raw);
-            std::string id;
+            std::string& id = st.scratch.subtype;
             read_string_into(idr, id);
-            if (!id.empty()) call.id = id;
+            if (!id.empty()) call->id.assign(id);
         }
         if (has_function) {
             JsonReader fr(function_raw);
@@ -46,8 +47,8 @@ void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
                 fr.begin_object();
                 std::string_view k;
                 while (fr.next_key(k)) {
-                    if (k == "name") r.tool_chars += append_string(fr, call.name);
-                    else if (k == "arguments") r.tool_chars += append_string(fr, call.arguments);
+                    if (k == "name") r.tool_chars += append_string(fr, call->name);
+                    else if (k == "arguments") r.tool_chars += append_string(fr, call->arguments);
                     else fr.skip_value();
                 }
             }
@@ -77,6 +78,7 @@ bool read_known_shape(std::string_view data, StreamState& st, EventResult& r) {
     if (ok && rest == shape.tail.size() &&
         std::memcmp(data.data() + data.size() - rest, shape.tail.data(), rest) == 0) {
         r.content_chars = count_code_points(std::string_view(st.text).substr(before));
+        ++st.counters.shape_hits;
         return true;
     }
     st.text.resize(before);
@@ -99,11 +101,8 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
             std::string_view reasoning_raw;
             bool has_reasoning = false, reasoning_is_primary = false;
             while (j.next_key(k)) {
-                if (k == "content") {
+                if (k == "content" || k == "refusal") {  // a refusal is answer text too
                     read_text_value(j, st, r);
-                } else if (k == "refusal") {
-                    ++r.effects;
-                    r.content_chars += append_string(j, st.text);
                 } else if (k == "reasoning_content" || k == "reasoning") {
                     std::string_view raw;
                     if (!capture(j, raw)) break;
@@ -130,9 +129,7 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
         } else if (key == "finish_reason") {
             if (j.peek() == Type::String) {
                 ++r.effects;
-                st.finish_reason.clear();
-                j.read_string(st.finish_reason);
-                st.has_finish_reason = true;
+                j.read_string(st.replace_finish_reason());
             } else {
                 j.skip_value();
             }
@@ -156,6 +153,7 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
     // what the next event will most likely repeat byte for byte.
     bool recording = !cache.matches(data);
     if (!recording) {
+        ++st.counters.prefix_hits;
         j.restore(cache.checkpoint);
     } else if (!j.begin_object()) {
         check(j, r);
@@ -206,7 +204,8 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
     }
     if (has_error) {
         mark_error(data, r);
-    } else if (r.effects == 1 && r.content_chars > 0 && !st.shape_cache.valid) {
+    } else if (r.effects == 1 && r.content_chars > 0 && r.text_value_end > r.text_value_begin) {
+        // The fast path did not read this event: its shape, if learnable, replaces the cached one.
         st.shape_cache.store(data, r.text_value_begin, r.text_value_end);
     }
 }
@@ -225,9 +224,7 @@ void read_response_object(std::string_view raw, StreamState& st, EventResult& r,
         } else if (key == "usage") {
             read_usage(j, st.usage, nullptr);
         } else if (key == "status" && take_status && j.peek() == Type::String) {
-            st.finish_reason.clear();
-            j.read_string(st.finish_reason);
-            st.has_finish_reason = true;
+            j.read_string(st.replace_finish_reason());
         } else if (key == "error" && j.peek() == Type::Object) {
             std::string_view err;
             capture(j, err);
@@ -261,7 +258,8 @@ void extract_openai_responses(std::string_view event_type, std::string_view data
         return;
     }
     // Keys may come in any order, so the values are captured and read once the type is known.
-    std::string type;
+    std::string& type = st.scratch.type;
+    type.clear();
     std::string_view delta, response, item;
     bool has_delta = false, has_response = false, has_item = false;
     int64_t output_index = 0;
@@ -289,7 +287,7 @@ void extract_openai_responses(std::string_view event_type, std::string_view data
     } else if (type == "response.reasoning_text.delta" || type == "response.reasoning_summary_text.delta") {
         r.reasoning_chars += append_string(d, st.reasoning_text);
     } else if (type == "response.function_call_arguments.delta") {
-        r.tool_chars += append_string(d, st.tool(output_index).arguments);
+        if (ToolCall* call = tool_or_reject(st, output_index, r)) r.tool_chars += append_string(d, call->arguments);
     } else if (type == "response.output_item.added" && has_item) {
         // A function call's name (and call id) arrive when its item is added.
         JsonReader it(item);
@@ -305,10 +303,11 @@ void extract_openai_responses(std::string_view event_type, std::string_view data
             }
         }
         if (item_type == "function_call") {
-            ToolCall& call = st.tool(output_index);
-            call.id = call_id;
-            call.name += name;
-            r.tool_chars += count_code_points(name);
+            if (ToolCall* call = tool_or_reject(st, output_index, r)) {
+                call->id.assign(call_id);
+                call->name += name;
+                r.tool_chars += count_code_points(name);
+            }
         }
     } else if (type == "response.created" || type == "response.in_progress") {
         if (has_response) read_response_object(response, st, r, false);

@@ -78,6 +78,15 @@ void each_object(json::JsonReader& j, Fn&& fn) {
     }
 }
 
+// The tool call with this index (see StreamState::tool), or null with the event rejected
+// when the stream already has kMaxToolCalls.
+inline ToolCall* tool_or_reject(StreamState& st, int64_t index, EventResult& r) {
+    static_assert(kMaxToolCalls == 1024, "the message below names the limit");
+    ToolCall* call = st.tool(index);
+    if (!call) r.rejected = "more than 1024 tool calls in one stream";
+    return call;
+}
+
 // Sets r.malformed from the reader's error when it failed.
 inline bool check(const json::JsonReader& r, EventResult& res) {
     if (r.failed()) {

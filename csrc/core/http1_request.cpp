@@ -83,7 +83,9 @@ HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& con
                              std::string& message) {
     size_t head_end = buf.find("\r\n\r\n");
     if (head_end == std::string_view::npos) {
-        if (buf.size() > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);
+        // A head of kMaxHeaderBytes is allowed, and its blank line may still be arriving: only
+        // when even its last 3 bytes are in without one is the head known to be too large.
+        if (buf.size() > kMaxHeaderBytes + 3) return fail(431, "request headers too large", status, message);
         return HttpParse::need_more;
     }
     if (head_end > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);

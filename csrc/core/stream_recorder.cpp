@@ -1,6 +1,6 @@
 #include "core/stream_recorder.hpp"
 
-#include <array>
+#include <cstdint>
 
 namespace pytps {
 
@@ -24,39 +24,6 @@ bool is_blank(std::string_view line) {
         if (c != ' ' && c != '\t') return false;
     return true;
 }
-
-// What a malformed event may have changed before its error was found, so that it can be
-// taken back: a malformed event contributes nothing. Text is taken back by length; tool
-// calls (rare) are snapshotted only when there are some.
-struct StateMark {
-    size_t text, reasoning, tools;
-    std::vector<std::array<size_t, 3>> tool_lengths;
-    Usage usage;
-    bool has_finish_reason, had_response_id, had_model;
-    std::string finish_reason;
-
-    explicit StateMark(const StreamState& st)
-        : text(st.text.size()), reasoning(st.reasoning_text.size()), tools(st.tool_calls.size()),
-          usage(st.usage), has_finish_reason(st.has_finish_reason), had_response_id(!st.response_id.empty()),
-          had_model(!st.model.empty()), finish_reason(st.finish_reason) {
-        for (const auto& t : st.tool_calls) tool_lengths.push_back({t.id.size(), t.name.size(), t.arguments.size()});
-    }
-    void restore(StreamState& st) const {
-        st.text.resize(text);
-        st.reasoning_text.resize(reasoning);
-        st.tool_calls.resize(tools);
-        for (size_t i = 0; i < tools; ++i) {
-            st.tool_calls[i].id.resize(tool_lengths[i][0]);
-            st.tool_calls[i].name.resize(tool_lengths[i][1]);
-            st.tool_calls[i].arguments.resize(tool_lengths[i][2]);
-        }
-        st.usage = usage;
-        st.has_finish_reason = has_finish_reason;
-        st.finish_reason = finish_reason;
-        if (!had_response_id) st.response_id.clear();
-        if (!had_model) st.model.clear();
-    }
-};
 
 }  // namespace
 
@@ -84,16 +51,30 @@ void StreamRecorder::handle_event(std::string_view type, std::string_view data) 
     const int64_t index = events_++;
     result_.reset();
 
-    const StateMark mark(state_);
-
+    state_.begin_event();
     extract_(type, data, state_, result_);
 
-    if (result_.malformed) {
-        mark.restore(state_);
+    // The per-event read-outs are int32: counts that do not fit are refused, not narrowed
+    // (docs/sse.md, "What the recorder refuses").
+    const size_t chars = result_.content_chars + result_.reasoning_chars + result_.tool_chars;
+    int64_t tokens = -1;
+    if (!result_.malformed && !result_.rejected && chars > 0) {
+        if (chars > static_cast<size_t>(INT32_MAX)) result_.rejected = "more than 2^31-1 characters in one event";
+        if (result_.cumulative_completion_tokens >= 0) {
+            // Both counts are in [0, INT64_MAX], so the difference cannot overflow.
+            tokens = result_.cumulative_completion_tokens - last_completion_tokens_;
+            if (tokens > INT32_MAX || tokens < INT32_MIN)
+                result_.rejected = "the event's completion token count (usage minus the previous report) does not fit int32";
+        }
+    }
+    if (result_.malformed || result_.rejected) {
+        state_.rollback();
         ++protocol_errors_;
         if (!error_.present) {
-            record_error("protocol", std::string("malformed JSON in event ") + std::to_string(index) + ": " +
-                                         result_.malformed,
+            record_error("protocol",
+                         result_.malformed
+                             ? std::string("malformed JSON in event ") + std::to_string(index) + ": " + result_.malformed
+                             : std::string("event ") + std::to_string(index) + " rejected: " + result_.rejected,
                          data, true);
             error_.event_index = index;
         }
@@ -103,14 +84,12 @@ void StreamRecorder::handle_event(std::string_view type, std::string_view data) 
         record_error("in_stream", result_.error_message, data, true);
         error_.event_index = index;
     }
-    if (result_.output_bearing()) {
+    if (chars > 0) {
         const OutputKind kind = result_.kind();
         times_.push_back(now_ns_);
         kinds_.push_back(kind);
-        chars_.push_back(static_cast<int32_t>(result_.content_chars + result_.reasoning_chars + result_.tool_chars));
-        tokens_.push_back(result_.cumulative_completion_tokens >= 0
-                              ? static_cast<int32_t>(result_.cumulative_completion_tokens - last_completion_tokens_)
-                              : -1);
+        chars_.push_back(static_cast<int32_t>(chars));
+        tokens_.push_back(static_cast<int32_t>(tokens));
         if (kind != kReasoning && first_answer_ns_ == kNoTime) first_answer_ns_ = now_ns_;
     }
     if (result_.cumulative_completion_tokens >= 0) last_completion_tokens_ = result_.cumulative_completion_tokens;
