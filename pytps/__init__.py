@@ -2,53 +2,82 @@
 
 The hot path (clock, SSE parsing, stream recording, histograms) is the compiled module
 pytps._core; this package re-exports it and adds the Python layer.
+
+Every name here is loaded on first use (PEP 562), so `import pytps` does nothing that can take
+time: a CLI command starts at once, and a Ctrl-C during start-up meets the command's own handler
+rather than an import half done. A missing compiled module raises BuildError, saying how to build
+it, at the first use of a compiled name (and at the import of any module that needs one).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _dist_version
 from typing import TYPE_CHECKING, Any
 
-from ._native import _core
 from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
 
 if TYPE_CHECKING:
+    from ._core import (
+        DIALECTS,
+        KIND_CONTENT,
+        KIND_REASONING,
+        KIND_TOOL,
+        Histogram,
+        HttpStreamRecorder,
+        SSEEvent,
+        SSEParser,
+        StreamRecorder,
+        clock_info,
+        now_ns,
+    )
     from .emulator import Emulator
     from .library import run
 
-# Imported on first use: `import pytps` (and so every CLI command, and a Ctrl-C during start-up)
-# stays cheap; the run machinery pulls in numpy and the rest only when a run is made.
-_LAZY = {"run": ("library", "run"), "Emulator": ("emulator", "Emulator")}
+    __version__: str
+
+# name -> (module, attribute)
+_LAZY = {
+    "run": ("library", "run"),
+    "Emulator": ("emulator", "Emulator"),
+    **{
+        name: ("_native", name)
+        for name in (
+            "now_ns",
+            "Histogram",
+            "clock_info",
+            "SSEParser",
+            "SSEEvent",
+            "StreamRecorder",
+            "HttpStreamRecorder",
+            "DIALECTS",
+            "KIND_CONTENT",
+            "KIND_REASONING",
+            "KIND_TOOL",
+        )
+    },
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value: Any = version("pytps")
+        except PackageNotFoundError:  # pragma: no cover - a tree that was never installed
+            value = "0+unknown"
+    elif name == "_core":
+        value = importlib.import_module("._native", __name__)._core
+    elif name in _LAZY:
         module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(f".{module}", __name__), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'pytps' has no attribute {name!r}")
+        loaded = importlib.import_module(f".{module}", __name__)
+        value = getattr(loaded._core, attr) if module == "_native" else getattr(loaded, attr)
+    else:
+        raise AttributeError(f"module 'pytps' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-
-try:
-    __version__: str = _dist_version("pytps")
-except PackageNotFoundError:  # pragma: no cover - running from a tree that was never installed
-    __version__ = "0+unknown"
-
-now_ns = _core.now_ns
-Histogram = _core.Histogram
-clock_info = _core.clock_info
-SSEParser = _core.SSEParser
-SSEEvent = _core.SSEEvent
-StreamRecorder = _core.StreamRecorder
-HttpStreamRecorder = _core.HttpStreamRecorder
-DIALECTS = _core.DIALECTS
-KIND_CONTENT = _core.KIND_CONTENT
-KIND_REASONING = _core.KIND_REASONING
-KIND_TOOL = _core.KIND_TOOL
 
 __all__ = [
     "DIALECTS",

@@ -2,6 +2,12 @@
 SIGINT, prints no traceback, and leaves either no results folder (interrupted before it was
 made) or a consistent one (results.json, the journal and events.npz agree on the requests).
 
+The SIGINT lands from the moment the command's main() is entered: the child runs exactly what
+the `pytps` console script runs, and says when it is about to call main(). Before that are the
+interpreter's own start-up (~25 ms, where CPython itself reports "Fatal Python error:
+init_import_site" on a SIGINT, as it does for `python -c pass`) and the import of pytps.cli,
+kept to ~3 ms with nothing but module loading in it.
+
 Slow (a few minutes): `pytest -m stress`, run by .ci/steps/50-stress.sh. PYTPS_SIGINT_RUNS
 sets the number of runs (default 200)."""
 
@@ -27,6 +33,16 @@ EXIT_WITHIN_S = 5.0
 # SIGINT lands uniformly in [0, this) after the process starts: start-up (imports, the model
 # listing), the run (about 1.5 s of requests), finalising, and past the end.
 LATEST_S = 2.5
+
+
+# What the `pytps` console script runs, plus one byte to say main() is next.
+ENTRY = (
+    "import os, sys\n"
+    "from pytps.cli import main\n"
+    "fd = int(sys.argv.pop(1)); os.write(fd, b'r'); os.close(fd)\n"
+    "sys.argv[0] = 'pytps'\n"
+    "sys.exit(main())\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +94,16 @@ def test_sigint_at_random_moments(server: str, cpu_hog: None, tmp_path: Path) ->
     for i in range(RUNS):
         out = tmp_path / f"run{i}"
         delay = rng.uniform(0, LATEST_S)
+        args = ["run", "--base-url", server, "--requests", "160", "--concurrency", "4", "--output-tokens", "32",
+                "--input-tokens", "16", "--out", str(out), "--json"]
+        ready_r, ready_w = os.pipe()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytps", "run", "--base-url", server, "--requests", "160", "--concurrency", "4",
-             "--output-tokens", "32", "--input-tokens", "16", "--out", str(out), "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            [sys.executable, "-c", ENTRY, str(ready_w), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, pass_fds=(ready_w,),
         )
+        os.close(ready_w)
+        os.read(ready_r, 1)  # main() is about to run (or the child died: then b"")
+        os.close(ready_r)
         time.sleep(delay)
         signalled = proc.poll() is None
         if signalled:

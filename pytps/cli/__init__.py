@@ -3,12 +3,17 @@ own parser, examples and handler; this module dispatches and turns errors into o
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from .. import __version__
     from . import clock, report, run, serve
 
