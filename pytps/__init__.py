@@ -61,11 +61,9 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value: Any = version("pytps")
-        except PackageNotFoundError:  # pragma: no cover - a tree that was never installed
+        try:  # written by the build (pyproject.toml): cheaper than importlib.metadata's search
+            value: Any = importlib.import_module("._version", __name__).__version__
+        except ImportError:  # pragma: no cover - a source tree that was never built
             value = "0+unknown"
     elif name == "_core":
         value = importlib.import_module("._native", __name__)._core

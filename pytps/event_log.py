@@ -42,7 +42,7 @@ NPZ_ARRAYS = {
 }
 
 # Rows read at once when the log is read back: bounded memory whatever the run's length.
-CHUNK_ROWS = 1 << 20
+CHUNK_ROWS = 1 << 17
 
 
 def event_rows(rec: RequestRecord, layout: np.ndarray) -> np.ndarray:

@@ -156,14 +156,10 @@ def build_config(args: argparse.Namespace, base_url: str) -> RunConfig:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..event_loop import run_coroutine
-    from ..report.console import RichProgress, render
     from ..results import load_results
-    from ..runner import Runner
+    from ..runner import Progress, Runner
 
-    console = Console()
     with ExitStack() as stack:
         base_url = args.base_url
         if base_url is None:
@@ -172,9 +168,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             # No truth kept in memory: nothing reads it, and it would grow with the run.
             emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
             base_url = emu.base_url
-            Console(stderr=True).print(f"[dim]no --base-url: benchmarking the built-in emulator at {base_url}[/]")
+            print(f"no --base-url: benchmarking the built-in emulator at {base_url}", file=sys.stderr)
         cfg = build_config(args, base_url)
-        runner = Runner(cfg, RichProgress())
+        progress = Progress()
+        if sys.stderr.isatty():
+            # A live bar only for a person watching; rich is imported only then (and for the table).
+            from ..report.console import RichProgress
+
+            progress = RichProgress()
+        runner = Runner(cfg, progress)
         try:
             result = run_coroutine(runner.run())
             interrupted = result.interrupted
@@ -189,8 +191,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(results["summary"], indent=2))
             else:
-                render(results, console)
-            Console(stderr=True).print(f"[dim]results: {out_dir}[/]")
+                from ..report.console import render
+
+                render(results)
+            print(f"results: {out_dir}", file=sys.stderr)
         if interrupted:
             print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
             return 130
