@@ -4,18 +4,16 @@ another, and the runner drives a user's own transport through it alone."""
 from __future__ import annotations
 
 import ast
-import json
 import asyncio
 from pathlib import Path
 
 import pytest
+from canned_transport import CannedTransport
 
 import pytps
-from pytps._native import _core
 from pytps.config import make_config
-from pytps.records import RequestRecord
 from pytps.runner import Runner
-from pytps.transport.base import TRANSPORT_NAMES, RequestSpec, Transport
+from pytps.transport.base import TRANSPORT_NAMES, Transport
 
 TRANSPORT_DIR = Path(pytps.__file__).parent / "transport"
 MODULES = sorted(p.stem for p in TRANSPORT_DIR.glob("*_transport.py"))
@@ -56,36 +54,6 @@ def test_every_transport_implements_the_protocol():
                 await t.aclose()
 
         asyncio.run(close_all())
-
-
-class CannedTransport:
-    """A user's own transport: answers every request with three events, no network."""
-
-    name = "canned"
-    schedule_lead_ns = 0
-    tls_library = None
-    thread_cpu_s = None
-
-    def __init__(self) -> None:
-        self.sent: list[RequestSpec] = []
-
-    async def send(self, spec: RequestSpec) -> RequestRecord:
-        self.sent.append(spec)
-        rec = spec.new_record(self.name)
-        rec.t_submit_ns = rec.t_send_ns = _core.now_ns()
-        recorder = _core.StreamRecorder(spec.dialect)
-        for i in range(3):
-            chunk = {"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]}
-            recorder.feed(b"data: " + json.dumps(chunk).encode() + b"\n\n", rec.t_send_ns + (i + 1) * 1000)
-        recorder.feed(b"data: [DONE]\n\n", rec.t_send_ns + 4000)
-        recorder.close(rec.t_send_ns + 4000)
-        rec.status = 200
-        rec.t_done_ns = rec.t_send_ns + 4000
-        rec.fill_from_recorder(recorder)
-        return rec
-
-    async def aclose(self) -> None:
-        raise AssertionError("the runner closes only the transports it made")
 
 
 def test_the_runner_drives_a_users_transport(tmp_path):
