@@ -12,8 +12,10 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from . import request_formats
+from .cost import Prices
 from .errors import ConfigError
 from .schedule import LoadPlan
+from .slo import Judge, Validation, parse_slo, parse_slo_run
 from .transport.base import TRANSPORT_NAMES
 from .workload import Workload
 
@@ -73,6 +75,8 @@ class RunConfig:
     insecure: bool = False  # https://: no certificate or host name verification
     seed: int = 0
     tokenizer: TokenCounter | None = None
+    # Which requests are useful, and what they cost (pytps.slo, pytps.cost).
+    judge: Judge = field(default_factory=Judge)
 
 
 def make_config(
@@ -107,6 +111,16 @@ def make_config(
     insecure: bool = False,
     out: str | os.PathLike[str] | None = None,
     tokenizer: str | os.PathLike[str] | None = None,
+    slo: str | dict[str, float] | None = None,
+    slo_run: str | dict[str, float] | None = None,
+    expect_regex: str | None = None,
+    expect_json: bool | str | None = None,
+    price_input: float | None = None,
+    price_cached_input: float | None = None,
+    price_output: float | None = None,
+    price_request: float | None = None,
+    currency: str = "USD",
+    bill_failed: bool = True,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
     from .tokenizer import LocalTokenizer
@@ -153,7 +167,31 @@ def make_config(
         if api_key_env is not None and api_key_env not in os.environ:
             raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
         api_key = os.environ.get(api_key_env or request_formats.default_api_key_env(api)) or None
+    keys = tuple(k.strip() for k in expect_json.split(",") if k.strip()) if isinstance(expect_json, str) else ()
+    priced = any(p is not None for p in (price_input, price_cached_input, price_output, price_request))
+    prices = (
+        Prices(
+            input_per_mtok=price_input or 0.0,
+            cached_input_per_mtok=price_cached_input,
+            output_per_mtok=price_output or 0.0,
+            per_request=price_request or 0.0,
+            currency=currency,
+            bill_failed=bill_failed,
+        )
+        if priced
+        else None
+    )
+    judge = Judge(
+        slo=parse_slo(slo),
+        slo_run=parse_slo_run(slo_run),
+        validation=Validation(
+            regex=expect_regex, json=expect_json is not None and expect_json is not False, json_keys=keys
+        ),
+        prices=prices,
+        prompt_includes_cached=api != "anthropic",
+    )
     return RunConfig(
+        judge=judge,
         base_url=normalize_base_url(base_url),
         api=api,
         model=model,

@@ -20,6 +20,7 @@ from .metrics import RequestMetrics, client_cpu_us_per_token, measure
 from .records import RequestRecord
 from .results import SCHEMA_VERSION, Journal, write_json_atomic
 from .schedule import LoadPlan
+from .slo import Judge
 from .summary import RunSummary
 
 #: The event log's name in the results folder, while the run goes (pytps.event_log).
@@ -78,6 +79,7 @@ def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, 
         "tokenizer": cfg.tokenizer.path if cfg.tokenizer is not None else None,
         "extra_body": cfg.extra_body,
         "header_names": sorted(cfg.headers),  # values may hold secrets
+        "slo": cfg.judge.describe(),
         "client": {
             "host": platform.node(),
             "cpu_count": os.cpu_count(),
@@ -105,21 +107,27 @@ class RunOutput:
     and the summary (compact columns and histograms); nothing per request is held until the end
     unless keep_records asks for the records themselves (a library user who wants them)."""
 
-    def __init__(self, out_dir: Path, plan: LoadPlan, *, keep_records: bool = False) -> None:
+    def __init__(
+        self, out_dir: Path, plan: LoadPlan, *, judge: Judge | None = None, keep_records: bool = False
+    ) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
         self.journal = Journal(out_dir / "requests.jsonl")
         self.events = EventLog(out_dir / EVENT_LOG)
         target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
-        self.summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate")
+        self.judge = judge or Judge()
+        self.summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=self.judge)
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
 
     def add(self, rec: RequestRecord) -> RequestMetrics:
         m, layout = measure(rec)
-        self.journal.append(rec, m.as_dict())
+        verdict = self.judge.verdict(rec, m)
+        self.journal.append(
+            rec, {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
+        )
         self.events.append(rec, layout)
-        self.summary.add(rec, m, layout)
+        self.summary.add(rec, m, layout, verdict)
         if self.records is not None:
             self.records.append(rec)
         self.finished += 1

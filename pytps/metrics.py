@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -122,6 +122,21 @@ def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, n
     return np.diff(t) / k[1:], k[1:]
 
 
+@overload
+def e2e_for(output_tokens: int, ttft_s: float | None, tpot_s: float | None) -> float | None: ...
+@overload
+def e2e_for(output_tokens: int, ttft_s: np.ndarray, tpot_s: np.ndarray) -> np.ndarray: ...
+
+
+def e2e_for(output_tokens: int, ttft_s: Any, tpot_s: Any) -> Any:
+    """End-to-end time for a given output length from a request's own TTFT and TPOT:
+    TTFT + (n - 1) x TPOT (docs/metrics.md), so runs with different lengths compare. Element-wise
+    on arrays (NaN where either is), with the same float operations, so the same values."""
+    if ttft_s is None or tpot_s is None:
+        return None
+    return ttft_s + (output_tokens - 1) * tpot_s
+
+
 def finish_ns(rec: RequestRecord) -> int | None:
     """When a request finished, for every window (throughput, steady, time series): its end (the
     terminal marker's arrival), or, for one that ended without it, when the transport gave up."""
@@ -151,6 +166,7 @@ class RequestMetrics:
     send_overhead_s: float | None
     ttft_sched_s: float | None
     e2e_sched_s: float | None
+    e2e_500_s: float | None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,6 +193,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
     if span is not None and span[0] > 0 and span[1] > 0:
         decode_tps = span[0] / (span[1] / NS_PER_S)
         tpot_s = 1.0 / decode_tps
+    ttft = _seconds(rec.first_output_ns, rec.t_send_ns)
     return RequestMetrics(
         index=rec.index,
         warmup=rec.warmup,
@@ -185,7 +202,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         status=rec.status,
         t_send_ns=rec.t_send_ns,
         t_done_ns=rec.t_done_ns,
-        ttft_s=_seconds(rec.first_output_ns, rec.t_send_ns),
+        ttft_s=ttft,
         ttfat_s=_seconds(rec.first_answer_ns, rec.t_send_ns),
         e2e_s=_seconds(rec.end_ns, rec.t_send_ns),
         tpot_s=tpot_s,
@@ -199,6 +216,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         send_overhead_s=_seconds(rec.t_send_ns, rec.t_submit_ns),
         ttft_sched_s=_seconds(rec.first_output_ns, rec.t_sched_ns),
         e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
+        e2e_500_s=e2e_for(500, ttft, tpot_s),
     ), layout
 
 
@@ -222,7 +240,7 @@ def _p50_ci_ranks(n: int) -> tuple[int, int]:
 def distribution(values: Iterable[float | None]) -> dict[str, Any]:
     """Exact statistics of samples (None and NaN dropped): docs/metrics.md, 'Distributions'."""
     if isinstance(values, np.ndarray):
-        arr = values.astype(np.float64)
+        arr = np.asarray(values, dtype=np.float64)
     else:
         arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
     arr = arr[~np.isnan(arr)]
@@ -270,24 +288,42 @@ def histogram_distribution(hist: Any, scale: float = 1.0 / NS_PER_S) -> dict[str
 # ---- run level ------------------------------------------------------------------------------
 
 
-def steady_intervals_of(t_send_ns: np.ndarray, finish_ns: np.ndarray, target: int) -> list[tuple[int, int]]:
+def steady_intervals_of(
+    t_send_ns: np.ndarray, finish_ns: np.ndarray, target: int, block: int = 1 << 18
+) -> list[tuple[int, int]]:
     """Intervals during which at least 95% of `target` requests were in flight, each request from
-    its t_send to its finish (docs/metrics.md, "steady window")."""
+    its t_send to its finish (docs/metrics.md, "steady window"). The level is taken after every
+    event of an instant (a request ending as another starts leaves no gap); the instants are
+    walked `block` at a time, so memory stays bounded however many requests there were."""
     if target <= 0 or len(t_send_ns) == 0:
         return []
     threshold = math.ceil(0.95 * target)
-    times = np.concatenate([np.asarray(t_send_ns, dtype=np.int64), np.asarray(finish_ns, dtype=np.int64)])
-    deltas = np.concatenate([np.ones(len(t_send_ns), dtype=np.int64), -np.ones(len(finish_ns), dtype=np.int64)])
-    order = np.lexsort((deltas, times))  # by time; at the same instant, ends (-1) before starts
-    times, level = times[order], np.cumsum(deltas[order])
-    above = level >= threshold
-    # An interval opens where the level rises to the threshold and closes where it falls below.
-    change = np.flatnonzero(np.diff(np.concatenate([[False], above]).astype(np.int8)))
+    starts = np.sort(np.asarray(t_send_ns, dtype=np.int64))
+    ends = np.sort(np.asarray(finish_ns, dtype=np.int64))
     out: list[tuple[int, int]] = []
-    for k in range(0, len(change) - 1, 2):
-        start, stop = int(times[change[k]]), int(times[change[k + 1]])
-        if stop > start:
-            out.append((start, stop))
+    opened: int | None = None
+    i = j = 0
+    while i < len(starts) or j < len(ends):
+        # The instants up to `upper` are complete in both arrays once both blocks are taken.
+        upper = min(
+            starts[min(i + block, len(starts)) - 1] if i < len(starts) else np.iinfo(np.int64).max,
+            ends[min(j + block, len(ends)) - 1] if j < len(ends) else np.iinfo(np.int64).max,
+        )
+        i2 = int(np.searchsorted(starts, upper, side="right"))
+        j2 = int(np.searchsorted(ends, upper, side="right"))
+        instants = np.union1d(starts[i:i2], ends[j:j2])
+        level = np.searchsorted(starts, instants, side="right") - np.searchsorted(ends, instants, side="right")
+        above = level >= threshold
+        flips = np.flatnonzero(np.diff(np.concatenate([[opened is not None], above]).astype(np.int8)))
+        for k in flips:
+            t = int(instants[k])
+            if opened is None:
+                opened = t
+            else:
+                if t > opened:
+                    out.append((opened, t))
+                opened = None
+        i, j = i2, j2
     return out
 
 

@@ -76,8 +76,10 @@ class RequestRecord:
     phases_ns: dict[str, int] = field(default_factory=dict)
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
-    # The generated text (answer + reasoning), kept only until a local tokenizer counted it.
+    # The generated text, answer and reasoning, kept only until the request is judged (validation)
+    # and counted (a local tokenizer).
     text: str = ""
+    reasoning_text: str = ""
 
     def __repr__(self) -> str:
         return (
@@ -104,5 +106,6 @@ class RequestRecord:
         self.first_answer_ns = rec.first_answer_ns
         self.last_output_ns = rec.last_output_ns
         self.end_ns = rec.end_ns
-        self.text = rec.text + rec.reasoning_text
-        self.text_chars = len(self.text)
+        self.text = rec.text
+        self.reasoning_text = rec.reasoning_text
+        self.text_chars = len(self.text) + len(self.reasoning_text)

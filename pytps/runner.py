@@ -116,9 +116,9 @@ class Runner:
         """One finished request: O(1) whatever the run's length (the work per token aside)."""
         rec.error_detail = self._redact(rec.error_detail)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
-            rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text)
-        rec.text = ""  # counted or not needed: do not hold every answer in memory
+            rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text + rec.reasoning_text)
         m = output.add(rec)
+        rec.text = rec.reasoning_text = ""  # judged and counted: do not hold every answer in memory
         self.finished += 1
         reported = rec.usage.get("prompt_tokens")
         planned = self._planned.pop(rec.index, None)
@@ -269,7 +269,7 @@ class Runner:
         try:
             model = await self._resolve_model()
             out_dir = cfg.out_dir or default_out_dir(model)
-            output = self._output = RunOutput(out_dir, cfg.plan, keep_records=self._keep_records)
+            output = self._output = RunOutput(out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records)
             metadata = run_metadata(cfg, model, self.transport)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None

@@ -23,6 +23,7 @@ from .metrics import (
     NS_PER_S,
     RequestMetrics,
     distribution,
+    e2e_for,
     event_tokens,
     finish_ns,
     histogram_distribution,
@@ -31,6 +32,7 @@ from .metrics import (
     steady_intervals_of,
 )
 from .records import RequestRecord
+from .slo import Judge, Verdict, evaluate_run
 
 _NO_NS = -(2**63)  # an int64 column's None
 
@@ -43,19 +45,27 @@ _SECONDS = (
     "tpot_s",
     "decode_tps",
     "send_overhead_s",
-    "schedule_lag_s",
-    "ttft_sched_s",
-    "e2e_sched_s",
 )
+# Rate mode only: from the intended send time.
+_SCHED_SECONDS = ("schedule_lag_s", "ttft_sched_s", "e2e_sched_s")
 
 
 class RunSummary:
     """Accumulates finished requests; finish() gives results.json's summary."""
 
-    def __init__(self, *, target_concurrency: int | None = None, rate_mode: bool = False) -> None:
+    def __init__(
+        self, *, target_concurrency: int | None = None, rate_mode: bool = False, judge: Judge | None = None
+    ) -> None:
         self.target_concurrency = target_concurrency
         self.rate_mode = rate_mode
-        self._seconds = {name: array("d") for name in _SECONDS}
+        self.judge = judge or Judge()
+        self.useful = 0  # measured requests that were useful
+        self.useful_tokens = 0
+        self.cost_total = 0.0  # of measured requests
+        self._why_not: dict[str, int] = {}
+        # A column per figure the summary has percentiles of; e2e_500_s is derived from two of them.
+        names = _SECONDS + (_SCHED_SECONDS if rate_mode else ())
+        self._seconds = {name: array("d") for name in names}
         self._index = array("q")
         self._t_send = array("q")
         self._finish = array("q")
@@ -73,8 +83,9 @@ class RunSummary:
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
         self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
 
-    def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray) -> None:
+    def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
+        verdict = verdict or self.judge.verdict(rec, m)
         self.tokens_read += m.output_tokens
         measured = not rec.warmup
         ok = measured and m.ok
@@ -90,6 +101,14 @@ class RunSummary:
         if not measured:
             return
         self.requests_measured += 1
+        if verdict.cost is not None:
+            self.cost_total += verdict.cost
+        if verdict.useful:
+            self.useful += 1
+            self.useful_tokens += m.output_tokens
+        elif verdict.why_not is not None:
+            kind = verdict.why_not.split(":")[0]  # error / slo / validation
+            self._why_not[kind] = self._why_not.get(kind, 0) + 1
         if self._first is None or rec.t_send_ns < self._first[0]:
             self._first = (rec.t_send_ns, math.nan if m.ttft_s is None else m.ttft_s)
         if not ok:
@@ -133,6 +152,8 @@ class RunSummary:
         }
         if self._kernel_lag.count:
             summary["kernel_read_lag_s"] = histogram_distribution(self._kernel_lag)
+        ttft, tpot = self._column("ttft_s", True), self._column("tpot_s", True)
+        summary["e2e_500_s"] = distribution(e2e_for(500, ttft, tpot))  # as request_metrics, element-wise
         if self.rate_mode:
             summary["ttft_sched_s"] = dist("ttft_sched_s")
             summary["e2e_sched_s"] = dist("e2e_sched_s")
@@ -195,6 +216,26 @@ class RunSummary:
         summary["token_source"] = next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None)
         summary["token_sources"] = dict(sources)
         summary["tokens_per_event"] = self.tokens_ok / self.events_ok if self.events_ok else None
+        # Goodput: useful requests (docs/metrics.md, "Goodput and SLOs"), over the measured window.
+        summary["useful_requests"] = self.useful
+        summary["useful_share"] = self.useful / self.requests_measured if self.requests_measured else None
+        summary["goodput_rps"] = self.useful / window_s if window_s else None
+        summary["goodput_tps"] = self.useful_tokens / window_s if window_s else None
+        summary["not_useful"] = dict(sorted(self._why_not.items()))
+        judge = self.judge
+        prices = judge.prices
+        if prices is not None:
+            n, tokens = self.requests_measured, self.tokens_ok
+            summary["cost"] = {
+                "currency": prices.currency,
+                "total": self.cost_total,
+                "per_request": self.cost_total / n if n else None,
+                "per_million_output_tokens": self.cost_total / tokens * 1e6 if tokens else None,
+                "per_useful_response": self.cost_total / self.useful if self.useful else None,
+            }
+        if judge.slo_run:
+            checks = evaluate_run(judge.slo_run, summary)
+            summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
         summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
         return summary

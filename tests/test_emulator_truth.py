@@ -95,6 +95,7 @@ def test_coalesce_groups_events_into_one_write():
     assert len(r.chunks) == 1 + 3  # role chunk + three writes
 
 
+@pytest.mark.timing
 def test_coalesce_zero_writes_what_is_due_together():
     # Gaps of 0 make events 0-2 and 3-5 due together; the 1 ms gaps keep the groups apart.
     with pytps.Emulator(ttft_ms=0.5, itl_replay_us=[0, 0, 1000], coalesce=0, default_output_tokens=7) as emu:

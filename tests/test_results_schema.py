@@ -64,7 +64,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     dataset.write_text("\n".join(json.dumps({"prompt": f"say {i} words", "max_tokens": 8}) for i in range(4)) + "\n")
     settings: list[dict[str, Any]] = [
         dict(rate=200.0, requests=6, warmup=1, kernel_timestamps=True, transport="native",
-             input_tokens=32, output_tokens=8),
+             input_tokens=32, output_tokens=8, slo="ttft=1,e2e_500=10", slo_run="ttft:p90=1",
+             expect_regex=".", price_input=1.0, price_output=2.0),
         dict(concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0}),
     ]
     outs = []

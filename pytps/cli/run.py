@@ -100,6 +100,42 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ld.add_argument("--warmup", type=int, default=0, help="requests measured but left out of the results")
     ld.add_argument("--max-error-rate", type=float, metavar="F", help="stop early above this error rate (0..1)")
     ld.add_argument("--timeout", type=float, default=120.0, metavar="S", help="read (idle) timeout in seconds")
+    sl = p.add_argument_group("goodput and cost (docs/metrics.md)")
+    sl.add_argument(
+        "--slo",
+        metavar="NAME=S,...",
+        help="per-request limits in seconds that make a request useful, "
+        "e.g. ttft=0.5,tpot=0.02,e2e=10 (names: ttft, ttfat, tpot, e2e, e2e_500)",
+    )
+    sl.add_argument(
+        "--slo-run",
+        metavar="NAME:STAT=S,...",
+        help="run-level targets reported beside goodput, e.g. ttft:p90=0.5,e2e:p99=10",
+    )
+    sl.add_argument("--expect-regex", metavar="RE", help="a useful answer contains a match of this regular expression")
+    sl.add_argument(
+        "--expect-json",
+        nargs="?",
+        const="",
+        metavar="KEY,...",
+        help="a useful answer is JSON (an object with these keys, when given)",
+    )
+    sl.add_argument("--price-input", type=float, metavar="P", help="price per million input tokens")
+    sl.add_argument(
+        "--price-cached-input",
+        type=float,
+        metavar="P",
+        help="price per million cached input tokens (default: the input price)",
+    )
+    sl.add_argument("--price-output", type=float, metavar="P", help="price per million output tokens")
+    sl.add_argument("--price-request", type=float, metavar="P", help="fee per request")
+    sl.add_argument("--currency", default="USD", help="currency label of the prices (default USD)")
+    sl.add_argument(
+        "--no-bill-failed",
+        dest="bill_failed",
+        action="store_false",
+        help="failed requests cost nothing (default: billed for the tokens the server reported)",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
     out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
@@ -152,6 +188,16 @@ def build_config(args: argparse.Namespace, base_url: str) -> RunConfig:
         ca_bundle=args.ca_bundle,
         insecure=args.insecure,
         tokenizer=args.tokenizer,
+        slo=args.slo,
+        slo_run=args.slo_run,
+        expect_regex=args.expect_regex,
+        expect_json=args.expect_json,
+        price_input=args.price_input,
+        price_cached_input=args.price_cached_input,
+        price_output=args.price_output,
+        price_request=args.price_request,
+        currency=args.currency,
+        bill_failed=args.bill_failed,
     )
 
 

@@ -18,6 +18,7 @@ ROWS = (
     ("tpot_s", "TPOT", 1e3, "ms"),
     ("itl_s", "ITL", 1e3, "ms"),
     ("e2e_s", "E2E", 1e3, "ms"),
+    ("e2e_500_s", "E2E for 500 tokens", 1e3, "ms"),
     ("decode_tps", "decode tok/s/user", 1.0, "tok/s"),
     ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
     ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
@@ -113,6 +114,27 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
         + (f" {s.get('errors')}" if s.get("errors") else "")
     )
+    slo = meta.get("slo") or {}
+    if s.get("useful_share") is not None and (slo.get("per_request_s") or slo.get("validation")):
+        console.print(
+            f"goodput {num(s.get('goodput_rps'), ',.2f')} useful req/s · {num(s.get('goodput_tps'), ',.1f')} useful "
+            f"tok/s · {s['useful_share']:.1%} useful"
+            + (f" (not useful: {s['not_useful']})" if s.get("not_useful") else "")
+        )
+    if s.get("slo_run"):
+        checks = " · ".join(
+            f"{c['slo']} {num(c['value_s'], '.4g')} s ≤ {c['limit_s']:g} s {'met' if c['met'] else 'MISSED'}"
+            for c in s["slo_run"]["checks"]
+        )
+        console.print(f"run SLOs {'met' if s['slo_run']['met'] else 'NOT met'}: {checks}")
+    cost = s.get("cost")
+    if cost:
+        cur = cost["currency"]
+        console.print(
+            f"cost {num(cost['total'], ',.6g')} {cur} · {num(cost['per_request'], ',.6g')} {cur}/request · "
+            f"{num(cost['per_million_output_tokens'], ',.4g')} {cur}/M output tokens · "
+            f"{num(cost['per_useful_response'], ',.6g')} {cur}/useful response"
+        )
     cpu = meta.get("client_cpu") or {}
     if s.get("client_cpu_us_per_token") is not None:
         engine = cpu.get("engine_thread_s")
