@@ -157,6 +157,7 @@ class RequestMetrics:
     e2e_s: float | None
     tpot_s: float | None
     decode_tps: float | None
+    user_tps: float | None
     output_tokens: int
     token_source: str
     output_events: int
@@ -207,6 +208,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         e2e_s=_seconds(rec.end_ns, rec.t_send_ns),
         tpot_s=tpot_s,
         decode_tps=decode_tps,
+        user_tps=tokens / e2e if (e2e := _seconds(rec.end_ns, rec.t_send_ns)) else None,
         output_tokens=tokens,
         token_source=source,
         output_events=n,

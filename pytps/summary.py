@@ -44,6 +44,7 @@ _SECONDS = (
     "e2e_s",
     "tpot_s",
     "decode_tps",
+    "user_tps",
     "send_overhead_s",
 )
 # Rate mode only: from the intended send time.
@@ -147,6 +148,7 @@ class RunSummary:
             "itl_s": histogram_distribution(self._itl),
             "e2e_s": dist("e2e_s"),
             "decode_tps": dist("decode_tps"),
+            "user_tps": dist("user_tps"),
             "chunk_gap_s": histogram_distribution(self._gaps),
             "send_overhead_s": dist("send_overhead_s", ok_only=False),
         }

@@ -20,6 +20,7 @@ ROWS = (
     ("e2e_s", "E2E", 1e3, "ms"),
     ("e2e_500_s", "E2E for 500 tokens", 1e3, "ms"),
     ("decode_tps", "decode tok/s/user", 1.0, "tok/s"),
+    ("user_tps", "output tok/s/user (incl. TTFT)", 1.0, "tok/s"),
     ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
     ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
     ("schedule_lag_s", "schedule lag", 1e3, "ms"),

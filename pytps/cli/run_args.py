@@ -1,0 +1,197 @@
+"""The flags `pytps run` and `pytps sweep` share, and the RunConfig they make (through
+pytps.config.make_config, which validates every value once)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..request_formats import API_NAMES
+from ..transport.base import TRANSPORT_NAMES
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+
+AXIS_FORMS = "a list (1,2,4), a doubling range (1..64) or a stepped range (8..64+8)"
+
+
+def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    """Every flag of a run; with sweep, the load and length flags take lists (the sweep's axes)."""
+    ep = p.add_argument_group("endpoint")
+    ep.add_argument("--base-url", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)")
+    ep.add_argument("--api", choices=API_NAMES, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument("--model", help="model name (default: the first of /v1/models)")
+    ep.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY, or "
+        "ANTHROPIC_API_KEY for --api anthropic)",
+    )
+    ep.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
+    ep.add_argument("--extra-body", metavar="JSON", help="merged into each request body, e.g. '{\"ignore_eos\": true}'")
+    ep.add_argument("--http2", action="store_true", help="use HTTP/2 (HTTP/1.1 by default; implies httpx)")
+    ep.add_argument(
+        "--transport",
+        choices=TRANSPORT_NAMES,
+        default="auto",
+        help="native: HTTP/1.1 on a C++ engine thread that stamps and parses every read with no "
+        "Python (auto's choice for http://, and https:// when built with OpenSSL, without a proxy); "
+        "httpx: HTTP/2, proxies; asyncio: http:// HTTP/1.1 on asyncio protocols, one native call per "
+        "read",
+    )
+    ep.add_argument(
+        "--kernel-timestamps",
+        action="store_true",
+        help="native transport: also keep the kernel's receive stamp of every read "
+        "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to "
+        "pytps's stamp",
+    )
+    ep.add_argument(
+        "--ca-bundle",
+        metavar="PATH",
+        help="https://: trust the CA certificates in this PEM file instead of the system's "
+        "(for a server with a private CA)",
+    )
+    ep.add_argument(
+        "--insecure",
+        action="store_true",
+        help="https://: do not verify the server's certificate or host name (test setups only)",
+    )
+    wl = p.add_argument_group("workload")
+    if sweep:
+        wl.add_argument("--input-tokens", default="256", metavar="LIST", help=f"prompt lengths: {AXIS_FORMS}")
+        wl.add_argument("--output-tokens", default="128", metavar="LIST", help=f"output lengths: {AXIS_FORMS}")
+    else:
+        wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
+        wl.add_argument(
+            "--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)"
+        )
+    wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
+    wl.add_argument(
+        "--dataset", metavar="FILE", help="JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON"
+    )
+    wl.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="tokenizer.json to count output tokens when the server "
+        'reports no usage (needs: pip install "pytps[tokenizer]")',
+    )
+    wl.add_argument("--seed", type=int, default=0)
+    wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
+    ld = p.add_argument_group("load")
+    if sweep:
+        # The axes: each a list (1,2,4), a doubling range (1..64) or a stepped one (8..64+8).
+        for flag, name in (("--concurrency", "concurrencies"), ("--rate", "rates in requests per second")):
+            ld.add_argument(flag, metavar="LIST", help=f"sweep these {name}: {AXIS_FORMS}")
+    else:
+        ld.add_argument("--concurrency", type=int, help="closed loop with N users (default 1)")
+        ld.add_argument("--rate", type=float, metavar="R", help="open loop: R requests per second")
+    ld.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
+    ld.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (1 = poisson)")
+    ld.add_argument("--max-concurrency", type=int, help="cap on in-flight requests in rate mode")
+    ld.add_argument("--requests", type=int, help="measured requests (default 100 unless --duration)")
+    ld.add_argument("--duration", type=float, metavar="S", help="stop sending after S seconds")
+    ld.add_argument("--warmup", type=int, default=0, help="requests measured but left out of the results")
+    ld.add_argument("--max-error-rate", type=float, metavar="F", help="stop early above this error rate (0..1)")
+    ld.add_argument("--timeout", type=float, default=120.0, metavar="S", help="read (idle) timeout in seconds")
+    sl = p.add_argument_group("goodput and cost (docs/metrics.md)")
+    sl.add_argument(
+        "--slo",
+        metavar="NAME=S,...",
+        help="per-request limits in seconds that make a request useful, "
+        "e.g. ttft=0.5,tpot=0.02,e2e=10 (names: ttft, ttfat, tpot, e2e, e2e_500)",
+    )
+    sl.add_argument(
+        "--slo-run",
+        metavar="NAME:STAT=S,...",
+        help="run-level targets reported beside goodput, e.g. ttft:p90=0.5,e2e:p99=10",
+    )
+    sl.add_argument("--expect-regex", metavar="RE", help="a useful answer contains a match of this regular expression")
+    sl.add_argument(
+        "--expect-json",
+        nargs="?",
+        const="",
+        metavar="KEY,...",
+        help="a useful answer is JSON (an object with these keys, when given)",
+    )
+    sl.add_argument("--price-input", type=float, metavar="P", help="price per million input tokens")
+    sl.add_argument(
+        "--price-cached-input",
+        type=float,
+        metavar="P",
+        help="price per million cached input tokens (default: the input price)",
+    )
+    sl.add_argument("--price-output", type=float, metavar="P", help="price per million output tokens")
+    sl.add_argument("--price-request", type=float, metavar="P", help="fee per request")
+    sl.add_argument("--currency", default="USD", help="currency label of the prices (default USD)")
+    sl.add_argument(
+        "--no-bill-failed",
+        dest="bill_failed",
+        action="store_false",
+        help="failed requests cost nothing (default: billed for the tokens the server reported)",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
+    out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    emu = p.add_argument_group("built-in emulator (when no --base-url)")
+    emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
+    emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+
+
+def _parse_headers(items: list[str]) -> dict[str, str]:
+    headers = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ConfigError(f"--header {item!r} is not K:V; write it like --header 'X-Team: bench'")
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def build_config(args: argparse.Namespace, base_url: str, **cell: Any) -> RunConfig:
+    """The RunConfig of these flags; `cell` overrides some (a sweep's axis values, its cell's folder)."""
+    from ..config import make_config, parse_json_object
+
+    settings: dict[str, Any] = dict(
+        api=args.api,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        headers=_parse_headers(args.header),
+        extra_body=parse_json_object(args.extra_body, "--extra-body"),
+        http2=args.http2,
+        transport=args.transport,
+        kernel_timestamps=args.kernel_timestamps,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        shared_prefix_tokens=args.shared_prefix_tokens,
+        dataset=args.dataset,
+        seed=args.seed,
+        salt=args.salt,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        arrival=args.arrival,
+        burstiness=args.burstiness,
+        max_concurrency=args.max_concurrency,
+        requests=args.requests,
+        duration=args.duration,
+        warmup=args.warmup,
+        max_error_rate=args.max_error_rate,
+        timeout=args.timeout,
+        out=args.out,
+        ca_bundle=args.ca_bundle,
+        insecure=args.insecure,
+        tokenizer=args.tokenizer,
+        slo=args.slo,
+        slo_run=args.slo_run,
+        expect_regex=args.expect_regex,
+        expect_json=args.expect_json,
+        price_input=args.price_input,
+        price_cached_input=args.price_cached_input,
+        price_output=args.price_output,
+        price_request=args.price_request,
+        currency=args.currency,
+        bill_failed=args.bill_failed,
+    )
+    settings.update(cell)
+    return make_config(base_url, **settings)

@@ -1,0 +1,131 @@
+"""`pytps sweep`: axes, the curve's analysis on known numbers, and real sweeps against the emulator."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytps
+from pytps.errors import ConfigError
+from pytps.sweep import knee, parse_axis
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "values"),
+    [
+        ("concurrency", "1,2,4", [1, 2, 4]),
+        ("concurrency", "4,1,2,2", [1, 2, 4]),
+        ("concurrency", "1..64", [1, 2, 4, 8, 16, 32, 64]),
+        ("concurrency", "8..32+8", [8, 16, 24, 32]),
+        ("rate", "0.5,2.5", [0.5, 2.5]),
+        ("output_tokens", "128..1024", [128, 256, 512, 1024]),
+    ],
+)
+def test_axis_forms(name, text, values):
+    assert parse_axis(name, text) == values
+
+
+@pytest.mark.parametrize("text", ["", "0,1", "1.5,2", "8..4", "a,b", "1..8+0"])
+def test_bad_axes_are_one_line_errors(text):
+    with pytest.raises(ConfigError, match="--concurrency"):
+        parse_axis("concurrency", text)
+
+
+def cells(user, total):
+    return [{"user_tps_p50": u, "output_throughput_tps": t} for u, t in zip(user, total, strict=True)]
+
+
+def test_the_knee_is_where_users_lose_more_than_the_aggregate_gains():
+    # Doubling load: aggregate doubles with users unhurt up to 16, then stays flat while users halve.
+    loads = [1, 2, 4, 8, 16, 32, 64]
+    user = [900, 890, 885, 880, 870, 435, 218]
+    total = [900, 1780, 3540, 7040, 13920, 13920, 13950]
+    assert knee(loads, cells(user, total), "user_tps_p50") == 16
+    # Users lose 20% while the aggregate gains 50%: not yet the knee.
+    assert knee([1, 2, 3], cells([100, 80, 40], [100, 150, 150]), "user_tps_p50") == 2
+    assert knee([1, 2], cells([100, 100], [100, 200]), "user_tps_p50") is None
+
+
+def run_sweep(tmp_path, *args):
+    out = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "pytps", "sweep", *args, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    return proc, out
+
+
+def test_a_sweep_runs_every_cell_into_its_folder_and_indexes_them(tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=500) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "1,2,4", "--requests", "8",
+                              "--output-tokens", "8", "--input-tokens", "16", "--slo", "ttft=1")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    assert index["axes"] == {"concurrency": [1, 2, 4]}
+    assert [c["status"] for c in index["cells"]] == ["done"] * 3
+    for cell in index["cells"]:
+        run = json.loads((out / cell["dir"] / "results.json").read_text())
+        assert run["metadata"]["load"]["concurrency"] == cell["values"]["concurrency"]
+        assert cell["headline"]["requests_ok"] == run["summary"]["requests_ok"] == 8
+    assert index["analysis"][0]["slo_capacity"] == 4 and index["analysis"][0]["max_goodput"]["value"] in (1, 2, 4)
+    # The curve is printed with units in its headers, and progress went to stderr.
+    assert "output tok/s (all users)" in proc.stdout and "cell 3/3" in proc.stderr
+    assert_documented(index)
+
+
+def test_a_grid_of_two_axes(tmp_path):
+    with pytps.Emulator(ttft_ms=1, itl_us=200) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "1,2", "--output-tokens", "4,8",
+                              "--requests", "4", "--input-tokens", "16")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    assert sorted(c["dir"] for c in index["cells"]) == [
+        "cells/concurrency=1,output_tokens=4", "cells/concurrency=1,output_tokens=8",
+        "cells/concurrency=2,output_tokens=4", "cells/concurrency=2,output_tokens=8"]
+    assert [a["fixed"] for a in index["analysis"]] == [{"output_tokens": 4}, {"output_tokens": 8}]
+
+
+def test_a_sweep_stops_when_errors_explode(tmp_path):
+    with pytps.Emulator(ttft_ms=1, itl_us=200, faults=["500:p=1"]) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--model", "m", "--concurrency", "1,2,4",
+                              "--requests", "4", "--output-tokens", "4", "--input-tokens", "16")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    assert [c["status"] for c in index["cells"]] == ["done", "skipped", "skipped"]
+    assert index["cells"][0]["headline"]["error_rate"] == 1.0
+    assert index["stopped"] == "stopped after concurrency=1: error rate 100% above 50%"
+
+
+def test_nothing_to_sweep_is_one_line(tmp_path):
+    proc, _ = run_sweep(tmp_path, "--base-url", "http://127.0.0.1:9", "--requests", "2")
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("pytps: error: nothing to sweep")
+
+
+def assert_documented(index):
+    """Every key of sweep.json is in docs/results.md's sweep.json table, and the reverse."""
+    section = DOC.read_text().split("## sweep.json", 1)[1]
+    documented = set(re.findall(r"^\|\s*`sweep\.([^`]+)`", section, re.M))
+    maps = {"axes", "cells[].values", "analysis[].fixed", "analysis[].max_goodput"}
+    written: set[str] = set()
+
+    def walk(value, prefix):
+        if prefix:
+            written.add(prefix)
+        if prefix in maps:
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{prefix}.{k}" if prefix else k)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    walk(item, f"{prefix}[]")
+
+    walk(index, "")
+    written = {w for w in written if not w.endswith("[]")}
+    assert written == documented, (written - documented, documented - written)
