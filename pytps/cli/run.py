@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.config:
+        from .matrix_run import run_matrix
+
+        return run_matrix(args, "run")
     from ..event_loop import run_coroutine
     from ..results import load_results
     from ..runner import Progress, Runner

@@ -132,11 +132,20 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
         help="failed requests cost nothing (default: billed for the tokens the server reported)",
     )
     out = p.add_argument_group("output")
+    out.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help="a TOML matrix of endpoints x workloads (examples/bench.toml, docs/matrix.md): every cell "
+        "is run into one results folder; flags given here override the file",
+    )
     out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
     out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
     emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
     emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+    # What the flags default to, so that a matrix file is overridden only by flags actually given.
+    p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 
 
 def _parse_headers(items: list[str]) -> dict[str, str]:
@@ -151,9 +160,26 @@ def _parse_headers(items: list[str]) -> dict[str, str]:
 
 def build_config(args: argparse.Namespace, base_url: str, **cell: Any) -> RunConfig:
     """The RunConfig of these flags; `cell` overrides some (a sweep's axis values, its cell's folder)."""
-    from ..config import make_config, parse_json_object
+    from ..config import make_config
 
-    settings: dict[str, Any] = dict(
+    settings = flag_settings(args)
+    settings.update(cell)
+    return make_config(base_url, **settings)
+
+
+def explicit_settings(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> dict[str, Any]:
+    """The settings of the flags given on the command line (those that differ from their defaults):
+    what overrides a matrix file."""
+    given = {dest for dest, default in parser_defaults.items() if getattr(args, dest, default) != default}
+    renamed = {"header": "headers"}
+    return {k: v for k, v in flag_settings(args).items() if k in {renamed.get(d, d) for d in given}}
+
+
+def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """make_config's keyword arguments, from the flags."""
+    from ..config import parse_json_object
+
+    return dict(
         api=args.api,
         model=args.model,
         api_key_env=args.api_key_env,
@@ -193,5 +219,3 @@ def build_config(args: argparse.Namespace, base_url: str, **cell: Any) -> RunCon
         currency=args.currency,
         bill_failed=args.bill_failed,
     )
-    settings.update(cell)
-    return make_config(base_url, **settings)

@@ -100,6 +100,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..runner import Runner
     from ..sweep import StopRule, Sweep
 
+    if args.config:
+        from .matrix_run import run_matrix
+
+        return run_matrix(args, "sweep")
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell

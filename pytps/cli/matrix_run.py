@@ -1,0 +1,162 @@
+"""`pytps run -c FILE` and `pytps sweep -c FILE`: every endpoint x workload cell of a matrix file
+(pytps.matrix) into one results folder, indexed by matrix.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+#: matrix.json's layout (docs/results.md); bumped on every change.
+MATRIX_SCHEMA_VERSION = 1
+
+
+def run_matrix(args: argparse.Namespace, kind: str) -> int:
+    """kind: "run" (each cell one run) or "sweep" (each cell a sweep over its list-valued keys)."""
+    from ..config import make_config
+    from ..event_loop import run_coroutine
+    from ..matrix import Matrix
+    from ..results import write_json_atomic
+    from ..runner import Runner
+    from ..sweep import AXES, StopRule, Sweep, headline
+    from .run_args import explicit_settings
+
+    matrix = Matrix(args.config)
+    overrides = explicit_settings(args, args.parser_defaults)
+    overrides.pop("out", None)
+    for axis in AXES:
+        if kind == "sweep" and isinstance(overrides.get(axis), str):
+            overrides.pop(axis)  # a sweep's list flags are axes, handled with the file's
+    base_override = args.base_url
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}-matrix")
+    )
+    # Every cell is checked before the first runs, so a typo in the last cell costs nothing.
+    for cell in matrix.cells:
+        settings = {**cell.settings, **overrides}
+        if kind == "run" and (lists := [k for k in AXES if isinstance(settings.get(k), list)]):
+            line = cell.where.get(lists[0])
+            raise ConfigError(
+                f"{matrix.path}:{line}: workload {cell.workload!r}: {lists[0]} is a list, which "
+                "`pytps sweep -c` sweeps; `pytps run -c` takes one value"
+            )
+        try:
+            make_config(
+                base_override or cell.base_url or "http://127.0.0.1:9",
+                **{k: (v[0] if isinstance(v, list) else v) for k, v in settings.items()},
+            )
+        except ConfigError as exc:
+            raise matrix.locate(cell, exc) from None
+    index: dict[str, Any] = {
+        "schema_version": MATRIX_SCHEMA_VERSION,
+        "config": str(matrix.path),
+        "kind": kind,
+        "cells": [],
+    }
+    for n, cell in enumerate(matrix.cells, start=1):
+        print(
+            f"pytps {kind} -c: cell {n}/{len(matrix.cells)}: {cell.endpoint} x {cell.workload}",
+            file=sys.stderr,
+            flush=True,
+        )
+        entry: dict[str, Any] = {
+            "endpoint": cell.endpoint,
+            "workload": cell.workload,
+            "dir": cell.dir,
+            "status": "done",
+            "error": None,
+            "headline": None,
+            "analysis": None,
+        }
+        settings = {**cell.settings, **overrides}
+        with ExitStack() as stack:
+            base_url = base_override or cell.base_url
+            if base_url is None:
+                from ..emulator import Emulator
+
+                emu_settings = {"keep_truth": False, **cell.emulator}
+                base_url = stack.enter_context(Emulator(**emu_settings)).base_url
+            try:
+                if kind == "run":
+                    cfg = make_config(base_url, out=out / cell.dir, **settings)
+                    result = run_coroutine(Runner(cfg).run())
+                    entry["headline"] = headline(result.summary)
+                    if result.interrupted:
+                        raise KeyboardInterrupt
+                else:
+                    axes = {k: sorted(set(v)) for k, v in settings.items() if k in AXES and isinstance(v, list)}
+                    if not axes:
+                        raise ConfigError(
+                            f"workload {cell.workload!r} has nothing to sweep: give concurrency, rate "
+                            "or a length as a list"
+                        )
+                    fixed = {k: v for k, v in settings.items() if k not in axes}
+
+                    def run_cell(
+                        values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, base_url: str = base_url
+                    ) -> dict[str, Any]:
+                        result = run_coroutine(Runner(make_config(base_url, **fixed, **values, out=cell_dir)).run())
+                        if result.interrupted:
+                            raise KeyboardInterrupt
+                        return result.summary
+
+                    sweep = Sweep(
+                        axes=axes,
+                        out=out / cell.dir,
+                        run_cell=run_cell,
+                        refine=args.refine,
+                        slo_target=args.slo_target,
+                        stop=StopRule(args.stop_error_rate, args.stop_e2e_factor),
+                        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+                    )
+                    entry["analysis"] = sweep.run()["analysis"]
+            except ConfigError as exc:
+                raise matrix.locate(cell, exc) from None
+            except KeyboardInterrupt:
+                entry["status"] = "interrupted"
+                index["cells"].append(entry)
+                write_json_atomic(out / "matrix.json", index)
+                raise
+            except Exception as exc:
+                entry["status"], entry["error"] = "failed", f"{type(exc).__name__}: {exc}"
+        index["cells"].append(entry)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / "matrix.json", index)
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        print_matrix(index)
+    print(f"results: {out} (matrix.json indexes the cells)", file=sys.stderr)
+    return 0
+
+
+def _fmt(headline: dict[str, Any], key: str, scale: float, fmt: str) -> str:
+    v = headline.get(key)
+    return "-" if v is None else format(v * scale, fmt)
+
+
+def print_matrix(index: dict[str, Any]) -> None:
+    for c in index["cells"]:
+        h = c["headline"] or {}
+        name = f"{c['endpoint']} x {c['workload']}"
+        if c["status"] != "done":
+            print(f"{name}: {c['status']} {c['error'] or ''}")
+        elif index["kind"] == "run":
+            print(
+                f"{name}: p50 TTFT {_fmt(h, 'ttft_p50_s', 1e3, '.1f')} ms · "
+                f"p50 TPOT {_fmt(h, 'tpot_p50_s', 1e3, '.2f')} ms · "
+                f"{_fmt(h, 'output_throughput_tps', 1, ',.0f')} tok/s (all users) · goodput "
+                f"{_fmt(h, 'goodput_rps', 1, ',.2f')} req/s · errors {_fmt(h, 'error_rate', 100, '.1f')}%"
+            )
+        else:
+            for a in c["analysis"] or []:
+                best = (a["max_goodput"] or {}).get("value")
+                print(f"{name}: knee {a['knee']} · max goodput at {best} · SLO capacity {a['slo_capacity']}")

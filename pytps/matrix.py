@@ -1,0 +1,233 @@
+"""A benchmark matrix in TOML (`pytps run -c bench.toml`, `pytps sweep -c bench.toml`): endpoints x
+workloads, with shared defaults, SLOs and validation. Every cell is a run (or, for sweep, a
+sweep) into one results folder, indexed by matrix.json. Layout: examples/bench.toml and
+docs/matrix.md.
+
+Errors name the key and its line: tomllib gives no positions, so a key's line is found in the
+text, after the header of the table it belongs to.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+#: Keys of an [[endpoint]] table.
+ENDPOINT_KEYS = {
+    "name",
+    "url",
+    "api",
+    "model",
+    "api_key_env",
+    "headers",
+    "extra_body",
+    "transport",
+    "http2",
+    "ca_bundle",
+    "insecure",
+    "prices",
+    "emulator",
+}
+PRICE_KEYS = {
+    "input": "price_input",
+    "cached_input": "price_cached_input",
+    "output": "price_output",
+    "request": "price_request",
+    "currency": "currency",
+    "bill_failed": "bill_failed",
+}
+#: Keys of a [[workload]] table (and of [defaults]): run settings, named as make_config's arguments.
+WORKLOAD_KEYS = {
+    "name",
+    "input_tokens",
+    "output_tokens",
+    "shared_prefix_tokens",
+    "dataset",
+    "seed",
+    "salt",
+    "concurrency",
+    "rate",
+    "arrival",
+    "burstiness",
+    "max_concurrency",
+    "requests",
+    "duration",
+    "warmup",
+    "max_error_rate",
+    "timeout",
+    "tokenizer",
+    "kernel_timestamps",
+}
+SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
+#: Workload keys a sweep may give as lists (its axes).
+AXIS_KEYS = ("concurrency", "rate", "input_tokens", "output_tokens")
+_TOP = {"endpoint", "workload", "defaults", "slo"}
+
+
+@dataclass
+class Cell:
+    endpoint: str
+    workload: str
+    settings: dict[str, Any]  # make_config's keyword arguments (no base_url)
+    base_url: str | None  # None: the built-in emulator, with `emulator` settings
+    emulator: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, int] = field(default_factory=dict)  # setting -> line in the file, for errors
+
+    @property
+    def dir(self) -> str:
+        return f"cells/{_safe(self.endpoint)}/{_safe(self.workload)}"
+
+    def axes(self) -> dict[str, Any]:
+        return {k: self.settings[k] for k in AXIS_KEYS if isinstance(self.settings.get(k), list)}
+
+
+class Matrix:
+    """A parsed matrix file: its cells, endpoint x workload, in file order."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the matrix file ({exc.strerror})") from None
+        try:
+            data = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        self.data = data
+        for key in data:
+            if key not in _TOP:
+                self._bad(
+                    key, f"unknown table or key {key!r}; the file has [[endpoint]], [[workload]], [defaults] and [slo]"
+                )
+        endpoints = self._tables("endpoint")
+        workloads = self._tables("workload")
+        if not endpoints or not workloads:
+            raise ConfigError(f"{path}: needs at least one [[endpoint]] and one [[workload]] table")
+        defaults = data.get("defaults", {})
+        self._check_keys(defaults, WORKLOAD_KEYS - {"name"}, "[defaults]", "defaults")
+        slo = data.get("slo", {})
+        self._check_keys(slo, SLO_KEYS, "[slo]", "slo")
+        judged = {
+            "slo": slo.get("per_request"),
+            "slo_run": slo.get("run"),
+            "expect_regex": slo.get("expect_regex"),
+            "expect_json": _expect_json(slo.get("expect_json")),
+        }
+        self.cells: list[Cell] = []
+        for e_index, e in enumerate(endpoints):
+            self._check_keys(e, ENDPOINT_KEYS, f"[[endpoint]] {e.get('name', e_index + 1)}", "endpoint", e_index)
+            prices = e.get("prices", {})
+            self._check_keys(prices, set(PRICE_KEYS), "prices", "endpoint", e_index)
+            for w_index, w in enumerate(workloads):
+                self._check_keys(w, WORKLOAD_KEYS, f"[[workload]] {w.get('name', w_index + 1)}", "workload", w_index)
+                settings: dict[str, Any] = {k: v for k, v in judged.items() if v is not None}
+                settings.update(defaults)
+                settings.update({k: v for k, v in w.items() if k != "name"})
+                for key in (
+                    "api",
+                    "model",
+                    "api_key_env",
+                    "headers",
+                    "extra_body",
+                    "transport",
+                    "http2",
+                    "ca_bundle",
+                    "insecure",
+                ):
+                    if key in e:
+                        settings[key] = e[key]
+                settings.update({PRICE_KEYS[k]: v for k, v in prices.items()})
+                where = {k: self.line_of("workload", w_index, k) for k in w}
+                where.update({k: self.line_of("endpoint", e_index, k) for k in e})
+                where.update({k: self.line_of("defaults", 0, k) for k in defaults})
+                self.cells.append(
+                    Cell(
+                        endpoint=str(e.get("name", f"endpoint{e_index + 1}")),
+                        workload=str(w.get("name", f"workload{w_index + 1}")),
+                        settings=settings,
+                        base_url=e.get("url"),
+                        emulator=dict(e.get("emulator", {})),
+                        where=where,
+                    )
+                )
+        names = [(c.endpoint, c.workload) for c in self.cells]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{path}: two endpoints or two workloads share a name; give each its own `name`")
+
+    def _tables(self, name: str) -> list[dict[str, Any]]:
+        value = self.data.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+            self._bad(name, f"{name} must be written as [[{name}]] tables")
+        return list(value)
+
+    def _check_keys(self, table: Any, allowed: set[str], label: str, kind: str, index: int = 0) -> None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{self.path}: {label} must be a table")
+        for key in table:
+            if key not in allowed:
+                line = self.line_of(kind, index, key)
+                raise ConfigError(
+                    f"{self.path}:{line}: {label}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}"
+                )
+
+    def _bad(self, key: str, message: str) -> None:
+        raise ConfigError(f"{self.path}:{self.line_of(key, 0, None)}: {message}")
+
+    def line_of(self, table: str, index: int, key: str | None) -> int:
+        """The line (1-based) of `key` in the index-th [table] / [[table]], or of the table's header."""
+        lines = self.text.splitlines()
+        header = re.compile(r"^\s*\[\[?\s*" + re.escape(table) + r"\s*\]\]?\s*(#.*)?$")
+        any_header = re.compile(r"^\s*\[")
+        seen = -1
+        start = None
+        for i, line in enumerate(lines):
+            if header.match(line):
+                seen += 1
+                if seen == index:
+                    start = i
+                    break
+        if start is None:
+            return 1
+        if key is None:
+            return start + 1
+        pattern = re.compile(r'(^|[{,\s])"?' + re.escape(key) + r'"?\s*=')
+        for i in range(start + 1, len(lines)):
+            if any_header.match(lines[i]) and not lines[i].strip().startswith("[" + table + "."):
+                break
+            if pattern.search(lines[i]):
+                return i + 1
+        return start + 1
+
+    def locate(self, cell: Cell, exc: ConfigError) -> ConfigError:
+        """A ConfigError from building a cell's run, with the file, the line of the key it names, and the cell."""
+        message = str(exc)
+        line = next((n for key, n in cell.where.items() if re.match(rf"\W*{re.escape(key)}\b", message)), None)
+        if line is None:
+            line = next((n for key, n in cell.where.items() if re.search(rf"\b{re.escape(key)}\b", message)), None)
+        at = f"{self.path}:{line}" if line else str(self.path)
+        return ConfigError(f"{at}: endpoint {cell.endpoint!r} x workload {cell.workload!r}: {message}")
+
+
+def _expect_json(value: Any) -> bool | str | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in name)[:60] or "_"
