@@ -87,7 +87,7 @@ void connect_refused() {
     auto c = e.make();
     CHECK_EQ(e.open(*c, job(request())).kind, K::pending);
     Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
+    CHECK_EQ(o.kind, K::connect_failed);  // the engine may try the next address
     CHECK_EQ(std::string(c->error_class()), std::string("connect"));
     CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
     CHECK_EQ(o.t_ns, e.ops.clock);
@@ -103,7 +103,7 @@ void connect_hangup_without_error() {
     auto c = e.make();
     e.open(*c, job(request()));
     Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
+    CHECK_EQ(o.kind, K::connect_failed);
     CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
 }
 
@@ -122,9 +122,10 @@ void open_fails_at_once() {
         e.ops.open_result = row.r;
         auto c = e.make();
         Outcome o = e.open(*c, job(request()));
-        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(o.kind, K::connect_failed);
         CHECK_EQ(std::string(c->error_class()), std::string("connect"));
         CHECK_EQ(c->take_error_detail(), std::string(row.detail));
+        CHECK_EQ(c->job()->connect_attempts, size_t(1));
         CHECK_EQ(c->fd(), -1);
         CHECK(c->take_job() != nullptr);
         c.reset();
@@ -182,19 +183,24 @@ void interrupted_calls_are_retried() {
     CHECK_EQ(e.ops.written, request());
 }
 
-// A send that fails on a new connection: the response never came (the recorder says so).
+// A send that fails on a new connection, nothing to read: no response came (class no_response);
+// with the server's EOF waiting, the same.
 void send_fails_on_new_connection() {
-    Env e;
-    e.ops.sends = {take(10), send_error(ECONNRESET)};
-    auto c = e.make();
-    e.open(*c, job(request()));
-    Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
-    CHECK_EQ(std::string(c->error_class()), std::string(""));
-    CHECK_EQ(c->take_error_detail(), std::string("send failed: Connection reset by peer"));
-    CHECK_EQ(e.trace(), std::string("connecting>writing>failed"));
-    CHECK(c->job()->http->parser().closed_early());
-    CHECK_EQ(e.ops.written.size(), size_t(10));
+    for (bool eof_waits : {false, true}) {
+        Env e;
+        e.ops.sends = {take(10), send_error(ECONNRESET)};
+        if (eof_waits) e.ops.recvs = {eof()};
+        auto c = e.make();
+        e.open(*c, job(request()));
+        Outcome o = e.pump(*c);
+        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(std::string(c->error_class()), std::string("no_response"));
+        CHECK_EQ(c->take_error_detail(), std::string(eof_waits ? "no byte of a response came: the server closed the connection"
+                                                                : "no byte of a response came: send failed: Connection reset by peer"));
+        CHECK_EQ(e.trace(), std::string("connecting>writing>failed"));
+        CHECK(c->job()->http->parser().closed_early());
+        CHECK_EQ(e.ops.written.size(), size_t(10));
+    }
 }
 
 // The deadlines: connect, first byte, idle after data, total, a write that never ends; a stale

@@ -275,7 +275,7 @@ void tls_close_notify() {
         Outcome o = c->start(job(request(), 2));
         if (!o.ended()) o = e.pump(*c);
         CHECK_EQ(o.kind, K::retry_stale);
-        CHECK(c->take_job()->retried);
+        CHECK_EQ(c->take_job()->retries, 1);
         CHECK_HAS(e.trace(), "idle>writing>reading_head>closed");
     }
 }
