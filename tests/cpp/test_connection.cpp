@@ -133,6 +133,31 @@ void open_fails_at_once() {
     }
 }
 
+// The engine tries the next address with the same job: the connect timeout runs from the first
+// attempt's start, and connect_ns covers every attempt.
+void next_address_keeps_the_connect_start() {
+    Env e;
+    e.ops.connect_err = ECONNREFUSED;
+    auto c = e.make();
+    e.open(*c, job(request()));
+    const int64_t t_first = c->job()->connect_start_ns;
+    CHECK_EQ(c->deadline(), t_first + e.opt.connect_timeout_ns);
+    CHECK_EQ(e.pump(*c).kind, K::connect_failed);
+    auto j = c->take_job();
+    CHECK_EQ(j->connect_attempts, size_t(1));
+    e.ops.connect_err = 0;
+    e.ops.recvs = {bytes(sse_response(1).bytes)};
+    auto d = e.make(2);
+    const int64_t t_second = e.ops.clock;
+    e.open(*d, std::move(j));
+    CHECK_EQ(d->job()->connect_start_ns, t_first);
+    CHECK_EQ(d->deadline(), t_first + e.opt.connect_timeout_ns);
+    CHECK_EQ(e.pump(*d).kind, K::completed_keep);
+    CHECK_EQ(d->job()->connect_attempts, size_t(2));
+    CHECK(t_first + d->job()->connect_ns > t_second);  // both attempts are in it
+    CHECK(t_first + d->job()->connect_ns < d->job()->t_send_ns);
+}
+
 // Every send and every recv returns EAGAIN once first: the same result, the same bytes.
 void eagain_on_every_call() {
     Env e;
@@ -293,6 +318,7 @@ const std::vector<Case> lifecycle_cases = {
     {"connect_refused", connect_refused},
     {"connect_hangup_without_error", connect_hangup_without_error},
     {"open_fails_at_once", open_fails_at_once},
+    {"next_address_keeps_the_connect_start", next_address_keeps_the_connect_start},
     {"eagain_on_every_call", eagain_on_every_call},
     {"one_byte_writes", one_byte_writes},
     {"interrupted_calls_are_retried", interrupted_calls_are_retried},
