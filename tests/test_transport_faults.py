@@ -220,3 +220,37 @@ def test_every_resolved_address_is_tried_in_order(transport, host, monkeypatch):
             records = run(transport, f"http://{host}:{srv.port}", 3, 1, uv=False)
         assert classes(records) == {None: 3}, (listen, [r.error_detail for r in records])
         assert srv.connections == 1
+
+
+@pytest.mark.parametrize("transport", ["native", "httpx"])  # the asyncio transport speaks http:// only
+def test_a_stale_kept_alive_tls_connection_is_sent_again_on_a_new_one(transport, tmp_path):
+    # Over TLS the stale connection ends with close_notify (the forwarder's, as its upstream
+    # closed) before any byte of a response.
+    import ssl
+
+    trustme = pytest.importorskip("trustme")
+    from pytps._native import _core
+    from tls_proxy import TlsProxy
+
+    if transport == "native" and not _core.TLS_AVAILABLE:
+        pytest.skip("this build of the native core has no TLS")
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    with FaultServer(stale_on_reuse("fin")) as srv, TlsProxy(srv.port, ctx) as proxy:
+        url = f"https://127.0.0.1:{proxy.port}"
+        if transport == "native":
+            from pytps.transport.native_transport import NativeTransport
+
+            tr: Any = NativeTransport(url, ca_file=str(ca_file), read_timeout_s=5.0)
+        else:
+            from pytps.transport.httpx_transport import HttpxTransport
+
+            tr = HttpxTransport(url, ca_file=str(ca_file), read_timeout_s=5.0)
+        records = run_coroutine(drive(tr, 40, 4, [0]))
+    assert classes(records) == {None: 40}, [r.error_detail for r in records if r.error][:3]
+    stale = [r for r in srv.requests if r.index_on_conn == 1]
+    assert sum(retries(r) for r in records) == len(stale) > 0
+    assert srv.connections == 40
