@@ -229,8 +229,9 @@ def test_a_stale_kept_alive_tls_connection_is_sent_again_on_a_new_one(transport,
     import ssl
 
     trustme = pytest.importorskip("trustme")
-    from pytps._native import _core
     from tls_proxy import TlsProxy
+
+    from pytps._native import _core
 
     if transport == "native" and not _core.TLS_AVAILABLE:
         pytest.skip("this build of the native core has no TLS")
