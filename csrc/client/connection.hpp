@@ -46,8 +46,8 @@ enum class ConnState : uint8_t {
     idle,           // kept alive between requests, in the engine's pool
     closed,         // ended with no error of the transport's own: the response ended (or was cut off:
                     // the recorder says), the server closed an idle one, or it was stale (sent again)
-    failed,         // ended with the transport's own error: class connect, timeout, no_response,
-                    // client, or "" with a detail when the recorder tells the rest (a TLS error)
+    failed,         // ended with the transport's own error: class connect, timeout, no_response or
+                    // client
 };
 const char* state_name(ConnState s);
 
@@ -130,8 +130,7 @@ public:
         return r;
     }
     // After a failed or connect_failed Outcome: the transport's error class ("connect",
-    // "timeout", "no_response", "client", or "" when the recorder tells what went wrong) and what
-    // happened.
+    // "timeout", "no_response", "client") and what happened.
     const char* error_class() const { return error_class_; }
     std::string take_error_detail() { return std::move(error_detail_); }
     // When this connection times out next, and why (kNoDeadline without a request).

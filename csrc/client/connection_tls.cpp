@@ -74,12 +74,7 @@ Outcome Connection::tls_write() {
         const Tls r = tls_->write(req.data() + write_off_, req.size() - write_off_, &n);
         write_off_ += n;
         if (r == Tls::closed) return ended_early(ops_.now(), "the server closed the TLS session");
-        if (r == Tls::failed) {
-            const int64_t te = ops_.now();
-            if (may_retry_stale()) return retry_stale();
-            job_->http->finish_eof(te);
-            return fail(te, "", tls_->error());
-        }
+        if (r == Tls::failed) return ended_early(ops_.now(), "TLS error: " + tls_->error());
     }
     int64_t t = ClientJob::kNoTime;
     int err = 0;
@@ -125,11 +120,10 @@ Outcome Connection::tls_bytes(size_t n, int64_t t) {
             continue;
         }
         if (r == Tls::want_read) break;
-        // close_notify ends the response here, as a plain EOF does; a TLS error fails it.
-        if (r == Tls::closed) return ended_early(t, "the server closed the TLS session");
-        if (may_retry_stale()) return retry_stale();
-        job_->http->finish_eof(t);
-        return fail(t, "", tls_->error());
+        // close_notify or a TLS error (an alert) ends the connection, and the response with it,
+        // as a plain EOF or reset does.
+        return ended_early(t, r == Tls::closed ? std::string("the server closed the TLS session")
+                                               : "TLS error: " + tls_->error());
     }
     // The session may have output (a key update, a renegotiation), or may now take the rest of
     // a request that waited for these bytes.

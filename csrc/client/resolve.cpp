@@ -51,12 +51,13 @@ std::vector<Address> resolve_addresses(const std::string& host, int port, const 
                                        std::string* error) {
     std::vector<Address> out;
     if (numeric.empty()) {
-        add(host, port, 0, out, error);
-        return out;
+        if (!add(host, port, 0, out, error)) return {};
+    } else {
+        for (const std::string& ip : numeric) {
+            if (!add(ip, port, AI_NUMERICHOST, out, error)) return {};
+        }
     }
-    for (const std::string& ip : numeric) {
-        if (!add(ip, port, AI_NUMERICHOST, out, error)) return {};
-    }
+    if (out.empty()) *error = "cannot resolve " + host + ": no address to connect to";
     return out;
 }
 
