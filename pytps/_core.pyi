@@ -398,11 +398,16 @@ class ClientResult:
         """How long a new connection's TLS handshake took; None on a reused or plain connection."""
     @property
     def error(self) -> str | None:
-        """The transport's own error class: "connect", "timeout" or "client" (stopped, too large),
-        else None. HTTP statuses, framing errors, truncation and in-stream errors are read from http."""
+        """The transport's own error class: "connect", "timeout", "no_response" (the connection
+        ended before any byte of a response) or "client" (stopped, too large), else None. HTTP
+        statuses, framing errors, truncation and in-stream errors are read from http."""
     @property
     def error_detail(self) -> str:
         """What went wrong, for a transport error ("" otherwise)."""
+    @property
+    def retries(self) -> int:
+        """Times the request was sent again, on a new connection, because its kept-alive one had
+        been closed before any byte of a response (0 or 1); t_send_ns is the last send's."""
     @property
     def recv_times_ns(self) -> npt.NDArray[np.int64]:
         """kernel_timestamps only: the engine's stamp of each read that carried a kernel stamp (the
@@ -457,6 +462,7 @@ class ClientEngine:
         server_name: str | None = None,
         ca_file: str | None = None,
         verify: bool = True,
+        addresses: Sequence[str] | None = None,
     ) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
         connect/idle timeout, an unreadable ca_file, tls=True without TLS_AVAILABLE, or
@@ -466,7 +472,9 @@ class ClientEngine:
         ClientResult.recv_kernel_times_ns. A host that does not resolve makes every request fail
         with error "connect". TLS: server_name (default: host) is sent as SNI (unless an IP
         address) and checked against the certificate; ca_file is a PEM CA bundle trusted instead
-        of the system's; verify=False checks neither."""
+        of the system's; verify=False checks neither. Every address the host resolves to is tried
+        in getaddrinfo's order until one connects (new connections then start at it); addresses:
+        IP literals to use instead of resolving host (ValueError when empty)."""
     def submit(
         self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str, t_sched_ns: int | None = None
     ) -> None:

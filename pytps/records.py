@@ -18,6 +18,7 @@ ERROR_TRUNCATED = "truncated"
 ERROR_IN_STREAM = "in_stream"
 ERROR_PROTOCOL = "protocol"
 ERROR_CLIENT = "client"
+ERROR_NO_RESPONSE = "no_response"
 
 
 def http_error_class(status: int) -> str:
@@ -32,6 +33,26 @@ MAX_RESPONSE_BYTES = 256 << 20
 
 def response_too_large_detail(limit: int) -> str:
     return f"the response is larger than max_response_bytes ({limit})"
+
+
+def no_response_detail(how: str, resent: bool) -> str:
+    """Error class no_response's detail, in the same words on every transport (the native
+    engine's are in csrc/client/connection.cpp). how: "the server closed the connection",
+    "the connection failed: <strerror>", "send failed: <strerror>"."""
+    detail = f"no byte of a response came: {how}"
+    if resent:
+        detail += " (on a new connection: the request was sent again after a kept-alive connection was found closed)"
+    return detail
+
+
+def compressed_body_detail(encoding: str) -> str:
+    """Error class protocol's detail for a 2xx body the server compressed though every request
+    asks for Accept-Encoding: identity: a compressed stream cannot be timed event by event."""
+    return (
+        f"the server sent the event stream compressed (Content-Encoding: {encoding}) although the request "
+        "asked for Accept-Encoding: identity; pytps times uncompressed streams only: turn compression off "
+        "for this route on the server or the proxy in front of it"
+    )
 
 
 def _empty(dtype: Any) -> np.ndarray:
@@ -74,6 +95,9 @@ class RequestRecord:
     text_chars: int = 0
     # Connection phases from the transport's trace (ns durations), when known.
     phases_ns: dict[str, int] = field(default_factory=dict)
+    # Times the request was sent again, on a new connection, because the kept-alive connection
+    # it went on had been closed before any byte of a response (0 or 1). t_send_ns is the last send's.
+    retries: int = 0
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
     # The generated text, answer and reasoning, kept only until the request is judged (validation)

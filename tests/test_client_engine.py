@@ -147,6 +147,32 @@ def test_refused_port_is_a_connect_error():
     engine.stop()
 
 
+def test_every_address_is_tried_until_one_connects():
+    # The emulator listens on 127.0.0.1 only: ::1, first in the list (as localhost often
+    # resolves), is refused, and the request goes on to 127.0.0.1.
+    with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
+        engine = _core.ClientEngine("localhost", emu.port, addresses=["::1", "127.0.0.1"])
+        for i in range(3):
+            engine.submit(i, chat_request(emu.port), "openai-chat")
+            r = wait_results(engine, 1)[i]
+            assert r.error is None and r.http.status == 200, r.error_detail
+        engine.stop()
+
+
+def test_a_connect_refused_everywhere_names_every_address():
+    port = free_port()
+    engine = _core.ClientEngine("localhost", port, addresses=["::1", "127.0.0.1"])
+    engine.submit(1, chat_request(port), "openai-chat")
+    r = wait_results(engine, 1)[1]
+    assert r.error == "connect"
+    assert f"[::1]:{port}: connect failed: Connection refused" in r.error_detail
+    assert f"127.0.0.1:{port}: connect failed: Connection refused" in r.error_detail
+    assert r.retries == 0 and r.t_send_ns is None
+    engine.stop()
+    with pytest.raises(ValueError, match="addresses is empty"):
+        _core.ClientEngine("localhost", port, addresses=[])
+
+
 def test_unresolvable_host_is_a_connect_error():
     engine = _core.ClientEngine("no-such-host.invalid", 80)
     engine.submit(1, b"GET / HTTP/1.1\r\n\r\n", "openai-chat")

@@ -78,9 +78,13 @@ void register_client(py::module_& m) {
                 if (r.error_class.empty()) return py::none();
                 return py::str(r.error_class);
             },
-            "The transport's own error class ('connect', 'timeout', 'client'), or None. HTTP\n"
-            "statuses, framing and in-stream errors are read from `http`.")
+            "The transport's own error class ('connect', 'timeout', 'no_response', 'client'), or None.\n"
+            "HTTP statuses, framing and in-stream errors are read from `http`.")
         .def_readonly("error_detail", &ClientResult::error_detail, "What went wrong, for a transport error.")
+        .def_readonly("retries", &ClientResult::retries,
+                      "How many times the request was sent again, each on a new connection, because the\n"
+                      "kept-alive connection it went on had been closed before any byte of a response\n"
+                      "(0 or 1). t_send_ns is the last send's.")
         .def_property_readonly("recv_times_ns", [](const ClientResult& r) { return int64_array(r.recv_ns); },
                                "int64 array (kernel_timestamps only): the engine's stamp of each read that\n"
                                "carried a kernel stamp; the recorder's event times are among these.")
@@ -99,7 +103,8 @@ void register_client(py::module_& m) {
         m, "ClientEngine",
         "ClientEngine(host, port, max_connections=100, connect_timeout_ns=10e9, idle_timeout_ns=120e9,\n"
         "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0,\n"
-        "             kernel_timestamps=False, tls=False, server_name=None, ca_file=None, verify=True)\n\n"
+        "             kernel_timestamps=False, tls=False, server_name=None, ca_file=None, verify=True,\n"
+        "             addresses=None)\n\n"
         "A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, no GIL): submit()\n"
         "pre-rendered requests, watch notify_fd, collect() the finished ones. Every socket read is\n"
         "stamped right after it returns and fed to an HttpStreamRecorder. Timeouts are in ns; 0\n"
@@ -109,11 +114,13 @@ void register_client(py::module_& m) {
         "tls=True speaks TLS (OpenSSL, memory BIOs: the raw socket read is stamped and its plaintext\n"
         "carries that stamp); the handshake counts against connect_timeout_ns. server_name (default:\n"
         "host) is sent as SNI and checked against the certificate; ca_file: a PEM CA bundle instead\n"
-        "of the system's; verify=False checks neither chain nor name.")
+        "of the system's; verify=False checks neither chain nor name.\n\n"
+        "Every address host resolves to is tried in getaddrinfo's order until one connects (new\n"
+        "connections then start at it); addresses: IP literals to use instead of resolving host.")
         .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
                          long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
                          long long max_response_bytes, long long spin_ns, bool kernel_timestamps, bool tls,
-                         py::object server_name, py::object ca_file, bool verify) {
+                         py::object server_name, py::object ca_file, bool verify, py::object addresses) {
                  if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
                  if (max_connections < 1)
                      throw py::value_error("max_connections must be >= 1, got " + std::to_string(max_connections));
@@ -138,6 +145,10 @@ void register_client(py::module_& m) {
                  o.verify = verify;
                  if (!server_name.is_none()) o.server_name = server_name.cast<std::string>();
                  if (!ca_file.is_none()) o.ca_file = py::str(ca_file).cast<std::string>();
+                 if (!addresses.is_none()) {
+                     for (py::handle a : addresses) o.addresses.push_back(a.cast<std::string>());
+                     if (o.addresses.empty()) throw py::value_error("addresses is empty: pass None to resolve host");
+                 }
                  py::gil_scoped_release release;  // name resolution may wait
                  return std::make_unique<ClientEngine>(host, port, o);
              }),
@@ -146,7 +157,8 @@ void register_client(py::module_& m) {
              py::arg("total_timeout_ns") = 0, py::arg("first_byte_timeout_ns") = 0,
              py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0,
              py::arg("kernel_timestamps") = false, py::arg("tls") = false,
-             py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(), py::arg("verify") = true)
+             py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(), py::arg("verify") = true,
+             py::arg("addresses") = py::none())
         .def(
             "submit",
             [](ClientEngine& self, unsigned long long id, py::handle request, const std::string& dialect,

@@ -17,6 +17,13 @@ std::string seconds(int64_t ns) {
 }
 
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+// The same words on every transport (pytps/records.py no_response_detail).
+std::string no_response_detail(const std::string& how, bool resent) {
+    std::string d = "no byte of a response came: " + how;
+    if (resent) d += " (on a new connection: the request was sent again after a kept-alive connection was found closed)";
+    return d;
+}
 }  // namespace
 
 const char* state_name(ConnState s) {
@@ -42,10 +49,13 @@ Connection::~Connection() {
 Outcome Connection::open(const sockaddr* addr, socklen_t len, std::unique_ptr<ClientJob> job) {
     const int64_t t0 = ops_.now();
     job_ = std::move(job);
+    if (job_->connect_start_ns == ClientJob::kNoTime) job_->connect_start_ns = t0;
+    ++job_->connect_attempts;
     const OpenResult r = ops_.open(addr, len, cfg_.options->kernel_timestamps);
-    if (r.fd < 0) return fail(ops_.now(), "connect", std::string(r.step) + " failed: " + std::strerror(r.err));
+    // Any step may depend on the address (no IPv6 socket where IPv6 is off): the next one may do.
+    if (r.fd < 0) return connect_failed(ops_.now(), std::string(r.step) + " failed: " + std::strerror(r.err));
     fd_ = r.fd;
-    t_start_ns_ = t0;
+    t_start_ns_ = job_->connect_start_ns;
     set_state(ConnState::connecting);
     connected_at_once_ = !r.in_progress;
     want_write_ = true;
@@ -88,8 +98,7 @@ Outcome Connection::on_ready(unsigned ready) {
         case ConnState::connecting: {
             const int err = ops_.connect_error(fd_);
             if (err == 0 && !(ready & kHangup)) return connected();
-            return fail(ops_.now(), "connect",
-                        std::string("connect failed: ") + std::strerror(err ? err : ECONNREFUSED));
+            return connect_failed(ops_.now(), std::string("connect failed: ") + std::strerror(err ? err : ECONNREFUSED));
         }
         case ConnState::idle:
             // Plain: the server closed a kept-alive connection (or sent unasked bytes). TLS: a
@@ -109,7 +118,7 @@ Outcome Connection::on_ready(unsigned ready) {
         if (ready & kReadable) return read_ready();
         return {};
     }
-    if ((ready & kWritable) && write_off_ < job_->request.size()) {
+    if ((ready & kWritable) && write_off_ < job_->request.size() && !send_failed_) {
         Outcome o = plain_write();
         if (o.ended() || write_off_ < job_->request.size()) return o;
     }
@@ -170,13 +179,19 @@ Outcome Connection::plain_write() {
             return {};
         }
         if (r.n < 0 && r.err == EINTR) continue;
-        if (may_retry_stale()) return retry_stale();
-        // The server closed while we wrote: report it as a response that never came.
-        const int64_t te = ops_.now();
-        job_->http->finish_eof(te);
-        return fail(te, "", std::string("send failed: ") + std::strerror(r.err));
+        return send_failed(r.err);
     }
     return {};
+}
+
+// The server closed while we wrote. It may have answered first (a 413 to a body it would not
+// read, then a reset), and that answer is still in the socket: read it before giving up.
+Outcome Connection::send_failed(int err) {
+    send_failed_ = true;
+    want_write_ = false;
+    Outcome o = read_ready();
+    if (o.ended()) return o;
+    return ended_early(ops_.now(), std::string("send failed: ") + std::strerror(err));
 }
 
 void Connection::request_done(int64_t t_send) {
@@ -206,7 +221,8 @@ Outcome Connection::read_ready() {
                 job_->recv_kernel_ns.push_back(cfg_.realtime->to_monotonic_fresh(r.kernel_real_ns, r.t_ns));
             }
             Outcome o = tls_ ? tls_bytes(n, r.t_ns) : plain_bytes(n, r.t_ns);
-            if (o.ended() || n < cfg_.buf_len) return o;  // level-triggered: epoll tells of more
+            // Level-triggered: epoll tells of more. After a failed send nothing will: read to the end.
+            if (o.ended() || (n < cfg_.buf_len && !send_failed_)) return o;
             continue;
         }
         if (r.n < 0 && would_block(r.err)) return {};
@@ -238,9 +254,16 @@ Outcome Connection::eof(ssize_t n, int err, int64_t t) {
                     n == 0 ? std::string("the server closed the connection during the TLS handshake")
                            : std::string("the connection failed during the TLS handshake: ") + std::strerror(err));
     }
+    return ended_early(t, n == 0 ? std::string("the server closed the connection")
+                                 : std::string("the connection failed: ") + std::strerror(err));
+}
+
+// The connection ended at t before the response did (how: EOF, a reset, a failed send).
+Outcome Connection::ended_early(int64_t t, const std::string& how) {
     if (may_retry_stale()) return retry_stale();
-    job_->http->finish_eof(t);  // EOF, or a reset: the response ends here
-    return complete(t, false);
+    job_->http->finish_eof(t);  // the response ends here
+    if (job_->bytes_read == 0) return fail(t, "no_response", no_response_detail(how, job_->retries > 0));
+    return complete(t, false);  // the recorder says what was cut short
 }
 
 bool Connection::over_cap(size_t n) {
@@ -254,13 +277,17 @@ Outcome Connection::response_too_large(int64_t t) {
                     ")");
 }
 
-// The retry policy for a kept-alive connection the server had already closed: send once more on
-// a new one, if nothing of a response was seen (so nothing is lost or counted twice).
-bool Connection::may_retry_stale() const { return reused_ && job_->bytes_read == 0 && !job_->retried; }
+// The retry policy for a kept-alive connection the server had already closed: send again on a
+// new connection, if nothing of a response was seen (so nothing is lost or counted twice). The
+// resend's connection is new, so it is never sent a third time.
+bool Connection::may_retry_stale() const { return reused_ && job_->bytes_read == 0; }
 
 Outcome Connection::retry_stale() {
-    job_->retried = true;
-    job_->t_send_ns = ClientJob::kNoTime;
+    ++job_->retries;
+    job_->t_send_ns = ClientJob::kNoTime;  // the resend's is the one measured
+    job_->connect_start_ns = ClientJob::kNoTime;
+    job_->connect_attempts = 0;
+    job_->connect_errors.clear();
     set_state(ConnState::closed);
     Outcome o;
     o.kind = Outcome::Kind::retry_stale;
@@ -290,6 +317,12 @@ Outcome Connection::fail(int64_t t, const char* error_class, std::string detail)
     o.t_ns = t;
     error_class_ = error_class;
     error_detail_ = std::move(detail);
+    return o;
+}
+
+Outcome Connection::connect_failed(int64_t t, std::string detail) {
+    Outcome o = fail(t, "connect", std::move(detail));
+    o.kind = Outcome::Kind::connect_failed;
     return o;
 }
 

@@ -12,7 +12,12 @@
 //   idle          -> writing (start(): the next request) | closed
 //
 // writing also reads: a server may answer before it has read the whole request (413, 400).
-// That response is recorded, and the connection is not reused since the request was cut short.
+// That response is recorded, and the connection is not reused since the request was cut short;
+// a send that fails reads what the socket still holds first, since that answer may be in it.
+//
+// A request whose connection ends (EOF, reset, failed send, close_notify) before any byte of a
+// response: on a kept-alive connection it was stale, and the engine sends the request again on
+// a new one (Outcome retry_stale); on a new connection it fails with class "no_response".
 #pragma once
 
 #include <sys/socket.h>
@@ -41,8 +46,8 @@ enum class ConnState : uint8_t {
     idle,           // kept alive between requests, in the engine's pool
     closed,         // ended with no error of the transport's own: the response ended (or was cut off:
                     // the recorder says), the server closed an idle one, or it was stale (sent again)
-    failed,         // ended with the transport's own error: class connect, timeout, client, or ""
-                    // with a detail when the recorder tells the rest (a send that failed)
+    failed,         // ended with the transport's own error: class connect, timeout, no_response or
+                    // client
 };
 const char* state_name(ConnState s);
 
@@ -57,6 +62,7 @@ struct Outcome {
         failed,           // error_class() and take_error_detail() say why; close it
         retry_stale,      // a kept-alive connection the server had closed: send the job again on a new one
         closed,           // an idle connection ended (no job)
+        connect_failed,   // the TCP connect failed (class connect): the engine may try the next address
     };
     Kind kind = Kind::pending;
     int64_t t_ns = ClientJob::kNoTime;  // when the request ended (its t_done)
@@ -92,7 +98,9 @@ public:
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
 
-    // A new connection for job: -> connecting, or failed (no socket) when it cannot even start.
+    // A new connection for job: -> connecting, or failed / connect_failed (no socket) when it
+    // cannot even start. The connect timeout runs from job->connect_start_ns when an earlier
+    // address was tried already (set here on the first attempt).
     Outcome open(const sockaddr* addr, socklen_t len, std::unique_ptr<ClientJob> job);
     // Once the engine watches the socket: a connect that finished at once goes on (TLS or the request).
     Outcome opened();
@@ -121,8 +129,8 @@ public:
         arm_ = false;
         return r;
     }
-    // After a failed Outcome: the transport's error class ("connect", "timeout", "client", or ""
-    // when the recorder tells what went wrong) and what happened.
+    // After a failed or connect_failed Outcome: the transport's error class ("connect",
+    // "timeout", "no_response", "client") and what happened.
     const char* error_class() const { return error_class_; }
     std::string take_error_detail() { return std::move(error_detail_); }
     // When this connection times out next, and why (kNoDeadline without a request).
@@ -140,6 +148,7 @@ private:
     bool reused_ = false;        // carried a response before this request
     bool want_write_ = true;     // a new socket is watched for the connect's writability
     bool request_sent_ = false;  // all of the request is on the wire (ciphertext too)
+    bool send_failed_ = false;   // a send failed: nothing more is written, what is left is read
     bool arm_ = false;
     uint64_t gen_ = 0;        // timer generation: deadlines of an earlier phase are stale
     size_t write_off_ = 0;    // of job_->request: sent (plain), or taken by the TLS session
@@ -165,6 +174,8 @@ private:
     Outcome read_ready();
     Outcome plain_bytes(size_t n, int64_t t);
     Outcome eof(ssize_t n, int err, int64_t t);
+    Outcome send_failed(int err);
+    Outcome ended_early(int64_t t, const std::string& how);
     bool over_cap(size_t n);
     void request_done(int64_t t_send);
     void track_head();
@@ -172,6 +183,7 @@ private:
     Outcome retry_stale();
     Outcome complete(int64_t t, bool keep);
     Outcome fail(int64_t t, const char* error_class, std::string detail);
+    Outcome connect_failed(int64_t t, std::string detail);
     Outcome close_idle();
     Outcome response_too_large(int64_t t);
     // connection_tls.cpp

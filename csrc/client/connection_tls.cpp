@@ -67,27 +67,19 @@ Connection::Io Connection::flush_tls(int64_t& t_last, int& err) {
 // request counts as sent (t_send) once all of it is encrypted and on the wire; a session that
 // must read first (renegotiation) takes the rest after the next read.
 Outcome Connection::tls_write() {
+    if (send_failed_) return {};  // reading what the server sent before it closed
     const std::string& req = job_->request;
     if (write_off_ < req.size()) {
         size_t n = 0;
         const Tls r = tls_->write(req.data() + write_off_, req.size() - write_off_, &n);
         write_off_ += n;
-        if (r == Tls::failed || r == Tls::closed) {
-            const int64_t te = ops_.now();
-            if (may_retry_stale()) return retry_stale();
-            job_->http->finish_eof(te);
-            return fail(te, "", r == Tls::closed ? "the server closed the TLS session" : tls_->error());
-        }
+        if (r == Tls::closed) return ended_early(ops_.now(), "the server closed the TLS session");
+        if (r == Tls::failed) return ended_early(ops_.now(), "TLS error: " + tls_->error());
     }
     int64_t t = ClientJob::kNoTime;
     int err = 0;
     const Io io = flush_tls(t, err);
-    if (io == Io::failed) {
-        if (may_retry_stale()) return retry_stale();
-        const int64_t te = ops_.now();
-        job_->http->finish_eof(te);
-        return fail(te, "", std::string("send failed: ") + std::strerror(err));
-    }
+    if (io == Io::failed) return send_failed(err);
     want_write_ = io == Io::again;
     if (io == Io::done && write_off_ == req.size() && !request_sent_)
         request_done(t != ClientJob::kNoTime ? t : ops_.now());
@@ -128,11 +120,10 @@ Outcome Connection::tls_bytes(size_t n, int64_t t) {
             continue;
         }
         if (r == Tls::want_read) break;
-        // close_notify or a TLS error: the response ends here, as at a plain EOF.
-        if (may_retry_stale()) return retry_stale();
-        job_->http->finish_eof(t);
-        if (r == Tls::closed) return complete(t, false);
-        return fail(t, "", tls_->error());
+        // close_notify or a TLS error (an alert) ends the connection, and the response with it,
+        // as a plain EOF or reset does.
+        return ended_early(t, r == Tls::closed ? std::string("the server closed the TLS session")
+                                               : "TLS error: " + tls_->error());
     }
     // The session may have output (a key update, a renegotiation), or may now take the rest of
     // a request that waited for these bytes.

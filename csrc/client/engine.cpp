@@ -1,6 +1,5 @@
 #include "client/engine.hpp"
 
-#include <netdb.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -24,20 +23,8 @@ ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions opti
         t.ca_file = opt_.ca_file;
         tls_ = std::make_unique<TlsContext>(t);  // throws for a bad ca_file or a build without TLS
     }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    const std::string port_s = std::to_string(port);
-    const int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res);
-    if (rc != 0 || res == nullptr) {
-        // Every request then fails with class "connect", as an unreachable host would.
-        resolve_error_ = "cannot resolve " + host + ": " + gai_strerror(rc);
-    } else {
-        std::memcpy(&addr_, res->ai_addr, res->ai_addrlen);
-        addr_len_ = res->ai_addrlen;
-    }
-    if (res) freeaddrinfo(res);
+    // Nothing resolved: every request then fails with class "connect", as an unreachable host would.
+    addrs_ = resolve_addresses(host, port, opt_.addresses, &resolve_error_);
     // -1 is no error here: it only warms the kernel's stamping up, and each connection still
     // asks for stamps itself (a refusal fails its connect, see SystemSocketOps::open).
     if (opt_.kernel_timestamps) stamp_keeper_fd_ = switch_on_rx_stamps();
@@ -113,6 +100,7 @@ void ClientEngine::finish(std::unique_ptr<ClientJob> job, int64_t t_done, const 
     r.tls_ns = job->tls_ns;
     r.error_class = error_class;
     r.error_detail = std::move(detail);
+    r.retries = job->retries;
     r.recv_ns = std::move(job->recv_ns);
     r.recv_kernel_ns = std::move(job->recv_kernel_ns);
     job->http->close(t_done);

@@ -8,7 +8,7 @@
 // does its own recv() and stamps it; the plaintext decrypted from that read carries its stamp.
 //
 // Error classes set here are the transport's own (docs/metrics.md): "connect", "timeout",
-// "client". HTTP statuses, framing errors, truncation and in-stream errors are read from the
+// "no_response", "client". HTTP statuses, framing errors, truncation and in-stream errors are read from the
 // HttpStreamRecorder by the caller, exactly as for the asyncio transport.
 #pragma once
 
@@ -26,6 +26,7 @@
 
 #include "core/dialects.hpp"
 #include "core/http_stream_recorder.hpp"
+#include "client/resolve.hpp"
 #include "client/tls.hpp"
 
 namespace pytps {
@@ -48,6 +49,9 @@ struct ClientOptions {
     std::string server_name;  // for SNI and certificate name checks; "": the host
     std::string ca_file;      // PEM CA bundle instead of the system's ("": the system's)
     bool verify = true;       // false: no certificate or name verification
+    // IP literals to connect to, in this order, instead of resolving the host (which still names
+    // the server for TLS): the Python side resolves once, for native and asyncio alike.
+    std::vector<std::string> addresses;
 };
 
 struct ClientResult {
@@ -59,6 +63,7 @@ struct ClientResult {
     int64_t tls_ns = -1;      // duration of a new connection's TLS handshake; -1 on a reused or plain one
     std::string error_class;  // "" when the transport saw no error of its own
     std::string error_detail;
+    int retries = 0;  // sent again (on a new connection) after a kept-alive one was found closed
     std::unique_ptr<HttpStreamRecorder> http;  // closed at t_done_ns
     // With kernel_timestamps: one pair per read that carried a kernel stamp, in read order.
     // recv_ns is the engine's stamp of that read (the one the recorder was fed), so an event
@@ -106,8 +111,7 @@ public:
 private:
     ClientOptions opt_;
     std::unique_ptr<TlsContext> tls_;  // with opt_.tls
-    sockaddr_storage addr_{};
-    socklen_t addr_len_ = 0;
+    std::vector<Address> addrs_;  // in the order they are tried
     std::string resolve_error_;
     int notify_fd_ = -1;
     int stamp_keeper_fd_ = -1;  // with kernel_timestamps: keeps the kernel's RX stamping switched on

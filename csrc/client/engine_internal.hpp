@@ -44,13 +44,17 @@ struct ClientEngine::Loop {
     std::deque<std::unique_ptr<ClientJob>> ready;
     std::multimap<int64_t, std::unique_ptr<ClientJob>> scheduled;
     uint64_t next_conn = 1;
+    size_t first_addr = 0;  // where a new connection's first attempt goes: past the last that failed
 
     void run();
     void take_incoming(std::vector<std::unique_ptr<ClientJob>>& taken);
     void on_io(uint64_t tag, uint32_t events);
     void on_deadline(const Deadline& d);
     void dispatch();
+    Slot* take_idle();
+    bool evict_idle();
     void open(std::unique_ptr<ClientJob> job);
+    void connect_failed(std::unique_ptr<ClientJob> job, int64_t t, std::string detail);
     void act(Slot& s, Outcome o);
     void watch(Slot& s);
     void close(Slot& s);

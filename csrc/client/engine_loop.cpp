@@ -96,25 +96,46 @@ void ClientEngine::Loop::on_deadline(const Deadline& d) {
 
 void ClientEngine::Loop::dispatch() {
     while (!ready.empty()) {
-        Slot* s = nullptr;
-        while (!idle.empty() && s == nullptr) {
-            auto it = conns.find(idle.back());
-            idle.pop_back();
-            if (it == conns.end()) continue;
-            it->second.pooled = false;
-            if (it->second.conn->state() == ConnState::idle) s = &it->second;
-        }
-        std::unique_ptr<ClientJob> job = std::move(ready.front());
-        ready.pop_front();
+        // A resend never goes on a pooled connection: it could be as stale as the one it left.
+        const bool fresh_only = ready.front()->retries > 0;
+        Slot* s = fresh_only ? nullptr : take_idle();
         if (s != nullptr) {
+            std::unique_ptr<ClientJob> job = std::move(ready.front());
+            ready.pop_front();
             act(*s, s->conn->start(std::move(job)));
-        } else if (static_cast<int>(conns.size()) < eng.opt_.max_connections) {  // no idle one left
+        } else if (static_cast<int>(conns.size()) < eng.opt_.max_connections || (fresh_only && evict_idle())) {
+            std::unique_ptr<ClientJob> job = std::move(ready.front());
+            ready.pop_front();
             open(std::move(job));
         } else {
-            ready.push_front(std::move(job));
             return;  // every connection is busy; a finishing one picks this up
         }
     }
+}
+
+// The most recently used idle connection, out of the pool; nullptr when there is none.
+ClientEngine::Loop::Slot* ClientEngine::Loop::take_idle() {
+    while (!idle.empty()) {
+        auto it = conns.find(idle.back());
+        idle.pop_back();
+        if (it == conns.end()) continue;
+        it->second.pooled = false;
+        if (it->second.conn->state() == ConnState::idle) return &it->second;
+    }
+    return nullptr;
+}
+
+// Closes the least recently used idle connection to make room for a new one; false if none is idle.
+bool ClientEngine::Loop::evict_idle() {
+    while (!idle.empty()) {
+        auto it = conns.find(idle.front());
+        idle.erase(idle.begin());
+        if (it == conns.end()) continue;
+        it->second.pooled = false;
+        close(it->second);
+        return true;
+    }
+    return false;
 }
 
 void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
@@ -122,10 +143,18 @@ void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
         eng.finish(std::move(job), now_ns(), "connect", eng.resolve_error_);
         return;
     }
+    const size_t n = eng.addrs_.size();
+    job->connect_addr = job->connect_attempts == 0 ? first_addr % n : (job->connect_addr + 1) % n;
+    const Address& a = eng.addrs_[job->connect_addr];
     auto conn = std::make_unique<Connection>(next_conn++, ops, cfg);
-    Outcome o = conn->open(reinterpret_cast<const sockaddr*>(&eng.addr_), eng.addr_len_, std::move(job));
+    Outcome o = conn->open(a.addr(), a.len, std::move(job));
     if (o.ended()) {  // no socket was left open
-        eng.finish(conn->take_job(), o.t_ns, conn->error_class(), conn->take_error_detail());
+        std::string detail = conn->take_error_detail();
+        if (o.kind == Outcome::Kind::connect_failed) {
+            connect_failed(conn->take_job(), o.t_ns, std::move(detail));
+        } else {
+            eng.finish(conn->take_job(), o.t_ns, conn->error_class(), std::move(detail));
+        }
         return;
     }
     eng.opened_.fetch_add(1, std::memory_order_relaxed);
@@ -139,6 +168,24 @@ void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
     }
     Slot& s = conns.emplace(id, Slot{std::move(conn), true, false}).first->second;
     act(s, s.conn->opened());
+}
+
+// The connect to job's current address failed: on to the next address (as happy eyeballs would,
+// one at a time), and new connections start there too; with none left, the request fails,
+// naming every address tried. The connect timeout spans all the attempts.
+void ClientEngine::Loop::connect_failed(std::unique_ptr<ClientJob> job, int64_t t, std::string detail) {
+    const size_t n = eng.addrs_.size();
+    if (n > 1) {
+        if (!job->connect_errors.empty()) job->connect_errors += "; ";
+        job->connect_errors += eng.addrs_[job->connect_addr].text + ": " + detail;
+        detail = job->connect_errors;
+    }
+    if (job->connect_attempts < n) {
+        first_addr = (job->connect_addr + 1) % n;
+        open(std::move(job));
+        return;
+    }
+    eng.finish(std::move(job), t, "connect", std::move(detail));
 }
 
 void ClientEngine::Loop::act(Slot& s, Outcome o) {
@@ -167,6 +214,13 @@ void ClientEngine::Loop::act(Slot& s, Outcome o) {
             break;
         case Outcome::Kind::closed:
             break;
+        case Outcome::Kind::connect_failed: {
+            std::unique_ptr<ClientJob> job = c.take_job();
+            std::string detail = c.take_error_detail();
+            close(s);  // before the next attempt, which may take its place
+            connect_failed(std::move(job), o.t_ns, std::move(detail));
+            return;
+        }
     }
     close(s);
 }

@@ -21,7 +21,15 @@ struct ClientJob {
     int64_t connect_ns = -1;
     int64_t tls_ns = -1;
     size_t bytes_read = 0;  // of the response (plaintext over TLS)
-    bool retried = false;
+    // Sends again after a kept-alive connection turned out stale. A resend only ever goes on a
+    // new connection (a pooled one could be as stale), so it is never more than one.
+    int retries = 0;
+    // The connect, across the addresses tried: its start (kNoTime before the first attempt), the
+    // attempts so far, the address of the latest, and why the earlier ones failed.
+    int64_t connect_start_ns = kNoTime;
+    size_t connect_attempts = 0;
+    size_t connect_addr = 0;
+    std::string connect_errors;
     std::unique_ptr<HttpStreamRecorder> http;
     std::vector<int64_t> recv_ns;  // with kernel_timestamps (see ClientResult)
     std::vector<int64_t> recv_kernel_ns;

@@ -10,11 +10,17 @@ stamps stay close to the wire.
 Scope: http:// only (https://, HTTP/2 and proxies go through the httpx transport). Requests
 are rendered to bytes before t_send, and written with one transport.write (asyncio writes to
 the socket at once when it can), stamped right before it.
+
+Connections: the host is resolved once (http1.resolve, as the native transport does) and a new
+connection tries each address in turn. A request whose kept-alive connection the server had
+closed before any byte of a response is sent again on a new connection (record.retries); a
+connection whose request was not all written when its response ended is not reused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections import deque
 from typing import Any
@@ -23,13 +29,15 @@ from .._native import _core
 from ..records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
+    ERROR_NO_RESPONSE,
     ERROR_TIMEOUT,
     MAX_RESPONSE_BYTES,
     RequestRecord,
+    no_response_detail,
     response_too_large_detail,
 )
 from .base import RequestSpec
-from .http1 import Http1Target, fill_from_http
+from .http1 import Http1Target, address_text, fill_from_http, resolve
 
 _now_ns = _core.now_ns
 
@@ -42,6 +50,7 @@ class _Connection(asyncio.Protocol):
         self.recorder: Any = None
         self.done: asyncio.Future[None] | None = None
         self.closed = False
+        self.lost: Exception | None = None  # why it closed (None: the server's EOF)
         self.last_data_ns = 0
         self.bytes_read = 0  # of the current response
         self.too_large = False
@@ -58,7 +67,12 @@ class _Connection(asyncio.Protocol):
         self.last_data_ns = t
         rec = self.recorder
         if rec is None:
-            return  # bytes with no request waiting: the connection is not reusable
+            # Bytes with no request waiting (a 408 before a close, or garbage): the framing of
+            # this connection can no longer be trusted, so it is not reused.
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+            return
         self.bytes_read += len(data)
         if self.bytes_read > MAX_RESPONSE_BYTES:
             self.too_large = True
@@ -73,11 +87,27 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.lost = exc
         rec = self.recorder
         if rec is not None and not rec.message_done:
             rec.finish_eof(_now_ns())
         if self.done is not None and not self.done.done():
             self.done.set_result(None)
+
+    def usable(self) -> bool:
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
+    def how_lost(self) -> str:
+        exc = self.lost
+        if exc is None:
+            return "the server closed the connection"
+        if isinstance(exc, OSError) and exc.errno:
+            return f"the connection failed: {os.strerror(exc.errno)}"
+        return f"the connection failed: {exc}"
+
+
+class _Stale(Exception):
+    """A kept-alive connection the server had closed before any byte of a response."""
 
 
 class AsyncioTransport:
@@ -105,6 +135,9 @@ class AsyncioTransport:
         self.total_timeout_s = total_timeout_s
         self._idle: deque[_Connection] = deque()
         self._open: set[_Connection] = set()
+        self._addresses: list[str] | None = None
+        self._resolving: asyncio.Future[list[str]] | None = None
+        self._first_addr = 0  # where a new connection starts: past the last address that failed
 
     async def aclose(self) -> None:
         for conn in list(self._open):
@@ -113,41 +146,85 @@ class AsyncioTransport:
         self._idle.clear()
         self._open.clear()
 
-    async def _connection(self) -> tuple[_Connection, bool]:
-        while self._idle:
+    async def _resolved(self) -> list[str]:
+        """The server's addresses, resolved once (in a thread: a DNS wait must not stall the loop)."""
+        if self._addresses is None:
+            if self._resolving is None:
+                self._resolving = asyncio.get_running_loop().run_in_executor(None, resolve, self.host, self.port)
+            try:
+                self._addresses = await asyncio.shield(self._resolving)
+            except OSError as exc:
+                self._resolving = None  # the next request asks again
+                raise OSError(f"cannot resolve {self.host}: {exc}") from exc
+        return self._addresses
+
+    async def _connect(self) -> _Connection:
+        """A new connection: each address in turn (as happy eyeballs would, one at a time), from
+        the one after the last that failed."""
+        addresses = await self._resolved()
+        loop = asyncio.get_running_loop()
+        errors: list[str] = []
+        start = self._first_addr
+        for k in range(len(addresses)):
+            i = (start + k) % len(addresses)
+            try:
+                _, conn = await loop.create_connection(_Connection, addresses[i], self.port)
+            except OSError as exc:
+                why = f"{type(exc).__name__}: {exc}"
+                errors.append(f"{address_text(addresses[i], self.port)}: {why}" if len(addresses) > 1 else why)
+                self._first_addr = (i + 1) % len(addresses)
+                continue
+            self._open.add(conn)
+            return conn
+        raise OSError("; ".join(errors))
+
+    async def _connection(self, fresh: bool) -> tuple[_Connection, bool]:
+        """A pooled connection (unless fresh), else a new one; and whether it was reused."""
+        while self._idle and not fresh:
             conn = self._idle.pop()
-            if not conn.closed:
+            if conn.usable():
                 return conn, True
             self._open.discard(conn)
-        loop = asyncio.get_running_loop()
-        _, conn = await asyncio.wait_for(
-            loop.create_connection(_Connection, self.host, self.port), self.connect_timeout_s
-        )
-        self._open.add(conn)
-        return conn, False
+        return await asyncio.wait_for(self._connect(), self.connect_timeout_s), False
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
         rec = spec.new_record(self.name)
         payload = self._target.render(spec)
         rec.t_submit_ns = _now_ns()
-        try:
-            t_connect = _now_ns()
-            conn, reused = await self._connection()
-            if not reused:
-                rec.phases_ns["connect"] = _now_ns() - t_connect
-        except (asyncio.TimeoutError, TimeoutError) as exc:
-            return self._failed(rec, ERROR_TIMEOUT, f"connect timed out after {self.connect_timeout_s} s ({exc})")
-        except OSError as exc:
-            return self._failed(rec, ERROR_CONNECT, f"{type(exc).__name__}: {exc}")
-        recorder = _core.HttpStreamRecorder(spec.dialect)
+        while True:
+            try:
+                t_connect = _now_ns()
+                # A resend never goes on a pooled connection: it could be as stale as the first.
+                conn, reused = await self._connection(fresh=rec.retries > 0)
+                if not reused:
+                    rec.phases_ns["connect"] = _now_ns() - t_connect
+            except (asyncio.TimeoutError, TimeoutError) as exc:
+                return self._failed(rec, ERROR_TIMEOUT, f"connect timed out after {self.connect_timeout_s} s ({exc})")
+            except OSError as exc:
+                detail = str(exc) if exc.errno is None else f"{type(exc).__name__}: {exc}"
+                return self._failed(rec, ERROR_CONNECT, detail)
+            try:
+                return await self._exchange(conn, reused, rec, payload, spec.dialect)
+            except _Stale:
+                rec.retries += 1
+
+    async def _exchange(
+        self, conn: _Connection, reused: bool, rec: RequestRecord, payload: bytes, dialect: str
+    ) -> RequestRecord:
+        """One request and its response on conn; raises _Stale to have it sent again."""
+        recorder = _core.HttpStreamRecorder(dialect)
         loop = asyncio.get_running_loop()
         conn.recorder = recorder
         conn.done = loop.create_future()
         conn.bytes_read = 0
         assert conn.transport is not None
         rec.t_send_ns = _now_ns()
-        conn.transport.write(payload)
         error: str | None = None
+        try:
+            conn.transport.write(payload)
+        except RuntimeError:  # uvloop: the transport closed between the pool and this write
+            conn.closed = True
+            conn.done.set_result(None)
         try:
             await self._wait(conn, rec.t_send_ns)
         except TimeoutError as exc:
@@ -157,18 +234,28 @@ class AsyncioTransport:
             conn.transport.abort()
             raise
         t_end = _now_ns()
+        conn.recorder = None
+        conn.done = None
         recorder.close(t_end)
+        if error is None and conn.closed and conn.bytes_read == 0:
+            self._open.discard(conn)
+            if reused:
+                raise _Stale
+            rec.t_done_ns = t_end
+            fill_from_http(rec, recorder)
+            rec.error, rec.error_detail = ERROR_NO_RESPONSE, no_response_detail(conn.how_lost(), rec.retries > 0)
+            return rec
         rec.t_done_ns = t_end
         fill_from_http(rec, recorder, error)
         if conn.too_large:
             rec.error, rec.error_detail = ERROR_CLIENT, response_too_large_detail(MAX_RESPONSE_BYTES)
-        conn.recorder = None
-        conn.done = None
-        if recorder.message_done and recorder.keep_alive and not conn.closed and error is None:
+        # Bytes of the request still unsent (the server answered early) would be read as the
+        # start of the next request: such a connection is closed, whatever the response allowed.
+        written = conn.transport.get_write_buffer_size() == 0
+        if recorder.message_done and recorder.keep_alive and conn.usable() and error is None and written:
             self._idle.append(conn)
         else:
-            if conn.transport is not None:
-                conn.transport.close()
+            conn.transport.close()
             self._open.discard(conn)
         return rec
 

@@ -14,7 +14,13 @@ What a transport must do:
   recorder's read-outs (``RequestRecord.fill_from_recorder``): feed each read to a
   ``pytps.StreamRecorder`` with the stamp taken right after the read returned.
 - Classify the body the same way as the others: ``classify_status`` for a status >= 300,
-  ``classify_stream`` for what a 2xx stream said.
+  ``classify_stream`` for what a 2xx stream said, ``content_coding`` first for a 2xx body the
+  server compressed (every transport asks for ``Accept-Encoding: identity``).
+- A request whose kept-alive connection turns out closed before any byte of a response is sent
+  again, once, on a new connection (never another pooled one): ``retries`` counts it and
+  ``t_send_ns`` is the resend's. A request that gets no byte of a response otherwise is error
+  class ``no_response`` (``no_response_detail``).
+- Never leave a connection for reuse when its request was not all written (an early answer).
 - ``aclose()`` releases connections and threads; the runner calls it once, after the last send.
 - ``name`` names the transport in the results; ``schedule_lead_ns`` (0 unless the transport
   paces sends itself) is how far ahead of ``t_sched_ns`` the runner hands a rate-mode request over;
@@ -27,10 +33,18 @@ makes them.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..records import ERROR_IN_STREAM, ERROR_PROTOCOL, ERROR_TRUNCATED, RequestRecord, http_error_class
+from ..records import (
+    ERROR_IN_STREAM,
+    ERROR_PROTOCOL,
+    ERROR_TRUNCATED,
+    RequestRecord,
+    compressed_body_detail,
+    http_error_class,
+)
 
 __all__ = [
     "ERROR_BODY_CHARS",
@@ -38,8 +52,10 @@ __all__ = [
     "RequestRecord",
     "RequestSpec",
     "Transport",
+    "classify_compressed",
     "classify_status",
     "classify_stream",
+    "content_coding",
 ]
 
 #: Every transport pytps ships, plus "auto" (pytps.transport.select picks one). The one list.
@@ -93,10 +109,39 @@ class Transport(Protocol):
     def thread_cpu_s(self) -> float | None: ...
 
 
-def classify_status(rec: RequestRecord, status: int, body: bytes) -> None:
-    """An HTTP error response: class http_<status>, and the start of its body as the detail."""
+def content_coding(header: str | None) -> str | None:
+    """The Content-Encoding a body was sent with, or None for an uncompressed one ("identity")."""
+    if not header:
+        return None
+    codings = [c.strip().lower() for c in header.split(",") if c.strip().lower() not in ("", "identity")]
+    return ", ".join(codings) or None
+
+
+def _decoded(body: bytes, coding: str | None) -> bytes:
+    """An error body as the server meant it: gzip and deflate undone, as far as the kept bytes go
+    (a cut-off body decodes to its start). Other codings are named, not decoded."""
+    if coding is None:
+        return body
+    if coding in ("gzip", "x-gzip", "deflate"):
+        # 47: gzip or zlib by its header; -15: the raw deflate some servers send as "deflate".
+        for wbits in (47, -15):
+            try:
+                return zlib.decompressobj(wbits).decompress(body, ERROR_BODY_CHARS * 4)
+            except zlib.error:
+                continue
+    return f"(a {len(body)}-byte body with Content-Encoding: {coding}, not decoded)".encode()
+
+
+def classify_status(rec: RequestRecord, status: int, body: bytes, coding: str | None = None) -> None:
+    """An HTTP error response: class http_<status>, and the start of its body (decoded when the
+    server compressed it: coding, from content_coding()) as the detail."""
     rec.error = http_error_class(status)
-    rec.error_detail = bytes(body[:ERROR_BODY_CHARS]).decode("utf-8", "replace")
+    rec.error_detail = _decoded(bytes(body), coding)[:ERROR_BODY_CHARS].decode("utf-8", "replace")
+
+
+def classify_compressed(rec: RequestRecord, coding: str) -> None:
+    """A 2xx body the server compressed: class protocol, naming the coding and the fix."""
+    rec.error, rec.error_detail = ERROR_PROTOCOL, compressed_body_detail(coding)
 
 
 def classify_stream(rec: RequestRecord, stream_error: dict[str, Any] | None) -> None:

@@ -1,13 +1,14 @@
-"""What the HTTP/1.1 transports (asyncio, native) share: the request bytes, and how a
-finished HttpStreamRecorder becomes a RequestRecord's status and error class."""
+"""What the HTTP/1.1 transports (asyncio, native) share: the request bytes, the server's
+addresses, and how a finished HttpStreamRecorder becomes a RequestRecord's status and error class."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..records import ERROR_CLIENT, ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
-from .base import RequestSpec, classify_status, classify_stream
+from ..records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
+from .base import RequestSpec, classify_compressed, classify_status, classify_stream, content_coding
 
 
 class Http1Target:
@@ -37,8 +38,30 @@ class Http1Target:
             "Accept: text/event-stream",
             f"Content-Length: {len(spec.body)}",
         ]
+        # A compressed stream cannot be timed event by event, and a size cap would count decoded
+        # bytes: ask for none (a server that compresses anyway is reported, see fill_from_http).
+        if not any(k.lower() == "accept-encoding" for k in spec.headers):
+            head.append("Accept-Encoding: identity")
         head += [f"{k}: {v}" for k, v in spec.headers.items()]
         return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + spec.body
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """host's IP addresses in getaddrinfo's order, each once: a transport tries them in turn
+    until one connects (a host may resolve to ::1 first while the server listens on 127.0.0.1
+    only). Raises OSError (socket.gaierror) when nothing resolves."""
+    out: list[str] = []
+    for family, _, _, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        if family in (socket.AF_INET, socket.AF_INET6) and addr[0] not in out:
+            out.append(str(addr[0]))
+    if not out:
+        raise socket.gaierror(f"{host} has no IPv4 or IPv6 address")
+    return out
+
+
+def address_text(ip: str, port: int) -> str:
+    """ip:port as a URL writes it ([::1]:8000), for error details."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None = None) -> None:
@@ -48,17 +71,22 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     rec.t_headers_ns = recorder.t_headers_ns
     rec.status = recorder.status
     rec.fill_from_recorder(recorder.recorder)
+    coding = content_coding(recorder.header("content-encoding")) if recorder.headers_done else None
     if timeout_detail is not None:
         rec.error, rec.error_detail = ERROR_TIMEOUT, timeout_detail
     elif recorder.error is not None and not recorder.closed_early:
         # Bytes that break HTTP/1.1 framing (a 1 GiB header, a bad chunk size): the response
         # cannot be read, whatever its status said.
         rec.error, rec.error_detail = ERROR_PROTOCOL, recorder.error
+    elif rec.status is not None and rec.status < 300 and coding is not None:
+        classify_compressed(rec, coding)
     elif recorder.error is not None:
-        rec.error, rec.error_detail = ERROR_TRUNCATED if recorder.status else ERROR_CLIENT, recorder.error
+        # Cut short, the head included: the transport tells a response that never began apart
+        # (class no_response), since only it knows whether any byte came.
+        rec.error, rec.error_detail = ERROR_TRUNCATED, recorder.error
     elif rec.status is None:
         rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
     elif rec.status >= 300:
-        classify_status(rec, rec.status, recorder.error_body)
+        classify_status(rec, rec.status, recorder.error_body, coding)
     else:
         classify_stream(rec, recorder.recorder.error)

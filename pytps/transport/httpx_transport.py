@@ -8,11 +8,19 @@ serve several streams, so a stamp can be later than the true arrival by the time
 streams' data took; use HTTP/1.1 for timing.)
 
 httpx's own transport hides its connection pool, so ours builds the pool with the stamping
-backend and maps requests and responses the way httpx's does.
+backend and maps requests and responses the way httpx's does. It also does what httpcore does
+not: a request whose kept-alive connection the server had closed before any byte of a response
+is sent again on a new connection (HTTP/1.1), and a response that comes while a large body is
+still being written is read rather than lost when the server then resets the connection.
+
+Every request asks for Accept-Encoding: identity, and bodies are read raw (never decoded): the
+size cap counts the bytes that came, and a compressed stream is reported, not timed.
 """
 
 from __future__ import annotations
 
+import contextvars
+import os
 import ssl
 import typing
 
@@ -24,16 +32,39 @@ from ..endpoint import tls_hint
 from ..records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
+    ERROR_NO_RESPONSE,
     ERROR_PROTOCOL,
     ERROR_TIMEOUT,
     ERROR_TRUNCATED,
     MAX_RESPONSE_BYTES,
     RequestRecord,
+    no_response_detail,
     response_too_large_detail,
 )
-from .base import RequestSpec, classify_status, classify_stream
+from .base import RequestSpec, classify_compressed, classify_status, classify_stream, content_coding
 
 _now_ns = _core.now_ns
+
+
+class RequestIO:
+    """What one request's exchange saw below httpcore: whether it opened a connection, how many
+    response bytes came, and how many times it was sent again. Set per request (a context
+    variable: httpcore runs an HTTP/1.1 exchange in the caller's task)."""
+
+    def __init__(self) -> None:
+        self.new_connection = False
+        self.bytes_read = 0
+        self.retries = 0
+
+
+_request_io: contextvars.ContextVar[RequestIO | None] = contextvars.ContextVar("pytps_request_io", default=None)
+
+
+def _asyncio_transport(stream: typing.Any) -> typing.Any:
+    """The asyncio transport under httpcore's anyio stream over plain TCP, or None (TLS, another
+    backend, or other anyio internals: then reading stays paused while writing, as anyio has it)."""
+    transport = getattr(getattr(stream, "_stream", None), "_transport", None)
+    return transport if hasattr(transport, "resume_reading") and hasattr(transport, "pause_reading") else None
 
 
 class StampingStream(httpcore.AsyncNetworkStream):
@@ -41,20 +72,38 @@ class StampingStream(httpcore.AsyncNetworkStream):
 
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
+        self._transport = _asyncio_transport(inner)
         self.last_read_ns = 0
         self.last_write_ns = 0
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._inner.read(max_bytes, timeout)
         self.last_read_ns = _now_ns()
+        io = _request_io.get()
+        if io is not None:
+            io.bytes_read += len(data)
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         # Stamped before: the bytes reach the kernel inside this call, and the call then
         # yields to the event loop, which would add its lag to a stamp taken after.
-        if buffer:  # h11 ends a body with an empty write; the request was sent before it
-            self.last_write_ns = _now_ns()
-        await self._inner.write(buffer, timeout)
+        if not buffer:  # h11 ends a body with an empty write; the request was sent before it
+            await self._inner.write(buffer, timeout)
+            return
+        self.last_write_ns = _now_ns()
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            await self._inner.write(buffer, timeout)
+            return
+        # anyio reads only while someone awaits a read, and httpcore reads after the whole body
+        # is written: a server that answers early (413) and resets the connection would have its
+        # answer thrown away with the socket. Reading meanwhile queues it for httpcore's read.
+        transport.resume_reading()
+        try:
+            await self._inner.write(buffer, timeout)
+        finally:
+            if not transport.is_closing():
+                transport.pause_reading()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -77,6 +126,9 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        io = _request_io.get()
+        if io is not None:
+            io.new_connection = True
         return StampingStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
@@ -97,6 +149,30 @@ class _ResponseStream(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         if hasattr(self._stream, "aclose"):
             await self._stream.aclose()
+
+
+class _OneOffStream:
+    """A response body on a connection of its own: closing it closes the connection."""
+
+    def __init__(self, stream: typing.AsyncIterable[bytes], conn: httpcore.AsyncHTTPConnection) -> None:
+        self._stream = stream
+        self._conn = conn
+
+    async def __aiter__(self) -> typing.AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+
+    async def aclose(self) -> None:
+        try:
+            if hasattr(self._stream, "aclose"):
+                await self._stream.aclose()
+        finally:
+            await self._conn.aclose()
+
+
+# What httpcore raises when a connection ends before (or while) the response is read.
+_ENDED = (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError)
+_ENDED_ANY = (*_ENDED, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
 class StampingTransport(httpx.AsyncBaseTransport):
@@ -121,6 +197,9 @@ class StampingTransport(httpx.AsyncBaseTransport):
                 ctx = ssl._create_unverified_context()
             if http2:
                 ctx.set_alpn_protocols(["h2", "http/1.1"])
+        self._ssl_context = ctx
+        self._http2 = http2
+        self._backend = StampingBackend()
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ctx,
             max_connections=max_connections,
@@ -128,7 +207,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
             keepalive_expiry=60.0,
             http1=True,
             http2=http2,
-            network_backend=StampingBackend(),
+            network_backend=self._backend,
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -144,11 +223,30 @@ class StampingTransport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        resp = await self._pool.handle_async_request(req)
+        io = _request_io.get()
+        try:
+            resp = await self._pool.handle_async_request(req)
+            stream = typing.cast(typing.AsyncIterable[bytes], resp.stream)
+        except _ENDED:
+            # A pooled HTTP/1.1 connection the server had closed before any byte of a response:
+            # sent again, on a connection of its own (another pooled one could be as stale).
+            # HTTP/2 multiplexes one connection, so its reads cannot be told apart per request.
+            if io is None or io.new_connection or io.bytes_read or self._http2:
+                raise
+            io.retries += 1
+            conn = httpcore.AsyncHTTPConnection(
+                origin=req.url.origin, ssl_context=self._ssl_context, network_backend=self._backend
+            )
+            try:
+                resp = await conn.handle_async_request(req)
+            except BaseException:
+                await conn.aclose()
+                raise
+            stream = _OneOffStream(typing.cast(typing.AsyncIterable[bytes], resp.stream), conn)
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,
-            stream=_ResponseStream(resp.stream),  # type: ignore[arg-type]
+            stream=_ResponseStream(stream),
             extensions=resp.extensions,
         )
 
@@ -196,6 +294,18 @@ def _closed_early(exc: BaseException) -> bool:
 
 class ResponseTooLarge(Exception):
     """The response went past MAX_RESPONSE_BYTES: the client stopped reading it."""
+
+
+def _how_ended(exc: BaseException) -> str:
+    """How a connection ended, in no_response_detail's words."""
+    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)):
+        return "the server closed the connection"
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno:
+            return f"the connection failed: {os.strerror(seen.errno)}"
+        seen = seen.__cause__ or seen.__context__
+    return f"the connection failed: {type(exc).__name__}"
 
 
 def classify_exception(exc: BaseException) -> str:
@@ -261,23 +371,37 @@ class HttpxTransport:
         rec = spec.new_record(self.name)
         recorder = _core.StreamRecorder(spec.dialect)
         trace = _PhaseTrace()
-        headers = {"content-type": "application/json", "accept": "text/event-stream", **spec.headers}
+        # httpx would ask for gzip, br, zstd: a compressed stream cannot be timed event by event.
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "accept-encoding": "identity",
+            **spec.headers,
+        }
         request = self._client.build_request(
             "POST", spec.path, content=spec.body, headers=headers, extensions={"trace": trace}
         )
+        io = RequestIO()
+        _request_io.set(io)
         rec.t_submit_ns = _now_ns()
         try:
             response = await self._client.send(request, stream=True)
         except Exception as exc:
             rec.t_done_ns = _now_ns()
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
-            rec.error = classify_exception(exc)
-            rec.error_detail = f"{type(exc).__name__}: {exc}"
-            hint = tls_hint(exc)
-            if hint:
-                rec.error_detail += f" ({hint})"
+            rec.retries = io.retries
+            if isinstance(exc, _ENDED_ANY) and io.bytes_read == 0:
+                rec.error = ERROR_NO_RESPONSE
+                rec.error_detail = no_response_detail(_how_ended(exc), io.retries > 0)
+            else:
+                rec.error = classify_exception(exc)
+                rec.error_detail = f"{type(exc).__name__}: {exc}"
+                hint = tls_hint(exc)
+                if hint:
+                    rec.error_detail += f" ({hint})"
             rec.phases_ns = trace.phases_ns()
             return rec
+        rec.retries = io.retries
         stream = response.extensions.get("network_stream")
         # t_send is when the request's last bytes were written to the socket (docs/metrics.md):
         # the Python work before it, and connection setup, are the client's, reported apart.
@@ -290,18 +414,19 @@ class HttpxTransport:
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
         rec.t_headers_ns = getattr(stream, "last_read_ns", None) or _now_ns()
         rec.status = response.status_code
+        coding = content_coding(response.headers.get("content-encoding"))
         body_error: BaseException | None = None
         error_body = b""
         try:
             if response.status_code >= 300:
-                async for chunk in response.aiter_bytes():
+                async for chunk in response.aiter_raw():
                     if len(error_body) < 4096:
                         error_body += chunk
-            else:
+            elif coding is None:
                 feed = recorder.feed
                 deadline = rec.t_send_ns + int(self.total_timeout_s * 1e9) if self.total_timeout_s else None
                 received = 0
-                async for chunk in response.aiter_bytes():
+                async for chunk in response.aiter_raw():
                     t = stream.last_read_ns if stream is not None else _now_ns()
                     received += len(chunk)
                     if received > MAX_RESPONSE_BYTES:
@@ -319,7 +444,9 @@ class HttpxTransport:
         rec.fill_from_recorder(recorder)
         rec.phases_ns = trace.phases_ns()
         if response.status_code >= 300:
-            classify_status(rec, response.status_code, error_body)
+            classify_status(rec, response.status_code, error_body, coding)
+        elif coding is not None:
+            classify_compressed(rec, coding)
         elif body_error is not None:
             rec.error = classify_exception(body_error)
             rec.error_detail = f"{type(body_error).__name__}: {body_error}"

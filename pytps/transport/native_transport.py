@@ -12,6 +12,11 @@ limit for the first byte) and total (from the send). Rate mode: the runner calls
 schedule_lead_ns ahead of each request's t_sched_ns, and the engine holds it until then on its
 own timers, so sends are paced by the engine, not by event-loop sleeps (about 1 ms coarse).
 
+Addresses: the host is resolved here, once (http1.resolve, as the asyncio transport does), and
+the engine tries each address in that order until one connects. A request whose kept-alive
+connection the server had closed before any byte of a response is sent again by the engine, on
+a new connection (ClientResult.retries).
+
 https://: the engine speaks TLS with OpenSSL over memory BIOs (_core.TLS_AVAILABLE): the raw
 socket read is stamped and the plaintext decrypted from it carries that stamp, so decryption
 is not counted as network time. The handshake's duration is the record's phases_ns["tls"].
@@ -28,7 +33,7 @@ import numpy as np
 from .._native import _core
 from ..records import MAX_RESPONSE_BYTES, RequestRecord
 from .base import RequestSpec
-from .http1 import Http1Target, fill_from_http
+from .http1 import Http1Target, fill_from_http, resolve
 
 NO_TLS = (
     "this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "
@@ -86,6 +91,10 @@ class NativeTransport:
         tls = self._target.tls
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = _core.tls_library_version() if tls else None
+        try:
+            addresses: list[str] | None = resolve(self._target.host, self._target.port)
+        except OSError:
+            addresses = None  # the engine resolves it again and fails each request, naming why
         self._engine = _core.ClientEngine(
             self._target.host,
             self._target.port,
@@ -100,6 +109,7 @@ class NativeTransport:
             server_name=self._target.host if tls else None,
             ca_file=str(ca_file) if tls and ca_file else None,
             verify=verify,
+            addresses=addresses,
         )
         self.kernel_timestamps = kernel_timestamps
         self._ids = itertools.count(1)
@@ -160,6 +170,7 @@ class NativeTransport:
             self._waiting.pop(rid, None)
         rec.t_done_ns = result.t_done_ns
         rec.t_send_ns = result.t_send_ns if result.t_send_ns is not None else rec.t_submit_ns
+        rec.retries = result.retries
         if result.connect_ns is not None:
             rec.phases_ns["connect"] = result.connect_ns
         if result.tls_ns is not None:

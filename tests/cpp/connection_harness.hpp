@@ -41,7 +41,8 @@ inline std::string show(const std::string& v) { return "\"" + v + "\""; }
 inline std::string show(const char* v) { return show(std::string(v)); }
 inline std::string show(ConnState s) { return state_name(s); }
 inline std::string show(Outcome::Kind k) {
-    static const char* names[] = {"pending", "completed_keep", "completed_close", "failed", "retry_stale", "closed"};
+    static const char* names[] = {"pending", "completed_keep", "completed_close", "failed",
+                                  "retry_stale", "closed",  "connect_failed"};
     return names[static_cast<int>(k)];
 }
 template <class T>

@@ -87,7 +87,7 @@ void connect_refused() {
     auto c = e.make();
     CHECK_EQ(e.open(*c, job(request())).kind, K::pending);
     Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
+    CHECK_EQ(o.kind, K::connect_failed);  // the engine may try the next address
     CHECK_EQ(std::string(c->error_class()), std::string("connect"));
     CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
     CHECK_EQ(o.t_ns, e.ops.clock);
@@ -103,7 +103,7 @@ void connect_hangup_without_error() {
     auto c = e.make();
     e.open(*c, job(request()));
     Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
+    CHECK_EQ(o.kind, K::connect_failed);
     CHECK_EQ(c->take_error_detail(), std::string("connect failed: Connection refused"));
 }
 
@@ -122,14 +122,40 @@ void open_fails_at_once() {
         e.ops.open_result = row.r;
         auto c = e.make();
         Outcome o = e.open(*c, job(request()));
-        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(o.kind, K::connect_failed);
         CHECK_EQ(std::string(c->error_class()), std::string("connect"));
         CHECK_EQ(c->take_error_detail(), std::string(row.detail));
+        CHECK_EQ(c->job()->connect_attempts, size_t(1));
         CHECK_EQ(c->fd(), -1);
         CHECK(c->take_job() != nullptr);
         c.reset();
         CHECK(e.ops.closed.empty());  // nothing was left open to close
     }
+}
+
+// The engine tries the next address with the same job: the connect timeout runs from the first
+// attempt's start, and connect_ns covers every attempt.
+void next_address_keeps_the_connect_start() {
+    Env e;
+    e.ops.connect_err = ECONNREFUSED;
+    auto c = e.make();
+    e.open(*c, job(request()));
+    const int64_t t_first = c->job()->connect_start_ns;
+    CHECK_EQ(c->deadline(), t_first + e.opt.connect_timeout_ns);
+    CHECK_EQ(e.pump(*c).kind, K::connect_failed);
+    auto j = c->take_job();
+    CHECK_EQ(j->connect_attempts, size_t(1));
+    e.ops.connect_err = 0;
+    e.ops.recvs = {bytes(sse_response(1).bytes)};
+    auto d = e.make(2);
+    const int64_t t_second = e.ops.clock;
+    e.open(*d, std::move(j));
+    CHECK_EQ(d->job()->connect_start_ns, t_first);
+    CHECK_EQ(d->deadline(), t_first + e.opt.connect_timeout_ns);
+    CHECK_EQ(e.pump(*d).kind, K::completed_keep);
+    CHECK_EQ(d->job()->connect_attempts, size_t(2));
+    CHECK(t_first + d->job()->connect_ns > t_second);  // both attempts are in it
+    CHECK(t_first + d->job()->connect_ns < d->job()->t_send_ns);
 }
 
 // Every send and every recv returns EAGAIN once first: the same result, the same bytes.
@@ -182,19 +208,24 @@ void interrupted_calls_are_retried() {
     CHECK_EQ(e.ops.written, request());
 }
 
-// A send that fails on a new connection: the response never came (the recorder says so).
+// A send that fails on a new connection, nothing to read: no response came (class no_response);
+// with the server's EOF waiting, the same.
 void send_fails_on_new_connection() {
-    Env e;
-    e.ops.sends = {take(10), send_error(ECONNRESET)};
-    auto c = e.make();
-    e.open(*c, job(request()));
-    Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::failed);
-    CHECK_EQ(std::string(c->error_class()), std::string(""));
-    CHECK_EQ(c->take_error_detail(), std::string("send failed: Connection reset by peer"));
-    CHECK_EQ(e.trace(), std::string("connecting>writing>failed"));
-    CHECK(c->job()->http->parser().closed_early());
-    CHECK_EQ(e.ops.written.size(), size_t(10));
+    for (bool eof_waits : {false, true}) {
+        Env e;
+        e.ops.sends = {take(10), send_error(ECONNRESET)};
+        if (eof_waits) e.ops.recvs = {eof()};
+        auto c = e.make();
+        e.open(*c, job(request()));
+        Outcome o = e.pump(*c);
+        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(std::string(c->error_class()), std::string("no_response"));
+        CHECK_EQ(c->take_error_detail(), std::string(eof_waits ? "no byte of a response came: the server closed the connection"
+                                                                : "no byte of a response came: send failed: Connection reset by peer"));
+        CHECK_EQ(e.trace(), std::string("connecting>writing>failed"));
+        CHECK(c->job()->http->parser().closed_early());
+        CHECK_EQ(e.ops.written.size(), size_t(10));
+    }
 }
 
 // The deadlines: connect, first byte, idle after data, total, a write that never ends; a stale
@@ -287,6 +318,7 @@ const std::vector<Case> lifecycle_cases = {
     {"connect_refused", connect_refused},
     {"connect_hangup_without_error", connect_hangup_without_error},
     {"open_fails_at_once", open_fails_at_once},
+    {"next_address_keeps_the_connect_start", next_address_keeps_the_connect_start},
     {"eagain_on_every_call", eagain_on_every_call},
     {"one_byte_writes", one_byte_writes},
     {"interrupted_calls_are_retried", interrupted_calls_are_retried},

@@ -117,8 +117,9 @@ void early_head_then_request_finishes() {
 }
 
 // A kept-alive connection the server had closed: EOF or a reset before any response byte, or a
-// failed send, sends the request once more on a new connection; a second time it is reported.
-void stale_keep_alive_is_retried_once() {
+// failed send, sends the request again (the engine puts it on a new connection); if the new
+// connection ends the same way, it fails with class no_response, and says it was a resend.
+void stale_keep_alive_is_sent_again() {
     struct Row {
         const char* name;
         Recv recv;
@@ -142,35 +143,74 @@ void stale_keep_alive_is_retried_once() {
         CHECK_EQ(o.kind, K::retry_stale);
         CHECK_HAS(e.trace(), row.path);
         auto retried = c->take_job();
-        CHECK(retried->retried);
+        CHECK_EQ(retried->retries, 1);
         CHECK_EQ(retried->t_send_ns, ClientJob::kNoTime);
         CHECK(retried->http->parser().status() == 0 && !retried->http->parser().failed());  // nothing recorded
+        CHECK_EQ(retried->connect_start_ns, ClientJob::kNoTime);  // the resend's connect is its own
 
-        // Stale again: this time the request ends, as a response that never came.
-        auto d = e.make(2);
-        first_response(e, *d);
-        e.ops.recvs = {row.recv};
-        e.ops.sends = {row.send};
-        o = d->start(std::move(retried));
-        if (!o.ended()) o = e.pump(*d);
-        CHECK(o.kind == K::completed_close || o.kind == K::failed);
-        CHECK(d->job()->http->parser().closed_early());
+        // The resend, on a new connection, meets the same: this time the request fails.
+        Env f;
+        f.ops.recvs = {row.recv};
+        f.ops.sends = {row.send};
+        auto d = f.make(2);
+        o = f.open(*d, std::move(retried));
+        if (!o.ended()) o = f.pump(*d);
+        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(std::string(d->error_class()), std::string("no_response"));
+        CHECK_HAS(d->take_error_detail(), "sent again after a kept-alive connection was found closed");
+        CHECK_EQ(d->job()->retries, 1);
+        CHECK(d->job()->connect_ns > 0);
     }
-    current_test = "stale_keep_alive_is_retried_once";
+    current_test = "stale_keep_alive_is_sent_again";
 }
 
-// EOF before any response byte on a new connection is no stale connection: it is reported.
+// EOF or a reset before any response byte on a new connection is no stale connection: it is
+// reported, as no_response.
 void eof_before_response_on_new_connection() {
-    Env e;
-    e.ops.recvs = {eof(2'000'000'000)};
-    auto c = e.make();
-    e.open(*c, job(request()));
-    const Outcome o = e.pump(*c);
-    CHECK_EQ(o.kind, K::completed_close);
-    CHECK_EQ(o.t_ns, int64_t(2'000'000'000));
-    CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>closed"));
-    CHECK(c->job()->http->parser().closed_early());
-    CHECK(!c->job()->retried);
+    struct Row {
+        Recv end;
+        const char* detail;
+    };
+    const Row rows[] = {
+        {eof(2'000'000'000), "no byte of a response came: the server closed the connection"},
+        {recv_error(ECONNRESET, 2'000'000'000), "no byte of a response came: the connection failed: Connection reset by peer"},
+    };
+    for (const Row& row : rows) {
+        Env e;
+        e.ops.recvs = {row.end};
+        auto c = e.make();
+        e.open(*c, job(request()));
+        const Outcome o = e.pump(*c);
+        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(o.t_ns, int64_t(2'000'000'000));
+        CHECK_EQ(std::string(c->error_class()), std::string("no_response"));
+        CHECK_EQ(c->take_error_detail(), std::string(row.detail));
+        CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>failed"));
+        CHECK(c->job()->http->parser().closed_early());
+        CHECK_EQ(c->job()->retries, 0);
+    }
+}
+
+// The server answers (413) and resets the connection while the request is still going out: the
+// send fails, and the answer it left in the socket is read and recorded, not lost. Cut short by
+// the reset, what came of it is recorded as truncated.
+void send_fails_after_an_early_answer() {
+    const std::string answer = "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\n\r\ntoo large";
+    for (bool whole : {true, false}) {
+        Env e;
+        e.ops.sends = {take(100), send_error(ECONNRESET)};
+        e.ops.recvs = {bytes(whole ? answer : answer.substr(0, 40), 2'000'000'000), recv_error(ECONNRESET)};
+        auto c = e.make();
+        e.open(*c, job(request(5000)));
+        const Outcome o = e.pump(*c);
+        CHECK_EQ(o.kind, K::completed_close);
+        CHECK_EQ(e.trace(), std::string("connecting>writing>closed"));
+        const ClientJob& j = *c->job();
+        CHECK_EQ(j.http->parser().status(), 413);
+        CHECK_EQ(j.http->parser().message_done(), whole);
+        CHECK_EQ(j.http->parser().closed_early(), !whole);
+        CHECK_EQ(e.ops.written.size(), size_t(100));
+    }
 }
 
 // The connection ends mid-body (EOF or reset): what came is kept, the recorder says truncated,
@@ -284,8 +324,9 @@ const std::vector<Case> read_cases = {
     {"full_buffer_reads_again", full_buffer_reads_again},
     {"early_response_is_recorded_and_not_kept", early_response_is_recorded_and_not_kept},
     {"early_head_then_request_finishes", early_head_then_request_finishes},
-    {"stale_keep_alive_is_retried_once", stale_keep_alive_is_retried_once},
+    {"stale_keep_alive_is_sent_again", stale_keep_alive_is_sent_again},
     {"eof_before_response_on_new_connection", eof_before_response_on_new_connection},
+    {"send_fails_after_an_early_answer", send_fails_after_an_early_answer},
     {"connection_ends_early", connection_ends_early},
     {"responses_that_end_the_connection", responses_that_end_the_connection},
     {"response_larger_than_the_cap", response_larger_than_the_cap},

@@ -275,8 +275,31 @@ void tls_close_notify() {
         Outcome o = c->start(job(request(), 2));
         if (!o.ended()) o = e.pump(*c);
         CHECK_EQ(o.kind, K::retry_stale);
-        CHECK(c->take_job()->retried);
+        CHECK_EQ(c->take_job()->retries, 1);
         CHECK_HAS(e.trace(), "idle>writing>reading_head>closed");
+    }
+}
+
+// On a new connection, close_notify or a broken record before any byte of a response: class
+// no_response, naming which (as an EOF or a reset does on plain HTTP).
+void tls_no_response() {
+    for (bool broken : {false, true}) {
+        TlsEnv e;
+        e.peer.on_request = [&](TlsPeer& p) {
+            if (broken) {
+                e.ops.recvs.push_back(bytes(std::string("\x17\x03\x03\x00\x05garbage", 13)));
+            } else {
+                p.close_notify();
+            }
+        };
+        auto c = e.make();
+        e.open(*c, job(request()));
+        const Outcome o = e.pump(*c);
+        CHECK_EQ(o.kind, K::failed);
+        CHECK_EQ(std::string(c->error_class()), std::string("no_response"));
+        CHECK_HAS(c->take_error_detail(), broken ? "no byte of a response came: TLS error: "
+                                                 : "no byte of a response came: the server closed the TLS session");
+        CHECK_HAS(e.trace(), "writing>reading_head>failed");
     }
 }
 
@@ -317,6 +340,7 @@ const std::vector<Case> tls_cases = {
     {"tls_byte_at_a_time_with_eagain", tls_byte_at_a_time_with_eagain},
     {"tls_handshake_failures", tls_handshake_failures},
     {"tls_close_notify", tls_close_notify},
+    {"tls_no_response", tls_no_response},
     {"tls_idle_data_closes", tls_idle_data_closes},
     {"tls_early_response", tls_early_response},
 };
