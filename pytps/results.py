@@ -63,6 +63,7 @@ class Journal:
             "done": rec.done,
             "events": rec.events,
             "phases_ns": rec.phases_ns,
+            "retries": rec.retries,
         }
         line = _jsonable(line)
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")

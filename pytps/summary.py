@@ -78,6 +78,7 @@ class RunSummary:
         self._errors: dict[str, int] = {}
         self._sources: dict[str, int] = {}
         self.requests_measured = 0
+        self.requests_retried = 0  # sent again on a new connection (a stale kept-alive one)
         self.requests_ok = 0
         self.tokens_ok = 0  # output tokens of successful measured requests
         self.events_ok = 0
@@ -102,6 +103,7 @@ class RunSummary:
         if not measured:
             return
         self.requests_measured += 1
+        self.requests_retried += rec.retries > 0
         if verdict.cost is not None:
             self.cost_total += verdict.cost
         if verdict.useful:
@@ -211,6 +213,7 @@ class RunSummary:
 
         summary["requests_total"] = self.requests_measured
         summary["requests_ok"] = self.requests_ok
+        summary["requests_retried"] = self.requests_retried
         failed = self.requests_measured - self.requests_ok
         summary["error_rate"] = failed / self.requests_measured if self.requests_measured else None
         summary["errors"] = dict(sorted(self._errors.items()))

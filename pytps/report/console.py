@@ -114,6 +114,7 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · "
         f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
         + (f" {s.get('errors')}" if s.get("errors") else "")
+        + (f" · {s['requests_retried']} sent again on a new connection" if s.get("requests_retried") else "")
     )
     slo = meta.get("slo") or {}
     if s.get("useful_share") is not None and (slo.get("per_request_s") or slo.get("validation")):

@@ -24,6 +24,7 @@ TARGETS=(
     "recorder"
     "http"
     "http_request"
+    "connection"
 )
 
 usage() {
