@@ -286,7 +286,8 @@ class Emulator:
         """Waits until at least n records are kept or the timeout passes; returns the count."""
     def stats(self) -> dict[str, int]:
         """Counters: connections_accepted, connections_open, requests, generation_requests,
-        streams_active, events_sent, writes, bytes_sent, write_blocked, faults, spins, sleeps."""
+        streams_active, events_sent, writes, bytes_sent, write_blocked, faults, spins, sleeps,
+        parse_bytes."""
 
 # ---- http -------------------------------------------------------------------
 

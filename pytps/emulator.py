@@ -283,7 +283,7 @@ class Emulator:
 
     def stats(self) -> dict[str, int]:
         """Counters of the native server (connections, requests, events, writes, bytes, faults, spins,
-        sleeps: kernel waits with a timeout)."""
+        sleeps: kernel waits with a timeout, parse_bytes: bytes the request parser examined)."""
         return self._native.stats()
 
     def __repr__(self) -> str:

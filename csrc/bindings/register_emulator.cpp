@@ -192,10 +192,12 @@ void register_emulator(py::module_& m) {
                 d["faults"] = s.faults;
                 d["spins"] = s.spins;
                 d["sleeps"] = s.sleeps;
+                d["parse_bytes"] = s.parse_bytes;
                 return d;
             },
             "stats() -> dict\n\nCounters: connections, requests, events and bytes written, blocked writes,\n"
-            "faults applied, deadlines met by spinning, kernel waits with a timeout (sleeps).");
+            "faults applied, deadlines met by spinning, kernel waits with a timeout (sleeps), bytes the\n"
+            "request parser examined (parse_bytes).");
 }
 
 }  // namespace pytps_bindings

@@ -24,6 +24,7 @@ struct EmulatorStats {
     uint64_t faults = 0;
     uint64_t spins = 0;                // deadlines met by busy-waiting
     uint64_t sleeps = 0;               // kernel waits with a timeout (about one per deadline)
+    uint64_t parse_bytes = 0;          // bytes the request parser examined (about one pass per request)
 };
 
 class Server;

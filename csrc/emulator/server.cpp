@@ -332,6 +332,7 @@ EmulatorStats Server::stats() const {
     s.faults = n_faults_.load();
     s.spins = loop_ ? loop_->spins() : 0;
     s.sleeps = loop_ ? loop_->sleeps() : 0;
+    s.parse_bytes = n_parse_bytes_.load();
     return s;
 }
 

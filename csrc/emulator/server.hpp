@@ -54,6 +54,7 @@ struct Conn {
     uint64_t id = 0;
     int fd = -1;
     std::string in;
+    HttpRequestParser parser;    // resumes on `in` where the last read left it
     std::string out;
     size_t out_off = 0;
     uint64_t queued_total = 0;
@@ -107,7 +108,7 @@ private:
 
     // Counters, written by the loop thread only, read by stats() from any thread.
     std::atomic<uint64_t> n_accepted_{0}, n_requests_{0}, n_gen_{0}, n_streams_{0}, n_events_{0},
-        n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0};
+        n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0}, n_parse_bytes_{0};
 
     void loop_main();
     void on_accept();
