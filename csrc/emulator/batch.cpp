@@ -75,7 +75,8 @@ void BatchModel::admit(LoadState& s, int64_t t, std::vector<uint64_t>& admitted)
         if (slowdown_ <= 0.0) {
             // Gaps never depend on the batch: the whole schedule is known now (fewer wake-ups
             // with coalesce); the points still record each event's batch size.
-            for (size_t i = 1; i < ne; ++i) s.due_ns[i] = s.due_ns[i - 1] + s.gap_ns[i] + (i == s.stall_at ? s.stall_ns : 0);
+            for (size_t i = 1; i < ne; ++i)
+                s.due_ns[i] = s.due_ns[i - 1] + s.gap_ns[i] + (i == s.stall_at ? s.stall_ns : 0);
             s.decided = ne;
         }
     }
