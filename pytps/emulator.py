@@ -104,6 +104,16 @@ def _ns(value: float, name: str, scale: float, minimum: float = 0.0) -> int:
     return round(v * scale)
 
 
+def _ratio(value: Any, name: str, maximum: float = 100.0) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not 0.0 <= v <= maximum:  # also refuses nan
+        raise ValueError(f"{name} must be a number within [0, {maximum:g}], got {value!r}")
+    return v
+
+
 def _int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -119,9 +129,12 @@ class Emulator:
     /health.
 
     Timing: the first token event is due ``ttft_ms`` (+ ``prefill_us_per_token`` x prompt
-    tokens) after the request was fully received; each next event one inter-event gap later
-    (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``, or cycled from
-    ``itl_replay_us``). Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
+    tokens) after the request was admitted (at once when it was fully received, unless
+    ``max_batch`` requests are decoding: then it waits in a FIFO queue for a slot); each next
+    event one inter-event gap later (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``,
+    or cycled from ``itl_replay_us``), and with ``batch_slowdown`` s the gap grows to
+    gap x (1 + s x (n - 1)) where n is the number of requests decoding when the event before
+    it was due. Each event carries ``tokens_per_event`` tokens; ``coalesce`` events go
     in one write (0: whatever is due when a write is made). ``spin_us`` caps how long before a
     deadline the timing thread stops sleeping and busy-waits (precision for CPU; the window
     adapts below the cap to the wake-up lateness seen); ``realtime=True`` gives the timing
@@ -142,6 +155,8 @@ class Emulator:
         itl_sd_us: float = 0.0,
         itl_replay_us: Sequence[float] | None = None,
         prefill_us_per_token: float = 0.0,
+        max_batch: int = 0,
+        batch_slowdown: float = 0.0,
         tokens_per_event: int = 1,
         coalesce: int = 1,
         reasoning_tokens: int = 0,
@@ -181,6 +196,8 @@ class Emulator:
             raise ValueError(f"ttft_dist={ttft_dist!r} needs ttft_sd_ms > 0")
         if itl_dist == "lognormal" and itl_us <= 0:
             raise ValueError("itl_dist='lognormal' needs itl_us > 0")
+        _int(max_batch, "max_batch", 0)
+        slowdown = _ratio(batch_slowdown, "batch_slowdown")
         _int(tokens_per_event, "tokens_per_event", 1)
         _int(coalesce, "coalesce", 0)
         _int(reasoning_tokens, "reasoning_tokens", 0)
@@ -201,6 +218,8 @@ class Emulator:
             "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),
             "itl_replay_ns": replay,
             "prefill_ns_per_token": _ns(prefill_us_per_token, "prefill_us_per_token", 1e3),
+            "max_batch": max_batch,
+            "batch_slowdown": slowdown,
             "tokens_per_event": tokens_per_event,
             "coalesce": coalesce,
             "reasoning_tokens": reasoning_tokens,
@@ -263,12 +282,15 @@ class Emulator:
 
         Keys: ``seq``, ``id`` (the response id the stream carries, also the ``x-request-id``
         header), ``api``, ``path``, ``status``, ``fault``, ``stream``, ``completed``,
-        ``client_closed``, ``received_ns``, ``received_kernel_ns``, ``headers_sent_ns``, ``done_ns``, ``prompt_tokens``,
-        ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives`` and numpy
-        arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
-        CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32) and ``kinds``
-        (uint8, the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments). ``clear=True`` hands the
-        records over and forgets them.
+        ``client_closed``, ``received_ns``, ``received_kernel_ns``, ``headers_sent_ns``, ``done_ns``,
+        the load model's ``admitted_ns`` and ``released_ns`` (when the request got and freed a batch
+        slot; 0 if it never held one) and ``queued_ns`` (how long it waited for one),
+        ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``
+        and numpy arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
+        CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32), ``kinds`` (uint8,
+        the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments) and ``batch``
+        (int32, the requests decoding when the event's gap was decided). ``clear=True`` hands
+        the records over and forgets them.
         """
         return self._native.truth(clear)
 
@@ -283,7 +305,8 @@ class Emulator:
 
     def stats(self) -> dict[str, int]:
         """Counters of the native server (connections, requests, events, writes, bytes, faults, spins,
-        sleeps: kernel waits with a timeout)."""
+        sleeps: kernel waits with a timeout, parse_bytes: bytes the request parser examined) and the
+        load model's state now: ``decoding`` (requests holding a batch slot), ``queued`` (waiting)."""
         return self._native.stats()
 
     def __repr__(self) -> str:

@@ -42,6 +42,8 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "itl_dist") c.itl_dist = dist_from(v.cast<std::string>(), "itl_dist", true);
         else if (k == "itl_replay_ns") c.itl_replay_ns = v.cast<std::vector<int64_t>>();
         else if (k == "prefill_ns_per_token") c.prefill_ns_per_token = v.cast<int64_t>();
+        else if (k == "max_batch") c.max_batch = v.cast<int64_t>();
+        else if (k == "batch_slowdown") c.batch_slowdown = v.cast<double>();
         else if (k == "tokens_per_event") c.tokens_per_event = v.cast<int>();
         else if (k == "coalesce") c.coalesce = v.cast<int>();
         else if (k == "reasoning_tokens") c.reasoning_tokens = v.cast<int>();
@@ -82,6 +84,8 @@ EmulatorConfig config_from(const py::dict& d) {
     if (c.tokens_per_event < 1) bad("tokens_per_event must be at least 1");
     if (c.coalesce < 0) bad("coalesce must be 0 (whatever is due) or at least 1");
     if (c.itl_dist == Dist::replay && c.itl_replay_ns.empty()) bad("itl_dist 'replay' needs a non-empty itl_replay_ns");
+    if (c.max_batch < 0) bad("max_batch must be 0 (no limit) or at least 1");
+    if (!(c.batch_slowdown >= 0.0 && c.batch_slowdown <= 100.0)) bad("batch_slowdown must be within [0, 100]");
     return c;
 }
 
@@ -107,6 +111,9 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["received_kernel_ns"] = r.received_kernel_ns == INT64_MIN ? py::object(py::none()) : py::object(py::int_(r.received_kernel_ns));
     d["headers_sent_ns"] = r.headers_sent_ns;
     d["done_ns"] = r.done_ns;
+    d["admitted_ns"] = r.admitted_ns;
+    d["released_ns"] = r.released_ns;
+    d["queued_ns"] = r.queued_ns;
     d["prompt_tokens"] = r.prompt_tokens;
     d["output_tokens"] = r.output_tokens;
     d["reasoning_tokens"] = r.reasoning_tokens;
@@ -116,6 +123,7 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["sent_ns"] = to_array(r.sent_ns);
     d["tokens"] = to_array(r.tokens);
     d["kinds"] = to_array(r.kinds);
+    d["batch"] = to_array(r.batch);
     return d;
 }
 
@@ -185,6 +193,8 @@ void register_emulator(py::module_& m) {
                 d["requests"] = s.requests;
                 d["generation_requests"] = s.generation_requests;
                 d["streams_active"] = s.streams_active;
+                d["decoding"] = s.decoding;
+                d["queued"] = s.queued;
                 d["events_sent"] = s.events_sent;
                 d["writes"] = s.writes;
                 d["bytes_sent"] = s.bytes_sent;
@@ -192,10 +202,12 @@ void register_emulator(py::module_& m) {
                 d["faults"] = s.faults;
                 d["spins"] = s.spins;
                 d["sleeps"] = s.sleeps;
+                d["parse_bytes"] = s.parse_bytes;
                 return d;
             },
             "stats() -> dict\n\nCounters: connections, requests, events and bytes written, blocked writes,\n"
-            "faults applied, deadlines met by spinning, kernel waits with a timeout (sleeps).");
+            "faults applied, deadlines met by spinning, kernel waits with a timeout (sleeps), bytes the\n"
+            "request parser examined (parse_bytes); and now: requests decoding and queued (the load model).");
 }
 
 }  // namespace pytps_bindings

@@ -1,5 +1,6 @@
 #include "core/http1_request.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace pytps {
@@ -38,59 +39,70 @@ HttpParse fail(int code, const char* msg, int& status, std::string& message) {
     return HttpParse::error;
 }
 
-// Decodes a chunked body starting at buf[pos]; on success sets `end` past the trailer.
-HttpParse dechunk(std::string_view buf, size_t pos, std::string& body, size_t& end, int& status,
-                  std::string& message) {
-    body.clear();
-    for (;;) {
-        size_t eol = buf.find("\r\n", pos);
-        if (eol == std::string_view::npos) return HttpParse::need_more;
-        std::string_view line = buf.substr(pos, eol - pos);
-        size_t semi = line.find(';');  // chunk extensions are ignored
-        if (semi != std::string_view::npos) line = line.substr(0, semi);
-        if (line.empty() || line.size() > 8) return fail(400, "invalid chunk size in the request body", status, message);
-        size_t size = 0;
-        for (char c : line) {
-            int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-            if (h < 0) return fail(400, "invalid chunk size in the request body", status, message);
-            size = size * 16 + static_cast<size_t>(h);
-        }
-        pos = eol + 2;
-        if (size == 0) {
-            // Trailer fields end with an empty line.
-            for (;;) {
-                size_t e = buf.find("\r\n", pos);
-                if (e == std::string_view::npos) return HttpParse::need_more;
-                bool empty = e == pos;
-                pos = e + 2;
-                if (empty) {
-                    end = pos;
-                    return HttpParse::complete;
-                }
-            }
-        }
-        if (body.size() + size > kMaxBodyBytes) return fail(413, "request body too large", status, message);
-        if (buf.size() < pos + size + 2) return HttpParse::need_more;
-        if (buf.substr(pos + size, 2) != "\r\n") return fail(400, "chunk not followed by CRLF in the request body", status, message);
-        body.append(buf.data() + pos, size);
-        pos += size + 2;
-    }
+int hex_digit(char c) {
+    return (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
 }
 
 }  // namespace
 
-HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& consumed, int& status,
-                             std::string& message) {
-    size_t head_end = buf.find("\r\n\r\n");
-    if (head_end == std::string_view::npos) {
-        // A head of kMaxHeaderBytes is allowed, and its blank line may still be arriving: only
-        // when even its last 3 bytes are in without one is the head known to be too large.
-        if (buf.size() > kMaxHeaderBytes + 3) return fail(431, "request headers too large", status, message);
-        return HttpParse::need_more;
-    }
-    if (head_end > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);
+void HttpRequestParser::reset() {
+    phase_ = Phase::head;
+    req_ = HttpRequest{};
+    scan_ = pos_ = length_ = consumed_ = 0;
+}
 
-    req = HttpRequest{};
+size_t HttpRequestParser::find_crlf(std::string_view buf) {
+    const size_t at = buf.find("\r\n", scan_);
+    if (at == std::string_view::npos) {
+        work_ += buf.size() - scan_;
+        // A '\r' as the last byte may be the first half of the CRLF.
+        scan_ = buf.size() > pos_ ? std::max(pos_, buf.size() - 1) : pos_;
+        return at;
+    }
+    work_ += at + 2 - scan_;
+    return at;
+}
+
+HttpParse HttpRequestParser::parse(std::string_view buf, int& status, std::string& message) {
+    if (buf.size() < scan_ || buf.size() < pos_) reset();  // not the bytes of the last call: start over
+    switch (phase_) {
+        case Phase::head: {
+            // The blank line may straddle the previous read's end: resume 3 bytes back.
+            const size_t from = scan_ >= 3 ? scan_ - 3 : 0;
+            const size_t head_end = buf.find("\r\n\r\n", from);
+            if (head_end == std::string_view::npos) {
+                work_ += buf.size() - from;
+                scan_ = buf.size();
+                // A head of kMaxHeaderBytes is allowed, and its blank line may still be arriving: only
+                // when even its last 3 bytes are in without one is the head known to be too large.
+                if (buf.size() > kMaxHeaderBytes + 3) return fail(431, "request headers too large", status, message);
+                return HttpParse::need_more;
+            }
+            work_ += head_end + 4 - from;
+            return parse_head(buf, head_end, status, message);
+        }
+        case Phase::length_body:
+            if (buf.size() < pos_ + length_) return HttpParse::need_more;
+            req_.body.assign(buf.data() + pos_, length_);
+            work_ += length_;
+            consumed_ = pos_ + length_;
+            phase_ = Phase::done;
+            return HttpParse::complete;
+        case Phase::chunk_size:
+        case Phase::chunk_data:
+        case Phase::trailer:
+            return parse_chunked(buf, status, message);
+        case Phase::done:
+            return HttpParse::complete;
+    }
+    return HttpParse::need_more;
+}
+
+HttpParse HttpRequestParser::parse_head(std::string_view buf, size_t head_end, int& status, std::string& message) {
+    if (head_end > kMaxHeaderBytes) return fail(431, "request headers too large", status, message);
+    req_ = HttpRequest{};
+    work_ += head_end;
+    HttpRequest& req = req_;
     std::string_view head = buf.substr(0, head_end);
     size_t eol = head.find("\r\n");
     std::string_view line = head.substr(0, eol);
@@ -152,19 +164,71 @@ HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& con
     req.keep_alive = req.minor_version == 1 ? !conn_close : (conn_keep && !conn_close);
     req.headers_done = true;
 
-    size_t body_start = head_end + 4;
+    pos_ = scan_ = head_end + 4;
     if (chunked) {
-        size_t end = 0;
-        HttpParse r = dechunk(buf, body_start, req.body, end, status, message);
-        if (r != HttpParse::complete) return r;
-        consumed = end;
-        return HttpParse::complete;
+        phase_ = Phase::chunk_size;
+        return parse_chunked(buf, status, message);
     }
     if (length > kMaxBodyBytes) return fail(413, "request body too large", status, message);
-    if (buf.size() < body_start + length) return HttpParse::need_more;
-    req.body.assign(buf.data() + body_start, length);
-    consumed = body_start + length;
-    return HttpParse::complete;
+    length_ = length;
+    phase_ = Phase::length_body;
+    return parse(buf, status, message);
+}
+
+// The chunked body, one line or chunk at a time from where the last call stopped.
+HttpParse HttpRequestParser::parse_chunked(std::string_view buf, int& status, std::string& message) {
+    for (;;) {
+        if (phase_ == Phase::chunk_size) {
+            const size_t eol = find_crlf(buf);
+            if (eol == std::string_view::npos) return HttpParse::need_more;
+            std::string_view line = buf.substr(pos_, eol - pos_);
+            size_t semi = line.find(';');  // chunk extensions are ignored
+            if (semi != std::string_view::npos) line = line.substr(0, semi);
+            if (line.empty() || line.size() > 8) return fail(400, "invalid chunk size in the request body", status, message);
+            size_t size = 0;
+            for (char c : line) {
+                const int h = hex_digit(c);
+                if (h < 0) return fail(400, "invalid chunk size in the request body", status, message);
+                size = size * 16 + static_cast<size_t>(h);
+            }
+            pos_ = scan_ = eol + 2;
+            if (size == 0) {
+                phase_ = Phase::trailer;
+                continue;
+            }
+            if (req_.body.size() + size > kMaxBodyBytes) return fail(413, "request body too large", status, message);
+            length_ = size;
+            phase_ = Phase::chunk_data;
+        } else if (phase_ == Phase::chunk_data) {
+            if (buf.size() < pos_ + length_ + 2) return HttpParse::need_more;
+            if (buf.substr(pos_ + length_, 2) != "\r\n")
+                return fail(400, "chunk not followed by CRLF in the request body", status, message);
+            req_.body.append(buf.data() + pos_, length_);
+            work_ += length_ + 2;
+            pos_ = scan_ = pos_ + length_ + 2;
+            phase_ = Phase::chunk_size;
+        } else {
+            // Trailer fields end with an empty line.
+            const size_t e = find_crlf(buf);
+            if (e == std::string_view::npos) return HttpParse::need_more;
+            const bool empty = e == pos_;
+            pos_ = scan_ = e + 2;
+            if (empty) {
+                consumed_ = pos_;
+                phase_ = Phase::done;
+                return HttpParse::complete;
+            }
+        }
+    }
+}
+
+HttpParse parse_http_request(std::string_view buf, HttpRequest& req, size_t& consumed, int& status,
+                             std::string& message) {
+    HttpRequestParser p;
+    const HttpParse r = p.parse(buf, status, message);
+    if (r == HttpParse::complete || p.request().headers_done) req = std::move(p.request());
+    if (r == HttpParse::complete) consumed = p.consumed();
+    return r;
 }
 
 }  // namespace pytps

@@ -47,6 +47,10 @@ struct EmulatorConfig {
     int64_t itl_sd_ns = 0;
     std::vector<int64_t> itl_replay_ns;  // cycled when itl_dist == replay
     int64_t prefill_ns_per_token = 0;    // added to TTFT per prompt token
+    // Load (emulator/batch.hpp): at most max_batch requests decode at once, the rest wait in a
+    // FIFO queue (0: no limit); each gap grows by batch_slowdown x (batch size - 1) of itself.
+    int64_t max_batch = 0;
+    double batch_slowdown = 0.0;
 
     int tokens_per_event = 1;
     int coalesce = 1;            // consecutive events put in one write (due at the last one's time);

@@ -17,6 +17,8 @@ struct EmulatorStats {
     uint64_t requests = 0;             // every HTTP request
     uint64_t generation_requests = 0;  // requests to the six generation paths
     uint64_t streams_active = 0;
+    uint64_t decoding = 0;             // requests holding a batch slot (the load model's batch size)
+    uint64_t queued = 0;               // requests waiting for a slot
     uint64_t events_sent = 0;          // token events written
     uint64_t writes = 0;               // send() calls that wrote bytes
     uint64_t bytes_sent = 0;
@@ -24,6 +26,7 @@ struct EmulatorStats {
     uint64_t faults = 0;
     uint64_t spins = 0;                // deadlines met by busy-waiting
     uint64_t sleeps = 0;               // kernel waits with a timeout (about one per deadline)
+    uint64_t parse_bytes = 0;          // bytes the request parser examined (about one pass per request)
 };
 
 class Server;

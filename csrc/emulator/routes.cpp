@@ -21,13 +21,14 @@ const Route kRoutes[] = {
 void Server::try_requests(Conn& c) {
     const uint64_t id = c.id;
     while (!c.stream && !c.close_after && !c.in.empty()) {
-        HttpRequest req;
-        size_t consumed = 0;
         int status = 0;
         std::string message;
-        HttpParse r = parse_http_request(c.in, req, consumed, status, message);
+        const uint64_t work_before = c.parser.work();
+        const HttpParse r = c.parser.parse(c.in, status, message);
+        n_parse_bytes_.fetch_add(c.parser.work() - work_before, std::memory_order_relaxed);
         if (r == HttpParse::need_more) {
-            if (req.headers_done && req.expect_continue && !c.sent_continue) {
+            const HttpRequest& partial = c.parser.request();
+            if (partial.headers_done && partial.expect_continue && !c.sent_continue) {
                 c.sent_continue = true;
                 queue(c, "HTTP/1.1 100 Continue\r\n\r\n");
                 flush(c);
@@ -36,13 +37,16 @@ void Server::try_requests(Conn& c) {
         }
         if (r == HttpParse::error) {
             c.in.clear();
+            c.parser.reset();
             n_requests_.fetch_add(1, std::memory_order_relaxed);
             send_simple(c, status, error_body(ErrorFamily::openai, status, message), "", false);
             return;
         }
         const int64_t received = now_ns();
         c.request_kernel_ns = c.rx_kernel_ns;  // the read that completed this request
-        c.in.erase(0, consumed);
+        HttpRequest req = std::move(c.parser.request());
+        c.in.erase(0, c.parser.consumed());
+        c.parser.reset();
         c.sent_continue = false;
         n_requests_.fetch_add(1, std::memory_order_relaxed);
         handle_request(c, req, received);

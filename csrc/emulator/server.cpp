@@ -24,7 +24,7 @@ constexpr uint64_t kListenTag = ~uint64_t(0) - 1;
 
 }  // namespace
 
-Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_) {}
+Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_), model_(cfg_.max_batch, cfg_.batch_slowdown) {}
 
 Server::~Server() { stop(); }
 
@@ -145,7 +145,8 @@ void Server::loop_main() {
             if (c && (ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(*c);
         }
     }
-    // Shutdown: open streams go to the truth as incomplete.
+    // Shutdown: open streams go to the truth as incomplete; nobody queued is admitted now.
+    model_.close();
     std::vector<uint64_t> ids;
     for (auto& kv : conns_) ids.push_back(kv.first);
     for (uint64_t id : ids)
@@ -233,6 +234,13 @@ void Server::on_readable(Conn& c) {
     if (!c.stream) try_requests(c);
     Conn* still = find(id);
     if (!still) return;
+    if (still->peer_eof && still->stream && still->stream->load.state == LoadState::State::queued) {
+        // Gone while waiting for a slot: a queue in front of a server drops it, rather than
+        // admit a request nobody will read.
+        still->stream->rec.client_closed = true;
+        close_conn(*still);
+        return;
+    }
     if (still->peer_eof && !still->stream && still->out_off >= still->out.size()) {
         close_conn(*still);
         return;
@@ -325,6 +333,9 @@ EmulatorStats Server::stats() const {
     s.requests = n_requests_.load();
     s.generation_requests = n_gen_.load();
     s.streams_active = n_streams_.load();
+    s.decoding = model_.decoding();
+    s.queued = model_.queued();
+    s.parse_bytes = n_parse_bytes_.load();
     s.events_sent = n_events_.load();
     s.writes = n_writes_.load();
     s.bytes_sent = n_bytes_.load();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "emulator/batch.hpp"
 #include "emulator/config.hpp"
 #include "emulator/formats.hpp"
 #include "emulator/schedule.hpp"
@@ -29,11 +30,11 @@ namespace pytps {
 struct Stream {
     ResponsePlan plan;
     std::unique_ptr<Formatter> fmt;
-    std::vector<TokenEvent> events;
+    std::vector<TokenEvent> events;  // tokens and kinds (due times: load.due_ns)
+    LoadState load;                  // admission, due times and batch sizes (batch.hpp)
     TruthRecord rec;
     size_t next = 0;             // first event not yet written (always a write-group start)
     size_t sent_events = 0;      // events whose write returned
-    int64_t headers_due_ns = 0;
     bool headers_sent = false;   // headers queued
     bool ended = false;          // every byte of the response is queued
     bool chunked = true;         // HTTP/1.1: chunked body; HTTP/1.0: raw body, then close
@@ -54,6 +55,7 @@ struct Conn {
     uint64_t id = 0;
     int fd = -1;
     std::string in;
+    HttpRequestParser parser;    // resumes on `in` where the last read left it
     std::string out;
     size_t out_off = 0;
     uint64_t queued_total = 0;
@@ -89,6 +91,7 @@ public:
 private:
     EmulatorConfig cfg_;
     FaultPicker faults_;
+    BatchModel model_;
     TruthStore truth_;
     std::unique_ptr<EventLoop> loop_;
     std::thread thread_;
@@ -107,7 +110,7 @@ private:
 
     // Counters, written by the loop thread only, read by stats() from any thread.
     std::atomic<uint64_t> n_accepted_{0}, n_requests_{0}, n_gen_{0}, n_streams_{0}, n_events_{0},
-        n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0};
+        n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0}, n_parse_bytes_{0};
 
     void loop_main();
     void on_accept();
@@ -137,6 +140,9 @@ private:
     void end_stream_bytes(Conn& c, std::string& payload);
     void queue_payload(Conn& c, const std::string& payload, bool end);
     void arm_timer(Conn& c);
+    // The load model: settle it up to `now`, and arm the timers of the requests it admitted.
+    void advance_model(int64_t now);
+    void arm_admitted(const std::vector<uint64_t>& conn_ids, uint64_t except = 0);
     void finish_stream(Conn& c, bool completed);
     void frame(const Stream& s, const std::string& payload, std::string& out);
 };

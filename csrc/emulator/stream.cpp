@@ -97,30 +97,36 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     p.tool_name = cr.tool_name.empty() ? "get_weather" : cr.tool_name;
     s->fmt = Formatter::make(p);
 
-    // When it happens.
+    // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
+    // times once the request has a batch slot (batch.hpp).
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
     const int64_t delay = s->fault == FaultKind::slow_headers ? static_cast<int64_t>(fault->seconds * 1e9) : 0;
     const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * p.prompt_tokens;
-    s->headers_due_ns = received_ns + delay;
-    s->events = build_schedule(cfg_, received_ns + delay + ttft, p.reasoning_tokens, p.answer_tokens,
-                               p.tool_call ? TokKind::tool : TokKind::content, rng);
+    s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
     const size_t ne = s->events.size();
+    LoadState& load = s->load;
+    load.seq = seq;
+    load.conn_id = c.id;
+    load.delay_ns = delay;
+    load.gap_ns.resize(ne);
+    for (size_t i = 0; i < ne; ++i) load.gap_ns[i] = i == 0 ? delay + ttft : s->events[i].due_ns - s->events[i - 1].due_ns;
+    load.planned = ne;
     const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
     if (s->fault != FaultKind::none && s->fault != FaultKind::slow_headers) {
         size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
         if (s->fault == FaultKind::malformed && at == ne && ne > 0) at = ne - 1;  // it needs an event to precede
         s->fault_at = at == ne ? ne : at / group * group;
         if (s->fault == FaultKind::stall) {
-            const int64_t stall = static_cast<int64_t>(fault->seconds * 1e9);
-            for (size_t i = s->fault_at; i < ne; ++i) s->events[i].due_ns += stall;
+            load.stall_at = s->fault_at;
+            load.stall_ns = static_cast<int64_t>(fault->seconds * 1e9);
         }
+        // A stream cut short ends when the write group at fault_at is due (write_group).
+        if (p.stream && ends_stream_early(s->fault) && s->fault_at < ne) load.planned = std::min(s->fault_at + group, ne);
     }
     if (p.stream) {
-        rec.scheduled_ns.resize(ne);
         rec.tokens.resize(ne);
         rec.kinds.resize(ne);
         for (size_t i = 0; i < ne; ++i) {
-            rec.scheduled_ns[i] = s->events[i].due_ns;
             rec.tokens[i] = s->events[i].tokens;
             rec.kinds[i] = truth_kind(s->events[i].kind);
         }
@@ -128,7 +134,6 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
         rec.planned_events = static_cast<int64_t>(ne);
     } else {
         // One body carrying every token, due when the last token would have been.
-        rec.scheduled_ns = {ne ? s->events.back().due_ns : s->headers_due_ns};
         rec.tokens = {static_cast<int32_t>(n)};
         rec.kinds = {truth_kind(p.answer_tokens > 0 ? (p.tool_call ? TokKind::tool : TokKind::content) : TokKind::reasoning)};
         rec.sent_ns = {0};
@@ -138,7 +143,24 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     s->chunked = req.minor_version == 1;
     c.stream = std::move(s);
     n_streams_.fetch_add(1, std::memory_order_relaxed);
-    on_stream_timer(c);
+    std::vector<uint64_t> admitted;
+    model_.arrive(c.stream->load, received_ns, admitted);
+    arm_admitted(admitted, c.id);
+    if (c.stream->load.admitted()) on_stream_timer(c);
+}
+
+void Server::advance_model(int64_t now) {
+    std::vector<uint64_t> admitted;
+    model_.advance(now, admitted);
+    arm_admitted(admitted);
+}
+
+void Server::arm_admitted(const std::vector<uint64_t>& conn_ids, uint64_t except) {
+    for (uint64_t id : conn_ids) {
+        if (id == except) continue;
+        Conn* c = find(id);
+        if (c && c->stream) arm_timer(*c);
+    }
 }
 
 void Server::frame(const Stream& s, const std::string& payload, std::string& out) {
@@ -172,8 +194,10 @@ void Server::on_stream_timer(Conn& c) {
     const uint64_t id = c.id;
     Stream& s = *c.stream;
     const int64_t now = now_ns();
+    advance_model(now);
+    const size_t ne = s.events.size();
     if (!s.plan.stream) {
-        if (now < s.rec.scheduled_ns[0]) {
+        if (s.load.decided < ne || now < (ne ? s.load.due_ns[ne - 1] : s.load.headers_due_ns)) {
             arm_timer(c);
             return;
         }
@@ -182,7 +206,7 @@ void Server::on_stream_timer(Conn& c) {
             close_conn(c);
             return;
         }
-        StreamTimes t{s.rec.received_ns, s.events.empty() ? now : s.events.front().due_ns, now};
+        StreamTimes t{s.rec.received_ns, ne ? s.load.due_ns[0] : now, now};
         std::string body;
         s.fmt->full_body(body, t);
         std::string& h = frame_;
@@ -205,7 +229,7 @@ void Server::on_stream_timer(Conn& c) {
         return;
     }
     if (!s.headers_sent) {
-        if (now < s.headers_due_ns) {
+        if (now < s.load.headers_due_ns) {
             arm_timer(c);
             return;
         }
@@ -253,18 +277,21 @@ void Server::write_group(Conn& c, int64_t now) {
     Stream& s = *c.stream;
     const size_t ne = s.events.size();
     const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
+    const LoadState& load = s.load;
     while (!s.ended) {
         size_t end = std::min(s.next + group, ne);
-        const int64_t due = s.next < ne ? s.events[end - 1].due_ns : 0;
-        if (s.next < ne && due > now) {
-            // Not due yet; refresh the clock once, since writes before may have taken time.
+        if (s.next < ne && (end > load.decided || load.due_ns[end - 1] > now)) {
+            // Not due yet, or not yet decided (with a batch slowdown each gap is decided when
+            // the event before it is due); refresh the clock once, since writes before may
+            // have taken time.
             now = now_ns();
-            if (due > now) return;
+            if (end > load.decided) advance_model(now);
+            if (end > load.decided || load.due_ns[end - 1] > now) return;
         }
         if (cfg_.coalesce == 0) {
             // Everything already due goes in this write, as a server whose generation
             // outruns its socket flushes several events at once.
-            while (end < ne && s.events[end].due_ns <= now && !(end == s.fault_at && s.fault != FaultKind::none)) ++end;
+            while (end < load.decided && load.due_ns[end] <= now && !(end == s.fault_at && s.fault != FaultKind::none)) ++end;
         }
         if (s.next == s.fault_at && ends_stream_early(s.fault)) {
             if (s.fault == FaultKind::disconnect) {
@@ -288,7 +315,7 @@ void Server::write_group(Conn& c, int64_t now) {
         s.next = end;
         const bool last = end == ne && !(s.fault_at == ne && ends_stream_early(s.fault));
         if (last) {
-            StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : s.events[0].due_ns, now_ns()};
+            StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : load.due_ns[0], now_ns()};
             s.fmt->finish(scratch_, t);
         }
         queue_payload(c, scratch_, last);
@@ -302,15 +329,19 @@ void Server::write_group(Conn& c, int64_t now) {
 
 void Server::arm_timer(Conn& c) {
     Stream& s = *c.stream;
+    const LoadState& load = s.load;
+    if (!load.admitted()) return;  // queued: the model arms it when a slot frees
     int64_t t = std::numeric_limits<int64_t>::max();
     const size_t ne = s.events.size();
+    // An event not yet decided: wake when the last decided one is due, which decides the next.
+    auto due = [&](size_t i) { return load.due_ns[std::min(i, load.decided - 1)]; };
     if (!s.plan.stream) {
-        t = s.rec.scheduled_ns[0];
+        t = ne ? due(ne - 1) : load.headers_due_ns;
     } else if (!s.headers_sent) {
-        t = s.headers_due_ns;
+        t = load.headers_due_ns;
     } else if (!s.ended) {
         const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
-        if (s.next < ne) t = s.events[std::min(s.next + group, ne) - 1].due_ns;
+        if (s.next < ne) t = due(std::min(s.next + group, ne) - 1);
         if (cfg_.keepalive_ns > 0 && s.fmt->is_sse()) t = std::min(t, s.last_write_ns + cfg_.keepalive_ns);
     }
     if (t == std::numeric_limits<int64_t>::max()) return;
@@ -322,7 +353,25 @@ void Server::finish_stream(Conn& c, bool completed) {
     TruthRecord& r = s.rec;
     if (r.done_ns == 0) r.done_ns = now_ns();
     const size_t sent = s.plan.stream ? s.sent_events : (r.sent_ns[0] ? 1 : 0);
-    r.scheduled_ns.resize(sent);
+    const size_t ne = s.events.size();
+    // Its slot (or place in the queue) is free from now; not before the due time of the last
+    // event sent (a tie of clock reads at most), so that every event sent has its batch size.
+    const LoadState& load = s.load;
+    const size_t last = s.plan.stream ? sent : (sent ? ne : 0);
+    int64_t leave_at = now_ns();
+    if (last > 0) leave_at = std::max(leave_at, load.due_ns[last - 1] + 1);
+    std::vector<uint64_t> admitted;
+    model_.leave(s.load, leave_at, admitted);
+    r.admitted_ns = load.admitted_ns;
+    r.released_ns = load.released_ns;
+    r.queued_ns = (load.admitted() ? load.admitted_ns : r.done_ns) - r.received_ns;
+    if (s.plan.stream) {
+        r.scheduled_ns.assign(load.due_ns.begin(), load.due_ns.begin() + static_cast<std::ptrdiff_t>(sent));
+        r.batch.assign(load.batch.begin(), load.batch.begin() + static_cast<std::ptrdiff_t>(sent));
+    } else if (sent) {
+        r.scheduled_ns = {ne ? load.due_ns[ne - 1] : load.headers_due_ns};
+        r.batch = {ne ? load.batch[ne - 1] : 0};
+    }
     r.sent_ns.resize(sent);
     r.tokens.resize(sent);
     r.kinds.resize(sent);
@@ -340,6 +389,7 @@ void Server::finish_stream(Conn& c, bool completed) {
     c.marks.clear();
     n_streams_.fetch_sub(1, std::memory_order_relaxed);
     if (close) c.close_after = true;
+    arm_admitted(admitted);
 }
 
 }  // namespace pytps

@@ -49,6 +49,12 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.headers_sent_ns);
     s += ",\"done_ns\":";
     json_int(s, r.done_ns);
+    s += ",\"admitted_ns\":";
+    json_int(s, r.admitted_ns);
+    s += ",\"released_ns\":";
+    json_int(s, r.released_ns);
+    s += ",\"queued_ns\":";
+    json_int(s, r.queued_ns);
     s += ",\"prompt_tokens\":";
     json_int(s, r.prompt_tokens);
     s += ",\"output_tokens\":";
@@ -67,6 +73,8 @@ std::string truth_json_line(const TruthRecord& r) {
     json_array(s, r.tokens);
     s += ",\"kinds\":";
     json_array(s, r.kinds);
+    s += ",\"batch\":";
+    json_array(s, r.batch);
     s += "}\n";
     return s;
 }

@@ -29,6 +29,11 @@ struct TruthRecord {
     int64_t received_kernel_ns = INT64_MIN;
     int64_t headers_sent_ns = 0; // the write carrying the response headers returned (0: never)
     int64_t done_ns = 0;         // the last write returned or the connection was closed
+    // The load model (emulator/batch.hpp): when the request got a batch slot and freed it
+    // (0: never held one), and how long it waited for it.
+    int64_t admitted_ns = 0;
+    int64_t released_ns = 0;
+    int64_t queued_ns = 0;
     int64_t prompt_tokens = 0;
     int64_t output_tokens = 0;   // tokens actually written
     int64_t reasoning_tokens = 0;
@@ -40,6 +45,7 @@ struct TruthRecord {
     std::vector<int64_t> sent_ns;
     std::vector<int32_t> tokens;
     std::vector<uint8_t> kinds;  // pytps.KIND_*: 0 content, 1 reasoning, 2 tool-call arguments
+    std::vector<int32_t> batch;  // requests decoding when the event's gap was decided
 };
 
 std::string truth_json_line(const TruthRecord& r);

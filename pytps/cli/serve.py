@@ -10,6 +10,8 @@ from ._help import add_command
 EXAMPLES = """examples:
   pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
   pytps serve --ttft-ms 200 --itl-us 250 --tokens-per-event 4
+  pytps serve --ttft-ms 5 --itl-us 1000 --max-batch 16      # a loaded server: 16 decode at once, the rest queue
+  pytps serve --max-batch 64 --batch-slowdown 0.02          # and each stream slows as the batch grows
   pytps serve --fault 429:p=0.05 --fault stall:every=50,seconds=2 --truth-log truth.jsonl
 """
 
@@ -39,6 +41,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="gaps in µs to cycle through (implies --itl-dist replay)",
     )
     p.add_argument("--prefill-us-per-token", type=float, default=0.0, help="extra TTFT per prompt token in µs")
+    p.add_argument(
+        "--max-batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="at most N requests decode at once; later ones wait in a FIFO queue (default 0: no limit)",
+    )
+    p.add_argument(
+        "--batch-slowdown",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="each gap grows to gap x (1 + S x (n - 1)) with n requests decoding (default 0)",
+    )
     p.add_argument("--tokens-per-event", type=int, default=1, help="tokens each event carries (default 1)")
     p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1; 0: all events already due)")
     p.add_argument("--reasoning-tokens", type=int, default=0, help="reasoning tokens before the answer")
@@ -87,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             itl_sd_us=args.itl_sd_us,
             itl_replay_us=args.itl_replay_us,
             prefill_us_per_token=args.prefill_us_per_token,
+            max_batch=args.max_batch,
+            batch_slowdown=args.batch_slowdown,
             tokens_per_event=args.tokens_per_event,
             coalesce=args.coalesce,
             reasoning_tokens=args.reasoning_tokens,
