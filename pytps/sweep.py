@@ -35,7 +35,9 @@ HEADLINE = {
     "tpot_p50_s": ("tpot_s", "p50"),
     "e2e_p50_s": ("e2e_s", "p50"),
     "user_tps_p50": ("user_tps", "p50"),
+    "user_tps_mean": ("user_tps", "mean"),
     "decode_tps_p50": ("decode_tps", "p50"),
+    "decode_tps_mean": ("decode_tps", "mean"),
     "output_throughput_tps": ("output_throughput_tps", None),
     "request_throughput_rps": ("request_throughput_rps", None),
     "goodput_rps": ("goodput_rps", None),
@@ -84,14 +86,17 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
 
 def knee(values: Sequence[Any], cells: Sequence[dict[str, Any]], speed: str) -> Any:
     """The load past which per-user speed falls faster than aggregate throughput rises: the first
-    value a whose step to the next, b, has (u_a - u_b) / u_a > (A_b - A_a) / A_a, with u the
-    per-user `speed` (a headline key) and A the aggregate output throughput. None: no such step."""
+    value a whose step to the next, b, has (u_a - u_b) / u_a > max((A_b - A_a) / A_a, 0), with u the
+    per-user `speed` (a headline key: the mean over users, which counts every user where a median
+    hides up to half of them waiting in a queue) and A the aggregate output throughput. None: no
+    such step."""
     for (a, ca), (_b, cb) in itertools.pairwise(zip(values, cells, strict=True)):
         ua, ub = ca.get(speed), cb.get(speed)
         ta, tb = ca.get("output_throughput_tps"), cb.get("output_throughput_tps")
         if not (ua and ub and ta and tb):
             continue
-        if (ua - ub) / ua > (tb - ta) / ta:
+        # Users must lose speed: when the aggregate falls too, a flat per-user speed is no knee.
+        if (ua - ub) / ua > max((tb - ta) / ta, 0.0):
             return a
     return None
 
@@ -216,7 +221,7 @@ class Sweep:
         added: list[Cell] = []
         for fixed, row in self._rows():
             values = [c.values[first] for c in row]
-            k = knee(values, [c.headline or {} for c in row], "user_tps_p50")
+            k = knee(values, [c.headline or {} for c in row], "user_tps_mean")
             if k is None:
                 continue
             i = values.index(k)
@@ -242,8 +247,8 @@ class Sweep:
                 {
                     "fixed": fixed,
                     "axis": first,
-                    "knee": knee(values, heads, "user_tps_p50"),
-                    "knee_decode": knee(values, heads, "decode_tps_p50"),
+                    "knee": knee(values, heads, "user_tps_mean"),
+                    "knee_decode": knee(values, heads, "decode_tps_mean"),
                     "max_goodput": None
                     if best is None or not (best.headline or {}).get("goodput_rps")
                     else {"value": best.values[first], "goodput_rps": (best.headline or {})["goodput_rps"]},

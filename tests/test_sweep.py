@@ -39,7 +39,7 @@ def test_bad_axes_are_one_line_errors(text):
 
 
 def cells(user, total):
-    return [{"user_tps_p50": u, "output_throughput_tps": t} for u, t in zip(user, total, strict=True)]
+    return [{"user_tps_mean": u, "output_throughput_tps": t} for u, t in zip(user, total, strict=True)]
 
 
 def test_the_knee_is_where_users_lose_more_than_the_aggregate_gains():
@@ -47,10 +47,12 @@ def test_the_knee_is_where_users_lose_more_than_the_aggregate_gains():
     loads = [1, 2, 4, 8, 16, 32, 64]
     user = [900, 890, 885, 880, 870, 435, 218]
     total = [900, 1780, 3540, 7040, 13920, 13920, 13950]
-    assert knee(loads, cells(user, total), "user_tps_p50") == 16
+    assert knee(loads, cells(user, total), "user_tps_mean") == 16
     # Users lose 20% while the aggregate gains 50%: not yet the knee.
-    assert knee([1, 2, 3], cells([100, 80, 40], [100, 150, 150]), "user_tps_p50") == 2
-    assert knee([1, 2], cells([100, 100], [100, 200]), "user_tps_p50") is None
+    assert knee([1, 2, 3], cells([100, 80, 40], [100, 150, 150]), "user_tps_mean") == 2
+    assert knee([1, 2], cells([100, 100], [100, 200]), "user_tps_mean") is None
+    # Past saturation the aggregate may dip while users keep their speed: no knee there.
+    assert knee([1, 2], cells([100, 100.1], [100, 99]), "user_tps_mean") is None
 
 
 def run_sweep(tmp_path, *args):
@@ -129,3 +131,20 @@ def assert_documented(index):
     walk(index, "")
     written = {w for w in written if not w.endswith("[]")}
     assert written == documented, (written - documented, documented - written)
+
+
+def test_the_knee_of_a_loaded_emulator_is_its_batch_limit(tmp_path):
+    # The issue's own sweep: 16 batch slots, a queue behind them, 32 requests per cell. Up to 16
+    # users each stream at 1 token/ms; past it, those queued wait a whole request (docs/emulator.md).
+    with pytps.Emulator(ttft_ms=5, itl_us=1000, max_batch=16) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "1,2,4,8,16,32,64",
+                              "--requests", "32", "--output-tokens", "32")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    (analysis,) = index["analysis"]
+    assert analysis["knee"] == 16, proc.stdout
+    heads = {c["values"]["concurrency"]: c["headline"] for c in index["cells"]}
+    # The model: 17 of 32 users unqueued at 889 tok/s (32 tokens in 5 + 31 ms), 15 queued one request.
+    assert heads[16]["user_tps_mean"] == pytest.approx(32 / 0.036, rel=0.03)
+    assert heads[32]["user_tps_mean"] < 0.85 * heads[16]["user_tps_mean"]
+    assert heads[32]["decode_tps_mean"] == pytest.approx(1000, rel=0.02)  # the queue, not decoding, slows users

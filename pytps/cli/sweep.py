@@ -153,8 +153,8 @@ def print_curve(index: dict[str, Any]) -> None:
     cols = [
         ("p50 TTFT [ms]", "ttft_p50_s", 1e3, ".1f"),
         ("p50 TPOT [ms]", "tpot_p50_s", 1e3, ".2f"),
-        ("p50 tok/s/user (E2E)", "user_tps_p50", 1, ",.1f"),
-        ("p50 decode tok/s/user", "decode_tps_p50", 1, ",.1f"),
+        ("mean tok/s/user (E2E)", "user_tps_mean", 1, ",.1f"),
+        ("mean decode tok/s/user", "decode_tps_mean", 1, ",.1f"),
         ("output tok/s (all users)", "output_throughput_tps", 1, ",.0f"),
         ("goodput [req/s]", "goodput_rps", 1, ",.2f"),
         ("errors", "error_rate", 100, ".1f"),
