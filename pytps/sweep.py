@@ -25,6 +25,8 @@ SWEEP_SCHEMA_VERSION = 1
 
 #: The axes a sweep may run, with the type of their values; the order is the order of a grid.
 AXES: dict[str, type] = {"concurrency": int, "rate": float, "input_tokens": int, "output_tokens": int}
+# Changes of per-user speed within this fraction are noise, not a knee (runs repeat within ~1% here).
+KNEE_NOISE = 0.02
 AXIS_FORMS = "a list (1,2,4), a doubling range (1..64) or a stepped range (8..64+8)"
 _RANGE = re.compile(r"^\s*([0-9.]+)\s*\.\.\s*([0-9.]+)\s*(?:\+\s*([0-9.]+))?\s*$")
 
@@ -86,7 +88,7 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
 
 def knee(values: Sequence[Any], cells: Sequence[dict[str, Any]], speed: str) -> Any:
     """The load past which per-user speed falls faster than aggregate throughput rises: the first
-    value a whose step to the next, b, has (u_a - u_b) / u_a > max((A_b - A_a) / A_a, 0), with u the
+    value a whose step to the next, b, has (u_a - u_b) / u_a > max((A_b - A_a) / A_a, 0) + KNEE_NOISE, with u the
     per-user `speed` (a headline key: the mean over users, which counts every user where a median
     hides up to half of them waiting in a queue) and A the aggregate output throughput. None: no
     such step."""
@@ -95,8 +97,9 @@ def knee(values: Sequence[Any], cells: Sequence[dict[str, Any]], speed: str) -> 
         ta, tb = ca.get("output_throughput_tps"), cb.get("output_throughput_tps")
         if not (ua and ub and ta and tb):
             continue
-        # Users must lose speed: when the aggregate falls too, a flat per-user speed is no knee.
-        if (ua - ub) / ua > max((tb - ta) / ta, 0.0):
+        # Users must lose speed (when the aggregate falls too, a flat per-user speed is no knee), and
+        # by more than run-to-run noise.
+        if (ua - ub) / ua > max((tb - ta) / ta, 0.0) + KNEE_NOISE:
             return a
     return None
 

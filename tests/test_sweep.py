@@ -148,3 +148,15 @@ def test_the_knee_of_a_loaded_emulator_is_its_batch_limit(tmp_path):
     assert heads[16]["user_tps_mean"] == pytest.approx(32 / 0.036, rel=0.03)
     assert heads[32]["user_tps_mean"] < 0.85 * heads[16]["user_tps_mean"]
     assert heads[32]["decode_tps_mean"] == pytest.approx(1000, rel=0.02)  # the queue, not decoding, slows users
+    # Past the limit the aggregate is flat (16 streams' worth): the most goodput is at the limit or past it.
+    assert analysis["max_goodput"]["value"] >= 16
+
+
+def test_refine_adds_cells_around_the_knee(tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=1000, max_batch=16) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "4,16,64", "--refine", "1",
+                              "--requests", "32", "--output-tokens", "32")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    assert [c["values"]["concurrency"] for c in index["cells"]] == [4, 10, 16, 40, 64]
+    assert all(c["status"] == "done" for c in index["cells"])
