@@ -38,6 +38,8 @@ ENDPOINT_KEYS = {
     "prices",
     "emulator",
 }
+#: The endpoint keys that are run settings as they stand (make_config's arguments of the same name).
+ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator"}
 PRICE_KEYS = {
     "input": "price_input",
     "cached_input": "price_cached_input",
@@ -134,19 +136,7 @@ class Matrix:
                 settings: dict[str, Any] = {k: v for k, v in judged.items() if v is not None}
                 settings.update(defaults)
                 settings.update({k: v for k, v in w.items() if k != "name"})
-                for key in (
-                    "api",
-                    "model",
-                    "api_key_env",
-                    "headers",
-                    "extra_body",
-                    "transport",
-                    "http2",
-                    "ca_bundle",
-                    "insecure",
-                ):
-                    if key in e:
-                        settings[key] = e[key]
+                settings.update({k: v for k, v in e.items() if k in ENDPOINT_RUN_KEYS})
                 settings.update({PRICE_KEYS[k]: v for k, v in prices.items()})
                 where = {k: self.line_of("workload", w_index, k) for k in w}
                 where.update({k: self.line_of("endpoint", e_index, k) for k in e})

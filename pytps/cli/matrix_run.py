@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     from ..results import write_json_atomic
     from ..runner import Runner
     from ..sweep import AXES, StopRule, Sweep, headline
-    from .run_args import explicit_settings
+    from .run_args import explicit_settings, results_dir
 
     matrix = Matrix(args.config)
     overrides = explicit_settings(args, args.parser_defaults)
@@ -34,11 +33,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         if kind == "sweep" and isinstance(overrides.get(axis), str):
             overrides.pop(axis)  # a sweep's list flags are axes, handled with the file's
     base_override = args.base_url
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}-matrix")
-    )
+    out = results_dir(args, f"{kind}-matrix")
     # Every cell is checked before the first runs, so a typo in the last cell costs nothing.
     for cell in matrix.cells:
         settings = {**cell.settings, **overrides}

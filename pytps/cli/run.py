@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from ._help import add_command
-from .run_args import add_run_arguments, build_config
+from .run_args import add_run_arguments, build_config, endpoint_url
 
 if TYPE_CHECKING:
     pass
@@ -46,15 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..runner import Progress, Runner
 
     with ExitStack() as stack:
-        base_url = args.base_url
-        if base_url is None:
-            from ..emulator import Emulator
-
-            # No truth kept in memory: nothing reads it, and it would grow with the run.
-            emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
-            base_url = emu.base_url
-            print(f"no --base-url: benchmarking the built-in emulator at {base_url}", file=sys.stderr)
-        cfg = build_config(args, base_url)
+        cfg = build_config(args, endpoint_url(args, stack, "benchmarking"))
         progress = Progress()
         if sys.stderr.isatty():
             # A live bar only for a person watching; rich is imported only then (and for the table).

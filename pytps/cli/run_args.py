@@ -4,6 +4,10 @@ pytps.config.make_config, which validates every value once)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -219,3 +223,22 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         currency=args.currency,
         bill_failed=args.bill_failed,
     )
+
+
+def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
+    """--base-url, or the built-in emulator's (started for as long as `stack` lasts) when none is given."""
+    if args.base_url is not None:
+        return str(args.base_url)
+    from ..emulator import Emulator
+
+    # No truth kept in memory: nothing reads it, and it would grow with the run.
+    emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
+    print(f"no --base-url: {doing} the built-in emulator at {emu.base_url}", file=sys.stderr)
+    return emu.base_url
+
+
+def results_dir(args: argparse.Namespace, kind: str) -> Path:
+    """--out, or results/<UTC time>-<kind>/."""
+    if args.out:
+        return Path(args.out)
+    return Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}")

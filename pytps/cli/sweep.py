@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ._help import add_command
-from .run_args import add_run_arguments, build_config
+from .run_args import add_run_arguments, build_config, endpoint_url, results_dir
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -107,19 +106,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-sweep")
-    )
+    out = results_dir(args, "sweep")
     with ExitStack() as stack:
-        base_url = args.base_url
-        if base_url is None:
-            from ..emulator import Emulator
-
-            emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
-            base_url = emu.base_url
-            print(f"no --base-url: sweeping the built-in emulator at {base_url}", file=sys.stderr)
+        base_url = endpoint_url(args, stack, "sweeping")
         build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
