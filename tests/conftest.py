@@ -54,6 +54,12 @@ def _quiet_or_why() -> str | None:
         time.sleep(1.0)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Also registered here, for runs from a copy of tests/ without pyproject.toml (.ci/steps/30-*).
+    config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
+    config.addinivalue_line("markers", "stress: long randomized runs under load")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("timing") is not None:
         why = _quiet_or_why()
