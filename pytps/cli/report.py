@@ -12,6 +12,8 @@ from ._help import add_command
 EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/
   pytps report results/20261201T120000Z-my-model/ --json | jq .ttft_s
+  pytps report results/20261201T120000Z-my-model/ --markdown >> notes.md
+  pytps report results/20261201T120000Z-my-model/ --csv > summary.csv
 """
 
 
@@ -25,7 +27,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "alone, so it is the same report the run printed.",
     )
     r.add_argument("dir", help="a results directory written by pytps run")
-    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    form = r.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print the summary as JSON")
+    form.add_argument(
+        "--markdown", action="store_true", help="print the summary table as Markdown (metric, unit, mean, …, n)"
+    )
+    form.add_argument("--csv", action="store_true", help="print the summary table as CSV, full precision")
     r.set_defaults(func=cmd_report)
 
 
@@ -39,6 +46,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     results = load_results(path)
     if args.json:
         print(json.dumps(results["summary"], indent=2))
+    elif args.markdown or args.csv:
+        from ..report import tables
+
+        print(tables.markdown(results) if args.markdown else tables.csv_text(results), end="")
     else:
         render(results)
     return 0

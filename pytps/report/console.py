@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..runner import Progress as RunProgress
 from . import run_warnings
+from .numbers import fmt, sparkline
 
 # (summary key, label, scale to display unit, unit)
 ROWS = (
@@ -18,9 +21,9 @@ ROWS = (
     ("tpot_s", "TPOT", 1e3, "ms"),
     ("itl_s", "ITL", 1e3, "ms"),
     ("e2e_s", "E2E", 1e3, "ms"),
-    ("e2e_500_s", "E2E for 500 tokens", 1e3, "ms"),
-    ("decode_tps", "decode tok/s/user", 1.0, "tok/s"),
-    ("user_tps", "output tok/s/user (incl. TTFT)", 1.0, "tok/s"),
+    ("e2e_500_s", "E2E, 500 tokens", 1e3, "ms"),
+    ("decode_tps", "decode speed/user", 1.0, "tok/s"),
+    ("user_tps", "E2E speed/user", 1.0, "tok/s"),
     ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
     ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
     ("schedule_lag_s", "schedule lag", 1e3, "ms"),
@@ -59,11 +62,34 @@ class RichProgress(RunProgress):
             self._bar = None
 
 
-def _fmt(value: float | None, scale: float) -> str:
-    if value is None:
-        return "-"
-    v = value * scale
-    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+def _fmt(value: float | None, scale: float, unit: str) -> str:
+    return fmt(None if value is None else value * scale, unit)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
+    """(label, unit, stats, scale) of each distribution the run has, in report order."""
+    out = []
+    for key, label, scale, unit in ROWS:
+        d = summary.get(key)
+        if d and d.get("count"):
+            out.append((label, unit, d, scale))
+    return out
+
+
+def throughput_sparkline(summary: dict[str, Any], width: int = 60) -> str | None:
+    """Output tokens per second over the run as one line of blocks, or None for a run under 2 s.
+
+    The last second is usually partial (the run ended inside it): it is left out, so a drain does
+    not look like a collapse."""
+    series = summary.get("time_series") or []
+    tokens = [float(p.get("output_tokens", 0)) for p in series]
+    if len(tokens) > 2:
+        tokens = tokens[:-1]
+    if len(tokens) < 2:
+        return None
+    return (
+        f"output tok/s per second {sparkline(tokens, width)} (max {fmt(max(tokens), 'tok/s')} tok/s, {len(series)} s)"
+    )
 
 
 def render(results: dict[str, Any], console: Console | None = None) -> None:
@@ -82,24 +108,26 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             + ")"
         )
     console.print(
-        f"[bold]{meta.get('model')}[/] via {meta.get('api')} at {ep.get('host')}:{ep.get('port')} · "
-        f"{load.get('mode')} {load.get('concurrency') or load.get('rate_rps')} · {transport} · "
-        f"{meta.get('date_utc')}"
+        # Escaped: a model name or host may hold brackets, which rich would read as markup.
+        f"[bold]{escape(str(meta.get('model')))}[/] via {escape(str(meta.get('api')))} at "
+        + escape(
+            f"{ep.get('host')}:{ep.get('port')} · {load.get('mode')} "
+            f"{load.get('concurrency') or load.get('rate_rps')} · {transport} · {meta.get('date_utc')}"
+        )
     )
-    table = Table(show_header=True, header_style="bold")
+    # Light borders: the table fits an 80-column terminal with every label on one line.
+    table = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("metric", "mean ± σ", "p50", "p90", "p99", "min … max", "n"):
         table.add_column(col, justify="right" if col != "metric" else "left")
-    for key, label, scale, unit in ROWS:
-        d = s.get(key)
-        if not d or not d.get("count"):
-            continue
+    for label, unit, d, scale in summary_rows(s):
         table.add_row(
-            f"{label} [{unit}]",
-            f"{_fmt(d['mean'], scale)} ± {_fmt(d['stddev'], scale)}",
-            _fmt(d["p50"], scale),
-            _fmt(d["p90"], scale),
-            _fmt(d["p99"], scale),
-            f"{_fmt(d['min'], scale)} … {_fmt(d['max'], scale)}",
+            # "[ms]" is rich markup to rich, which would drop it and leave "TTFT" without its unit.
+            escape(f"{label} [{unit}]"),
+            f"{_fmt(d['mean'], scale, unit)} ± {_fmt(d['stddev'], scale, unit)}",
+            _fmt(d["p50"], scale, unit),
+            _fmt(d["p90"], scale, unit),
+            _fmt(d["p99"], scale, unit),
+            f"{_fmt(d['min'], scale, unit)} … {_fmt(d['max'], scale, unit)}",
             str(d["count"]),
         )
     console.print(table)
@@ -113,7 +141,7 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         f"{num(s.get('request_throughput_rps'), ',.2f')} req/s · "
         f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · "
         f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
-        + (f" {s.get('errors')}" if s.get("errors") else "")
+        + (escape(f" {s.get('errors')}") if s.get("errors") else "")
         + (f" · {s['requests_retried']} sent again on a new connection" if s.get("requests_retried") else "")
     )
     slo = meta.get("slo") or {}
@@ -121,7 +149,7 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         console.print(
             f"goodput {num(s.get('goodput_rps'), ',.2f')} useful req/s · {num(s.get('goodput_tps'), ',.1f')} useful "
             f"tok/s · {s['useful_share']:.1%} useful"
-            + (f" (not useful: {s['not_useful']})" if s.get("not_useful") else "")
+            + (escape(f" (not useful: {s['not_useful']})") if s.get("not_useful") else "")
         )
     if s.get("slo_run"):
         checks = " · ".join(
@@ -129,6 +157,9 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             for c in s["slo_run"]["checks"]
         )
         console.print(f"run SLOs {'met' if s['slo_run']['met'] else 'NOT met'}: {checks}")
+    spark = throughput_sparkline(s)
+    if spark:
+        console.print(spark)
     cost = s.get("cost")
     if cost:
         cur = cost["currency"]
@@ -147,4 +178,4 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             style="dim",
         )
     for w in run_warnings.collect(results):
-        console.print(f"[yellow]Warning:[/] {w}")
+        console.print(f"[yellow]Warning:[/] {escape(w)}")
