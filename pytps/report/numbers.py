@@ -28,7 +28,8 @@ def fmt(value: float | None, unit: str = "", significant: int = SIGNIFICANT) -> 
     max_dec = MAX_DECIMALS.get(unit, 3)
     if value == 0:
         return "0"
-    magnitude = math.floor(math.log10(abs(value)))
+    # The magnitude after rounding to `significant` digits: 9.9996 is "10.0", not "10.00".
+    magnitude = math.floor(math.log10(abs(float(f"{value:.{significant}g}"))))
     decimals = min(max(significant - 1 - magnitude, 0), max_dec)
     text = f"{value:,.{decimals}f}"
     if float(text.replace(",", "")) == 0:
