@@ -400,6 +400,10 @@ class ClientResult:
     def tls_ns(self) -> int | None:
         """How long a new connection's TLS handshake took; None on a reused or plain connection."""
     @property
+    def connection_id(self) -> int | None:
+        """The engine's id of the connection the request was (last) sent on, stable for the
+        engine's life (requests on one kept-alive connection share it); None if none was opened."""
+    @property
     def error(self) -> str | None:
         """The transport's own error class: "connect", "timeout", "no_response" (the connection
         ended before any byte of a response) or "client" (stopped, too large), else None. HTTP

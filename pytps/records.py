@@ -98,6 +98,10 @@ class RequestRecord:
     # Times the request was sent again, on a new connection, because the kept-alive connection
     # it went on had been closed before any byte of a response (0 or 1). t_send_ns is the last send's.
     retries: int = 0
+    # A stable id of the connection the request was (last) sent on, unique within the run's
+    # transport: requests that went over one kept-alive connection share it. None when no
+    # connection carried it (it failed to connect) or the transport does not know.
+    connection_id: int | None = None
     transport: str = "httpx"
     tokenizer_tokens: int | None = None  # output tokens counted by a local tokenizer
     # The generated text, answer and reasoning, kept only until the request is judged (validation)

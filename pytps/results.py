@@ -20,7 +20,7 @@ import numpy as np
 from .records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _jsonable(value: Any) -> Any:
@@ -64,6 +64,7 @@ class Journal:
             "events": rec.events,
             "phases_ns": rec.phases_ns,
             "retries": rec.retries,
+            "connection_id": rec.connection_id,
         }
         line = _jsonable(line)
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -73,6 +73,15 @@ void register_client(py::module_& m) {
             },
             "How long a new connection's TLS handshake took (ns); None on a reused or plain connection.")
         .def_property_readonly(
+            "connection_id",
+            [](const ClientResult& r) -> py::object {
+                if (r.connection_id == 0) return py::none();
+                return py::int_(r.connection_id);
+            },
+            "The engine's id of the connection the request was (last) sent on, stable for the\n"
+            "engine's life: requests on one kept-alive connection share it. None if no connection\n"
+            "was ever opened for it.")
+        .def_property_readonly(
             "error",
             [](const ClientResult& r) -> py::object {
                 if (r.error_class.empty()) return py::none();

@@ -49,6 +49,7 @@ Connection::~Connection() {
 Outcome Connection::open(const sockaddr* addr, socklen_t len, std::unique_ptr<ClientJob> job) {
     const int64_t t0 = ops_.now();
     job_ = std::move(job);
+    job_->connection_id = id_;
     if (job_->connect_start_ns == ClientJob::kNoTime) job_->connect_start_ns = t0;
     ++job_->connect_attempts;
     const OpenResult r = ops_.open(addr, len, cfg_.options->kernel_timestamps);
@@ -79,6 +80,7 @@ Outcome Connection::connected() {
 
 Outcome Connection::start(std::unique_ptr<ClientJob> job) {
     job_ = std::move(job);
+    job_->connection_id = id_;
     return start_request();
 }
 

@@ -98,6 +98,7 @@ void ClientEngine::finish(std::unique_ptr<ClientJob> job, int64_t t_done, const 
     r.t_done_ns = t_done;
     r.connect_ns = job->connect_ns;
     r.tls_ns = job->tls_ns;
+    r.connection_id = job->connection_id;
     r.error_class = error_class;
     r.error_detail = std::move(detail);
     r.retries = job->retries;

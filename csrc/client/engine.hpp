@@ -61,6 +61,7 @@ struct ClientResult {
     int64_t t_done_ns = kNoTime;
     int64_t connect_ns = -1;  // duration of a new connection's connect; -1 on a reused one
     int64_t tls_ns = -1;      // duration of a new connection's TLS handshake; -1 on a reused or plain one
+    uint64_t connection_id = 0;  // the engine's id of the Connection it was (last) sent on; 0: none
     std::string error_class;  // "" when the transport saw no error of its own
     std::string error_detail;
     int retries = 0;  // sent again (on a new connection) after a kept-alive one was found closed

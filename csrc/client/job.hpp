@@ -20,6 +20,8 @@ struct ClientJob {
     int64_t t_send_ns = kNoTime;
     int64_t connect_ns = -1;
     int64_t tls_ns = -1;
+    // The engine's id of the Connection the request was (last) sent on; 0 before any.
+    uint64_t connection_id = 0;
     size_t bytes_read = 0;  // of the response (plaintext over TLS)
     // Sends again after a kept-alive connection turned out stale. A resend only ever goes on a
     // new connection (a pooled one could be as stale), so it is never more than one.

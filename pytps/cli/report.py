@@ -14,6 +14,7 @@ EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/ --json | jq .ttft_s
   pytps report results/20261201T120000Z-my-model/ --markdown >> notes.md
   pytps report results/20261201T120000Z-my-model/ --csv > summary.csv
+  pytps report results/20261201T120000Z-my-model/ --trace run.trace.json   # chrome://tracing, Perfetto
 """
 
 
@@ -33,6 +34,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--markdown", action="store_true", help="print the summary table as Markdown (metric, unit, mean, …, n)"
     )
     form.add_argument("--csv", action="store_true", help="print the summary table as CSV, full precision")
+    r.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write the run as a Chrome trace (JSON trace events: chrome://tracing, Perfetto): a track per "
+        "connection, a slice per request with its phases, an instant per output event (docs/trace.md)",
+    )
+    r.add_argument(
+        "--trace-max-requests",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="with --trace: at most N requests, spread evenly over a longer run (default: 10,000)",
+    )
     r.set_defaults(func=cmd_report)
 
 
@@ -44,7 +58,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not (path / "results.json").exists():
         raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
     results = load_results(path)
-    if args.json:
+    if args.trace:
+        from ..report.trace import write_trace
+
+        info = write_trace(path, args.trace, args.trace_max_requests)
+        note = f" ({info['note']})" if info.get("note") else ""
+        print(f"wrote {args.trace}: {info['requests_in_trace']} requests on {info['tracks']} tracks{note}")
+    elif args.json:
         print(json.dumps(results["summary"], indent=2))
     elif args.markdown or args.csv:
         from ..report import tables

@@ -20,6 +20,7 @@ connection whose request was not all written when its response ended is not reus
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
 from collections import deque
@@ -54,6 +55,7 @@ class _Connection(asyncio.Protocol):
         self.last_data_ns = 0
         self.bytes_read = 0  # of the current response
         self.too_large = False
+        self.id = 0  # the transport's number for it (RequestRecord.connection_id), set once connected
 
     # -- asyncio callbacks: keep them tiny, they run once per read ------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -138,6 +140,7 @@ class AsyncioTransport:
         self._addresses: list[str] | None = None
         self._resolving: asyncio.Future[list[str]] | None = None
         self._first_addr = 0  # where a new connection starts: past the last address that failed
+        self._conn_ids = itertools.count(1)  # RequestRecord.connection_id: one per connection opened
 
     async def aclose(self) -> None:
         for conn in list(self._open):
@@ -174,6 +177,7 @@ class AsyncioTransport:
                 errors.append(f"{address_text(addresses[i], self.port)}: {why}" if len(addresses) > 1 else why)
                 self._first_addr = (i + 1) % len(addresses)
                 continue
+            conn.id = next(self._conn_ids)
             self._open.add(conn)
             return conn
         raise OSError("; ".join(errors))
@@ -218,6 +222,7 @@ class AsyncioTransport:
         conn.done = loop.create_future()
         conn.bytes_read = 0
         assert conn.transport is not None
+        rec.connection_id = conn.id
         rec.t_send_ns = _now_ns()
         error: str | None = None
         try:

@@ -20,6 +20,7 @@ size cap counts the bytes that came, and a compressed stream is reported, not ti
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 import ssl
 import typing
@@ -53,6 +54,7 @@ class RequestIO:
 
     def __init__(self) -> None:
         self.new_connection = False
+        self.connection_id: int | None = None  # of the connection it opened, if it opened one
         self.bytes_read = 0
         self.retries = 0
 
@@ -68,10 +70,12 @@ def _asyncio_transport(stream: typing.Any) -> typing.Any:
 
 
 class StampingStream(httpcore.AsyncNetworkStream):
-    """A network stream that records the monotonic ns of its latest read."""
+    """A network stream that records the monotonic ns of its latest read. connection_id: the
+    backend's number for the connection (RequestRecord.connection_id), kept across start_tls."""
 
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+    def __init__(self, inner: httpcore.AsyncNetworkStream, connection_id: int) -> None:
         self._inner = inner
+        self.connection_id = connection_id
         self._transport = _asyncio_transport(inner)
         self.last_read_ns = 0
         self.last_write_ns = 0
@@ -115,7 +119,7 @@ class StampingStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> StampingStream:
         # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
-        return StampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        return StampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout), self.connection_id)
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
@@ -124,15 +128,21 @@ class StampingStream(httpcore.AsyncNetworkStream):
 class StampingBackend(httpcore.AsyncNetworkBackend):
     def __init__(self) -> None:
         self._inner = httpcore.AnyIOBackend()
+        self._ids = itertools.count(1)  # one per connection opened
 
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
         io = _request_io.get()
         if io is not None:
             io.new_connection = True
-        return StampingStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        inner = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        stream = StampingStream(inner, next(self._ids))
+        if io is not None:
+            io.connection_id = stream.connection_id
+        return stream
 
     async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
-        return StampingStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+        inner = await self._inner.connect_unix_socket(path, timeout, socket_options)
+        return StampingStream(inner, next(self._ids))
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
@@ -390,6 +400,7 @@ class HttpxTransport:
             rec.t_done_ns = _now_ns()
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
             rec.retries = io.retries
+            rec.connection_id = io.connection_id
             if isinstance(exc, _ENDED_ANY) and io.bytes_read == 0:
                 rec.error = ERROR_NO_RESPONSE
                 rec.error_detail = no_response_detail(_how_ended(exc), io.retries > 0)
@@ -403,6 +414,7 @@ class HttpxTransport:
             return rec
         rec.retries = io.retries
         stream = response.extensions.get("network_stream")
+        rec.connection_id = getattr(stream, "connection_id", None)
         # t_send is when the request's last bytes were written to the socket (docs/metrics.md):
         # the Python work before it, and connection setup, are the client's, reported apart.
         # On HTTP/1.1 the connection's last write before the response is this request's body;

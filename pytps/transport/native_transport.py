@@ -171,6 +171,7 @@ class NativeTransport:
         rec.t_done_ns = result.t_done_ns
         rec.t_send_ns = result.t_send_ns if result.t_send_ns is not None else rec.t_submit_ns
         rec.retries = result.retries
+        rec.connection_id = result.connection_id
         if result.connect_ns is not None:
             rec.phases_ns["connect"] = result.connect_ns
         if result.tls_ns is not None:
