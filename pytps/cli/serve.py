@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from ._help import add_command
@@ -134,9 +135,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         emu.stop()
     stats = emu.stats()
-    print(
-        f"pytps emulator stopped: {stats['generation_requests']} generation requests, "
-        f"{stats['events_sent']} events, {stats['faults']} faults",
-        flush=True,
-    )
+    # Whoever started the server may have stopped reading its output (a script, a closed pipe).
+    with contextlib.suppress(BrokenPipeError):
+        print(
+            f"pytps emulator stopped: {stats['generation_requests']} generation requests, "
+            f"{stats['events_sent']} events, {stats['faults']} faults",
+            flush=True,
+        )
     return 0

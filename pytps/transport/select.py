@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -26,6 +27,8 @@ MIN_CONNECTIONS = 100
 def proxy_for(base_url: str) -> str | None:
     """The proxy the environment (HTTP_PROXY, ALL_PROXY, NO_PROXY...) sets for this URL, as httpx
     would use it; None when requests go direct."""
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None  # the common case, without importing urllib.request (~7 ms of start-up)
     # proxy_bypass_environment is public in CPython (what urllib and httpx use for NO_PROXY) but
     # missing from typeshed's stubs.
     from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
