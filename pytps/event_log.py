@@ -65,7 +65,6 @@ class EventLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._f = open(path, "ab")  # noqa: SIM115 - lives as long as the run
-        self.rows = 0
         self.kernel_stamps = False
 
     def append(self, rec: RequestRecord, layout: np.ndarray) -> None:
@@ -75,7 +74,6 @@ class EventLog:
         self.kernel_stamps |= bool((rows["t_kernel_ns"] >= 0).any())
         self._f.write(rows.tobytes())
         self._f.flush()
-        self.rows += len(rows)
 
     def close(self) -> None:
         self._f.close()

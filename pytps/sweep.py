@@ -280,7 +280,3 @@ class Sweep:
 
 def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def axis_unit(name: str) -> str:
-    return {"concurrency": "users", "rate": "req/s", "input_tokens": "tokens", "output_tokens": "tokens"}[name]

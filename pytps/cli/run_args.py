@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..request_formats import API_NAMES
+from ..sweep import AXIS_FORMS
 from ..transport.base import TRANSPORT_NAMES
 
 if TYPE_CHECKING:
     from ..config import RunConfig
-
-AXIS_FORMS = "a list (1,2,4), a doubling range (1..64) or a stepped range (8..64+8)"
 
 
 def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> None:
