@@ -80,3 +80,34 @@ def test_ctrl_c_while_the_server_is_silent_exits_at_once(tmp_path):
     assert proc.returncode == 130, stderr
     assert waited < 5, f"exited {waited:.1f} s after SIGINT"
     assert "Traceback" not in stderr and stderr.strip().startswith("pytps: interrupted")
+
+
+def test_ctrl_c_wrapped_by_an_import_is_still_one_line_and_130(monkeypatch, capsys):
+    # A Ctrl-C inside a class body at import time reaches main() as dataclasses' RuntimeError
+    # ("Error calling __set_name__ ...") raised from the KeyboardInterrupt (a CI stress run hit it).
+    from pytps import cli
+
+    def interrupted_import(argv):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    monkeypatch.setattr(cli, "_dispatch", interrupted_import)
+    assert cli.main([]) == 130
+    assert capsys.readouterr().err == "pytps: interrupted\n"
+
+
+def test_a_real_error_is_not_taken_for_ctrl_c(monkeypatch):
+    from pytps import cli
+
+    def broken(argv):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "_dispatch", broken)
+    try:
+        cli.main([])
+    except RuntimeError as exc:
+        assert str(exc) == "a bug"
+    else:
+        raise AssertionError("a RuntimeError with no Ctrl-C behind it was swallowed")

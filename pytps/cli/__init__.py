@@ -37,11 +37,29 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C before a command could say more (start-up): one line, no traceback.
         print("pytps: interrupted", file=sys.stderr)
         code = 130
+    except Exception as exc:
+        # A Ctrl-C that lands inside an import can surface wrapped: dataclasses re-raises it from
+        # __set_name__ as a RuntimeError. It is still the user's Ctrl-C, not a bug to report.
+        if not _caused_by_interrupt(exc):
+            raise
+        print("pytps: interrupted", file=sys.stderr)
+        code = 130
     if argv is None:
         # The command is over and its files are written: a Ctrl-C from here to the exit changes
         # nothing, and must not turn a finished run into a killed one (exit status -2).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _dispatch(argv: list[str] | None) -> int:
