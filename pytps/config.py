@@ -121,6 +121,17 @@ def make_config(
     price_request: float | None = None,
     currency: str = "USD",
     bill_failed: bool = True,
+    turns: int | None = None,
+    sessions: int | None = None,
+    max_context_tokens: int | None = None,
+    think_time: str | float | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    trace_format: str | None = None,
+    trace_block_size: int = 512,
+    trace_speedup: float = 1.0,
+    trace_window: str | None = None,
+    max_input_tokens: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
     from .tokenizer import LocalTokenizer
@@ -128,13 +139,23 @@ def make_config(
 
     request_formats.check_api(api)
     output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
-    if dataset is not None:
-        workload: Workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
+    # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
+    # it is recorded, so the prompts can be rebuilt.
+    salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    special = _special_workload(
+        dataset=dataset, input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, salt=salt,
+        turns=turns, sessions=sessions, max_context_tokens=max_context_tokens, think_time=think_time,
+        warmup=warmup, trace=trace, trace_format=trace_format, trace_block_size=trace_block_size,
+        trace_speedup=trace_speedup, trace_window=trace_window, max_input_tokens=max_input_tokens,
+        max_output_tokens=max_output_tokens, concurrency=concurrency, rate=rate, requests=requests,
+    )  # fmt: skip
+    schedule_ns: list[int] | None = None
+    if special is not None:
+        workload, schedule_ns, requests = special
+    elif dataset is not None:
+        workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
     else:
         inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
-        # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
-        # it is recorded, so the prompts can be rebuilt.
-        salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         workload = SyntheticWorkload(inp, output, shared_prefix_tokens=shared_prefix_tokens, seed=seed, salt=salt)
     if max_error_rate is not None and not 0 <= max_error_rate <= 1:
         raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
@@ -149,6 +170,7 @@ def make_config(
         requests=requests,
         duration_s=duration,
         warmup=warmup,
+        schedule_ns=schedule_ns,
     )
     plan.validate()
     if ca_bundle is not None:
@@ -223,3 +245,89 @@ def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise ConfigError(f"{flag} must be a JSON object, e.g. '{{\"ignore_eos\": true}}'")
     return value
+
+
+def _special_workload(
+    *,
+    dataset: str | os.PathLike[str] | None,
+    input_tokens: str | int,
+    output_tokens: str | int,
+    seed: int,
+    salt: str,
+    turns: int | None,
+    sessions: int | None,
+    max_context_tokens: int | None,
+    think_time: str | float | None,
+    warmup: int,
+    trace: str | os.PathLike[str] | None,
+    trace_format: str | None,
+    trace_block_size: int,
+    trace_speedup: float,
+    trace_window: str | None,
+    max_input_tokens: int | None,
+    max_output_tokens: int | None,
+    concurrency: int | None,
+    rate: float | None,
+    requests: int | None,
+) -> tuple[Workload, list[int] | None, int | None] | None:
+    """Multi-turn sessions or a trace replay, when asked for: (workload, the trace's schedule,
+    measured requests); None for single prompts."""
+    session_mode = turns is not None or sessions is not None
+    if not session_mode and (max_context_tokens is not None or think_time is not None):
+        raise ConfigError("--max-context-tokens and --think-time shape multi-turn sessions: give --turns K too")
+    if trace is None and (trace_format is not None or trace_window is not None):
+        raise ConfigError("--trace-format and --trace-window describe a trace: give --trace FILE too")
+    if (max_input_tokens is not None or max_output_tokens is not None) and trace is None:
+        raise ConfigError("--max-input-tokens and --max-output-tokens clip a trace's lengths: give --trace FILE too")
+    if session_mode:
+        from .sessions import SessionPlan, SessionWorkload, ThinkTime, load_conversations
+
+        if trace is not None:
+            raise ConfigError("--trace replays single requests; --turns runs sessions: give one of them")
+        if rate is not None:
+            raise ConfigError("sessions run as a closed loop: --concurrency sets the sessions in flight, not --rate")
+        if requests is not None:
+            raise ConfigError(
+                "with --turns, --sessions sets how many sessions run (sessions x turns requests), not --requests"
+            )
+        splan = SessionPlan(
+            turns=1 if turns is None else turns,
+            sessions=10 if sessions is None else sessions,
+            warmup=warmup,
+            max_context_tokens=max_context_tokens,
+            think_time=ThinkTime.parse(think_time),
+        ).validate()
+        conversations = load_conversations(dataset) if dataset is not None else None
+        wl = SessionWorkload(
+            splan,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            conversations=conversations,
+            source=os.fspath(dataset) if dataset is not None else None,
+            seed=seed,
+            salt=salt,
+        )
+        return wl, None, splan.sessions * splan.turns
+    if trace is None:
+        return None
+    from .traces import TRACE_FORMATS, TraceWorkload, load_trace
+
+    if trace_format is None:
+        raise ConfigError(f"--trace needs --trace-format: one of {', '.join(TRACE_FORMATS)}")
+    if rate is not None or concurrency is not None:
+        raise ConfigError(
+            "a trace replay sends at the trace's times: leave out --rate and --concurrency "
+            "(--trace-speedup scales the times, --max-concurrency caps the requests in flight)"
+        )
+    if dataset is not None:
+        raise ConfigError("--trace gives the requests' lengths; --dataset gives prompts: give one of them")
+    loaded = load_trace(
+        trace,
+        trace_format,
+        block_size=trace_block_size,
+        speedup=trace_speedup,
+        window=trace_window,
+        max_input_tokens=max_input_tokens,
+        max_output_tokens=max_output_tokens,
+    )
+    return TraceWorkload(loaded, seed, salt=salt), loaded.offsets_ns(), requests

@@ -128,8 +128,8 @@ class Emulator:
     /v1/completions, /v1/responses, /v1/messages, /api/chat, /api/generate; GET /v1/models,
     /health.
 
-    Timing: the first token event is due ``ttft_ms`` (+ ``prefill_us_per_token`` x prompt
-    tokens) after the request was admitted (at once when it was fully received, unless
+    Timing: the first token event is due ``ttft_ms`` (+ ``prefill_us_per_token`` x the prompt
+    tokens the prefix cache did not serve) after the request was admitted (at once when it was fully received, unless
     ``max_batch`` requests are decoding: then it waits in a FIFO queue for a slot); each next
     event one inter-event gap later (``itl_us``, or drawn from ``itl_dist`` with ``itl_sd_us``,
     or cycled from ``itl_replay_us``), and with ``batch_slowdown`` s the gap grows to
@@ -140,6 +140,12 @@ class Emulator:
     adapts below the cap to the wake-up lateness seen); ``realtime=True`` gives the timing
     thread SCHED_FIFO (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See
     docs/emulator.md for every setting and rule.
+
+    Prefix cache: ``prefix_cache_tokens`` > 0 keeps an LRU of that many tokens of prompt blocks
+    (``prefix_cache_block_tokens`` each, 4 prompt bytes a token); a prompt's leading blocks found
+    there are its cached tokens: they skip their prefill time, the truth records them
+    (``cached_tokens``) and usage reports them (``prompt_tokens_details.cached_tokens``;
+    Anthropic: ``cache_read_input_tokens``, with ``input_tokens`` the rest).
     """
 
     def __init__(
@@ -155,6 +161,8 @@ class Emulator:
         itl_sd_us: float = 0.0,
         itl_replay_us: Sequence[float] | None = None,
         prefill_us_per_token: float = 0.0,
+        prefix_cache_tokens: int = 0,
+        prefix_cache_block_tokens: int = 16,
         max_batch: int = 0,
         batch_slowdown: float = 0.0,
         tokens_per_event: int = 1,
@@ -196,6 +204,8 @@ class Emulator:
             raise ValueError(f"ttft_dist={ttft_dist!r} needs ttft_sd_ms > 0")
         if itl_dist == "lognormal" and itl_us <= 0:
             raise ValueError("itl_dist='lognormal' needs itl_us > 0")
+        _int(prefix_cache_tokens, "prefix_cache_tokens", 0)
+        _int(prefix_cache_block_tokens, "prefix_cache_block_tokens", 1)
         _int(max_batch, "max_batch", 0)
         slowdown = _ratio(batch_slowdown, "batch_slowdown")
         _int(tokens_per_event, "tokens_per_event", 1)
@@ -218,6 +228,8 @@ class Emulator:
             "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),
             "itl_replay_ns": replay,
             "prefill_ns_per_token": _ns(prefill_us_per_token, "prefill_us_per_token", 1e3),
+            "prefix_cache_tokens": prefix_cache_tokens,
+            "prefix_cache_block_tokens": prefix_cache_block_tokens,
             "max_batch": max_batch,
             "batch_slowdown": slowdown,
             "tokens_per_event": tokens_per_event,

@@ -108,6 +108,11 @@ class RequestRecord:
     # and counted (a local tokenizer).
     text: str = ""
     reasoning_text: str = ""
+    # Multi-turn sessions (pytps.sessions): the session and turn this request was, and, when it
+    # ended its session early (a failed turn), why.
+    session: int | None = None
+    turn: int | None = None
+    session_end: str | None = None
 
     def __repr__(self) -> str:
         return (

@@ -65,6 +65,9 @@ class Journal:
             "phases_ns": rec.phases_ns,
             "retries": rec.retries,
             "connection_id": rec.connection_id,
+            "session": rec.session,
+            "turn": rec.turn,
+            "session_end": rec.session_end,
         }
         line = _jsonable(line)
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")

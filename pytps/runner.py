@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 
 from . import request_formats
 from ._native import _core
@@ -62,6 +63,13 @@ class Runner:
         self._errors = 0
         self._stop = False
         self.stopped_reason: str | None = None
+        # Called with each finished record before it is journaled (pytps.sessions tags it).
+        self.on_record: Callable[[RequestRecord], None] | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """An early stop (--max-error-rate) was decided: send nothing more."""
+        return self._stop
 
     @property
     def transport(self) -> Transport:
@@ -115,6 +123,8 @@ class Runner:
     def _finish(self, rec: RequestRecord, output: RunOutput) -> None:
         """One finished request: O(1) whatever the run's length (the work per token aside)."""
         rec.error_detail = self._redact(rec.error_detail)
+        if self.on_record is not None:
+            self.on_record(rec)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text + rec.reasoning_text)
         m = output.add(rec)
@@ -176,6 +186,15 @@ class Runner:
         self._finish(rec, output)
 
     # ---- load -------------------------------------------------------------------------------
+
+    async def send_one(self, i: int, model: str, output: RunOutput, warmup: bool) -> None:
+        """Sends request i now and finishes it (the session driver's step)."""
+        self._in_flight += 1
+        try:
+            rec = await self.transport.send(self._spec(i, model, warmup))
+        finally:
+            self._in_flight -= 1
+        self._finish(rec, output)
 
     async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
         plan = self.cfg.plan
@@ -278,11 +297,17 @@ class Runner:
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
-                await self._first_request(model, output, warmup=cfg.plan.warmup > 0)
-                if cfg.plan.mode == "rate":
-                    await self._rate_loop(model, output)
+                from .sessions import SessionWorkload, run_sessions
+
+                first = self._first_request(model, output, warmup=cfg.plan.warmup > 0)
+                if isinstance(cfg.workload, SessionWorkload):
+                    await run_sessions(self, model, output, lambda: first)
                 else:
-                    await self._concurrency_loop(model, output)
+                    await first
+                    if cfg.plan.mode == "rate":
+                        await self._rate_loop(model, output)
+                    else:
+                        await self._concurrency_loop(model, output)
             except asyncio.CancelledError:
                 interrupted = True
             finally:

@@ -17,7 +17,7 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -145,11 +145,14 @@ class LoadPlan:
     requests: int | None = None
     duration_s: float | None = None
     warmup: int = 0
+    # A trace replay's own schedule (pytps.traces): request i's send offset in ns, non-decreasing.
+    # It is rate mode (an open loop on an absolute schedule) without a rate.
+    schedule_ns: list[int] | None = field(default=None, repr=False)
 
     @property
     def mode(self) -> str:
-        """ "rate" when a rate is set, else "concurrency"."""
-        return "rate" if self.rate_rps is not None else "concurrency"
+        """ "rate" when a rate or a trace's schedule is set, else "concurrency"."""
+        return "rate" if self.rate_rps is not None or self.schedule_ns is not None else "concurrency"
 
     @property
     def max_in_flight(self) -> int | None:
@@ -178,16 +181,28 @@ class LoadPlan:
                 self.concurrency = 1
             _check_count("concurrency", self.concurrency, 1)
         else:
-            _check_arrival(self.rate_rps, self.arrival, self.burstiness)  # type: ignore[arg-type]
+            if self.schedule_ns is None:
+                _check_arrival(self.rate_rps, self.arrival, self.burstiness)  # type: ignore[arg-type]
+            elif self.rate_rps is not None:
+                raise ConfigError(
+                    "a trace replay sends at the trace's times: leave out --rate (--trace-speedup scales them)"
+                )
             if self.max_concurrency is not None:
                 _check_count("max_concurrency", self.max_concurrency, 1)
         if self.requests is not None:
             _check_count("requests", self.requests, 1)
         if self.duration_s is not None and (not _is_number(self.duration_s) or not 0 < self.duration_s < math.inf):
             raise ConfigError(f"duration must be a finite number of seconds > 0, got {self.duration_s!r}")
+        _check_count("warmup", self.warmup, 0)
+        if self.schedule_ns is not None:
+            # Every request of the trace (after the warm-up ones), or fewer when asked.
+            left = len(self.schedule_ns) - self.warmup
+            if left < 1:
+                raise ConfigError(f"--warmup {self.warmup} leaves none of the trace's {len(self.schedule_ns)} requests")
+            self.requests = left if self.requests is None else min(self.requests, left)
         if self.requests is None and self.duration_s is None:
             self.requests = self.DEFAULT_REQUESTS
-        if self.mode == "rate" and math.isinf(self.rate_rps) and self.requests is None:  # type: ignore[arg-type]
+        if self.rate_rps is not None and math.isinf(self.rate_rps) and self.requests is None:
             raise ConfigError("an infinite rate sends everything at once: give a request count (--requests) too")
         _check_count("warmup", self.warmup, 0)
         return self
@@ -197,11 +212,18 @@ class LoadPlan:
         requests/duration). Concurrency mode has no schedule: ConfigError."""
         if self.mode != "rate":
             raise ConfigError("a concurrency-mode plan has no arrival schedule; requests start as others finish")
+        if self.schedule_ns is not None:
+            # Request 0 is sent alone first (the runner's probe); the schedule of the others
+            # starts after it, at request 1's time.
+            rest = self.schedule_ns[1:]
+            return iter([t - rest[0] for t in rest] if rest else [])
         return iter_arrival_offsets_ns(self.rate_rps, self.arrival, self.burstiness, seed)  # type: ignore[arg-type]
 
     def describe(self) -> dict[str, Any]:
         """The plan's fields and mode, for a results file."""
-        return {"mode": self.mode, **dataclasses.asdict(self)}
+        d = {"mode": self.mode, **dataclasses.asdict(self)}
+        d.pop("schedule_ns")  # a trace's: its file and settings are in metadata.workload
+        return d
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:

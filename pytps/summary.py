@@ -33,6 +33,7 @@ from .metrics import (
 )
 from .records import RequestRecord
 from .slo import Judge, Verdict, evaluate_run
+from .workload_summary import WorkloadFigures
 
 _NO_NS = -(2**63)  # an int64 column's None
 
@@ -84,6 +85,11 @@ class RunSummary:
         self.events_ok = 0
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
         self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
+        self.workload = WorkloadFigures(prompt_includes_cached=self.judge.prompt_includes_cached)
+
+    def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
+        """A measured multi-turn session (pytps.sessions): the steady window is then on sessions."""
+        self.workload.add_session(t_start_ns, t_end_ns)
 
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
@@ -119,6 +125,7 @@ class RunSummary:
             self._errors[m.error] = self._errors.get(m.error, 0) + 1
             return
         self.requests_ok += 1
+        self.workload.add(rec, m)
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
@@ -181,7 +188,11 @@ class RunSummary:
 
         # One pass over the events: tokens per second of the time series, tokens in the steady window.
         target = self.target_concurrency or 0
-        steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
+        session_start, session_end = self.workload.sessions
+        if len(session_start):  # sessions in flight, not requests: think time leaves them idle
+            steady = steady_intervals_of(session_start, session_end, target) if target else []
+        else:
+            steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
         starts = np.asarray([a for a, _ in steady], dtype=np.int64)
         ends = np.asarray([b for _, b in steady], dtype=np.int64)
         counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
@@ -242,6 +253,7 @@ class RunSummary:
             checks = evaluate_run(judge.slo_run, summary)
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
+        summary.update(self.workload.finish())
         summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
         return summary
 

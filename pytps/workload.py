@@ -289,6 +289,20 @@ class SyntheticWorkload:
         lengths = random.Random(f"pytps:{self.seed}:{i}:lengths")
         target = self.input_tokens.sample(lengths)
         max_tokens = self.output_tokens.sample(lengths)
+        return self.sized_prompt(i, target, max_tokens)
+
+    def words_for(self, tokens: float) -> int:
+        """Prompt words for `tokens` tokens by the calibration in effect (the overhead left out),
+        within MAX_PROMPT_SCALE of the estimate. Traces size their shared blocks with it."""
+        uncalibrated = max(1, round(tokens / self._base))
+        words = round(tokens / self.tokens_per_word)
+        words = max(1, round(uncalibrated / self.MAX_PROMPT_SCALE), words)
+        return min(words, round(uncalibrated * self.MAX_PROMPT_SCALE))
+
+    def sized_prompt(self, i: int, target: int, max_tokens: int, *, tag: str = "") -> Prompt:
+        """Request i's prompt aimed at `target` tokens (trace replays and session turns give their
+        own lengths); `tag` goes into the request id beside the salt, keeping ids unique when one
+        i gives several prompts."""
         with self._lock:
             overhead, slope = self._overhead, self._slope
         per_word = self._base * slope
@@ -301,7 +315,7 @@ class SyntheticWorkload:
         tail = self._instruction if body >= 3 * len(self._instruction) else []
         body = max(1, body - len(tail))
         words = _shuffled_words(random.Random(f"pytps:{self.seed}:{i}:words"), body)
-        parts = [*prefix, f"[{self.salt}{i}]", *words, *tail]
+        parts = [*prefix, f"[{self.salt}{tag}{i}]", *words, *tail]
         text = " ".join(parts)
         return Prompt(i, None, text, target, max_tokens, round(len(parts) * self._base))
 

@@ -42,6 +42,8 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "itl_dist") c.itl_dist = dist_from(v.cast<std::string>(), "itl_dist", true);
         else if (k == "itl_replay_ns") c.itl_replay_ns = v.cast<std::vector<int64_t>>();
         else if (k == "prefill_ns_per_token") c.prefill_ns_per_token = v.cast<int64_t>();
+        else if (k == "prefix_cache_tokens") c.prefix_cache_tokens = v.cast<int64_t>();
+        else if (k == "prefix_cache_block_tokens") c.prefix_cache_block_tokens = v.cast<int64_t>();
         else if (k == "max_batch") c.max_batch = v.cast<int64_t>();
         else if (k == "batch_slowdown") c.batch_slowdown = v.cast<double>();
         else if (k == "tokens_per_event") c.tokens_per_event = v.cast<int>();
@@ -84,6 +86,8 @@ EmulatorConfig config_from(const py::dict& d) {
     if (c.tokens_per_event < 1) bad("tokens_per_event must be at least 1");
     if (c.coalesce < 0) bad("coalesce must be 0 (whatever is due) or at least 1");
     if (c.itl_dist == Dist::replay && c.itl_replay_ns.empty()) bad("itl_dist 'replay' needs a non-empty itl_replay_ns");
+    if (c.prefix_cache_tokens < 0) bad("prefix_cache_tokens must be 0 (no cache) or more");
+    if (c.prefix_cache_block_tokens < 1) bad("prefix_cache_block_tokens must be at least 1");
     if (c.max_batch < 0) bad("max_batch must be 0 (no limit) or at least 1");
     if (!(c.batch_slowdown >= 0.0 && c.batch_slowdown <= 100.0)) bad("batch_slowdown must be within [0, 100]");
     return c;
@@ -115,6 +119,7 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["released_ns"] = r.released_ns;
     d["queued_ns"] = r.queued_ns;
     d["prompt_tokens"] = r.prompt_tokens;
+    d["cached_tokens"] = r.cached_tokens;
     d["output_tokens"] = r.output_tokens;
     d["reasoning_tokens"] = r.reasoning_tokens;
     d["planned_events"] = r.planned_events;

@@ -21,22 +21,22 @@ namespace {
 using json::JsonReader;
 using json::Type;
 
-// Adds the byte length of every string value under the current value (keys excluded).
-void sum_strings(JsonReader& r, int64_t& chars) {
+// Adds every string value under the current value (keys excluded) to `text`.
+void sum_strings(JsonReader& r, std::string& text) {
     switch (r.peek()) {
         case Type::String: {
             std::string s;
-            if (r.read_string(s)) chars += static_cast<int64_t>(s.size());
+            if (r.read_string(s)) text += s;
             return;
         }
         case Type::Array:
             if (!r.begin_array()) return;
-            while (r.next_element()) sum_strings(r, chars);
+            while (r.next_element()) sum_strings(r, text);
             return;
         case Type::Object: {
             if (!r.begin_object()) return;
             std::string_view key;
-            while (r.next_key(key)) sum_strings(r, chars);
+            while (r.next_key(key)) sum_strings(r, text);
             return;
         }
         default:
@@ -184,9 +184,9 @@ bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::s
                             (string_ok && array_ok ? "a string or an array" : string_ok ? "a string" : "an array") + ".";
                 break;
             }
-            sum_strings(r, req.prompt_chars);
+            sum_strings(r, req.prompt_text);
         } else if (key == "system" || key == "instructions") {
-            sum_strings(r, req.prompt_chars);
+            sum_strings(r, req.prompt_text);
         } else {
             r.skip_value();
         }
@@ -197,6 +197,7 @@ bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::s
         return false;
     }
     if (!error.empty()) return false;
+    req.prompt_chars = static_cast<int64_t>(req.prompt_text.size());
     if (!have_required) {
         error = std::string("Missing required parameter: '") + required + "'.";
         return false;

@@ -46,7 +46,10 @@ struct EmulatorConfig {
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;
     std::vector<int64_t> itl_replay_ns;  // cycled when itl_dist == replay
-    int64_t prefill_ns_per_token = 0;    // added to TTFT per prompt token
+    int64_t prefill_ns_per_token = 0;    // added to TTFT per prompt token not served by the prefix cache
+    // The prefix cache (emulator/prefix_cache.hpp): capacity in tokens (0: none) and block size.
+    int64_t prefix_cache_tokens = 0;
+    int64_t prefix_cache_block_tokens = 16;
     // Load (emulator/batch.hpp): at most max_batch requests decode at once, the rest wait in a
     // FIFO queue (0: no limit); each gap grows by batch_slowdown x (batch size - 1) of itself.
     int64_t max_batch = 0;

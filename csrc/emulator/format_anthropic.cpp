@@ -11,13 +11,24 @@ class AnthropicFormatter : public Formatter {
 public:
     using Formatter::Formatter;
 
+    // Anthropic's input_tokens leave out cache reads, which come in cache_read_input_tokens.
+    void input_usage(std::string& out) const {
+        const int64_t cached = p_.cached_tokens > 0 ? p_.cached_tokens : 0;
+        out += "\"input_tokens\":";
+        json_int(out, p_.prompt_tokens - cached);
+        if (p_.cached_tokens >= 0) {
+            out += ",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":";
+            json_int(out, cached);
+        }
+    }
+
     void begin(std::string& out) override {
         out += "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":";
         json_str(out, p_.id);
         out += ",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":";
         json_str(out, p_.model);
-        out += ",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":";
-        json_int(out, p_.prompt_tokens);
+        out += ",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{";
+        input_usage(out);
         out += ",\"output_tokens\":1}}}\n\n";
     }
 
@@ -100,8 +111,8 @@ public:
         }
         out += "],\"stop_reason\":\"";
         out += stop_reason();
-        out += "\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":";
-        json_int(out, p_.prompt_tokens);
+        out += "\",\"stop_sequence\":null,\"usage\":{";
+        input_usage(out);
         out += ",\"output_tokens\":";
         json_int(out, r + a);
         out += "}}";

@@ -9,9 +9,15 @@ namespace {
 
 const char kFingerprint[] = "fp_pytps";
 
-void usage_object(std::string& out, int64_t prompt, int64_t completion, int64_t reasoning) {
+// cached: the prompt's tokens served by the prefix cache; -1 (no cache) leaves the detail out.
+void usage_object(std::string& out, int64_t prompt, int64_t cached, int64_t completion, int64_t reasoning) {
     out += "{\"prompt_tokens\":";
     json_int(out, prompt);
+    if (cached >= 0) {
+        out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
+        json_int(out, cached);
+        out += "}";
+    }
     out += ",\"completion_tokens\":";
     json_int(out, completion);
     out += ",\"total_tokens\":";
@@ -33,7 +39,7 @@ protected:
     void chunk_usage(std::string& out) {
         if (p_.continuous_usage) {
             out += ",\"usage\":";
-            usage_object(out, p_.prompt_tokens, emitted_total(), emitted(TokKind::reasoning));
+            usage_object(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
         } else if (p_.include_usage) {
             out += ",\"usage\":null";
         }
@@ -60,7 +66,7 @@ protected:
                 out += "\"";
             }
             out += ",\"usage\":";
-            usage_object(out, p_.prompt_tokens, emitted_total(), emitted(TokKind::reasoning));
+            usage_object(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
             out += "}\n\n";
         }
         out += "data: [DONE]\n\n";
@@ -160,7 +166,7 @@ public:
         out += "},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, r + a, r);
+        usage_object(out, p_.prompt_tokens, p_.cached_tokens, r + a, r);
         out += ",\"system_fingerprint\":\"";
         out += kFingerprint;
         out += "\"}";
@@ -224,7 +230,7 @@ public:
         out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, a, 0);
+        usage_object(out, p_.prompt_tokens, p_.cached_tokens, a, 0);
         out += "}";
         emitted_[1] = a;
     }

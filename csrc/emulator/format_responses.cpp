@@ -218,7 +218,9 @@ private:
         if (final) {
             s += "{\"input_tokens\":";
             json_int(s, p_.prompt_tokens);
-            s += ",\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":";
+            s += ",\"input_tokens_details\":{\"cached_tokens\":";
+            json_int(s, p_.cached_tokens > 0 ? p_.cached_tokens : 0);
+            s += "},\"output_tokens\":";
             json_int(s, emitted_total());
             s += ",\"output_tokens_details\":{\"reasoning_tokens\":";
             json_int(s, emitted(TokKind::reasoning));

@@ -24,6 +24,7 @@ struct ResponsePlan {
     bool include_usage = false;
     bool continuous_usage = false;
     int64_t prompt_tokens = 0;
+    int64_t cached_tokens = -1;  // of prompt_tokens, served by the prefix cache; -1: no cache
     int64_t reasoning_tokens = 0;
     int64_t answer_tokens = 0;  // content or tool-argument tokens after the reasoning
     bool tool_call = false;

@@ -24,7 +24,8 @@ constexpr uint64_t kListenTag = ~uint64_t(0) - 1;
 
 }  // namespace
 
-Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_), model_(cfg_.max_batch, cfg_.batch_slowdown) {}
+Server::Server(EmulatorConfig c) : cfg_(std::move(c)), faults_(cfg_), model_(cfg_.max_batch, cfg_.batch_slowdown),
+      prefix_cache_(cfg_.prefix_cache_tokens, cfg_.prefix_cache_block_tokens) {}
 
 Server::~Server() { stop(); }
 

@@ -17,6 +17,7 @@
 #include "emulator/batch.hpp"
 #include "emulator/config.hpp"
 #include "emulator/formats.hpp"
+#include "emulator/prefix_cache.hpp"
 #include "emulator/schedule.hpp"
 #include "emulator/truth.hpp"
 #include "emulator/emulator.hpp"
@@ -92,6 +93,7 @@ private:
     EmulatorConfig cfg_;
     FaultPicker faults_;
     BatchModel model_;
+    PrefixCache prefix_cache_;
     TruthStore truth_;
     std::unique_ptr<EventLoop> loop_;
     std::thread thread_;

@@ -85,6 +85,9 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     p.include_usage = cr.include_usage;
     p.continuous_usage = cr.continuous_usage;
     p.prompt_tokens = rec.prompt_tokens;
+    // After the faults that refuse a request outright: a refused prompt is never computed, so never cached.
+    rec.cached_tokens = prefix_cache_.lookup_insert(cr.prompt_text, rec.prompt_tokens);
+    p.cached_tokens = cfg_.prefix_cache_tokens > 0 ? rec.cached_tokens : -1;
     p.max_tokens = cr.max_tokens;
     const int64_t cap = cfg_.max_output_tokens;
     const int64_t n = cr.max_tokens > 0 ? std::min(cr.max_tokens, cap) : std::min<int64_t>(cfg_.default_output_tokens, cap);
@@ -101,7 +104,7 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     // times once the request has a batch slot (batch.hpp).
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
     const int64_t delay = s->fault == FaultKind::slow_headers ? static_cast<int64_t>(fault->seconds * 1e9) : 0;
-    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * p.prompt_tokens;
+    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens);
     s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
     const size_t ne = s->events.size();
     LoadState& load = s->load;

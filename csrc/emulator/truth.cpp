@@ -57,6 +57,8 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.queued_ns);
     s += ",\"prompt_tokens\":";
     json_int(s, r.prompt_tokens);
+    s += ",\"cached_tokens\":";
+    json_int(s, r.cached_tokens);
     s += ",\"output_tokens\":";
     json_int(s, r.output_tokens);
     s += ",\"reasoning_tokens\":";

@@ -35,6 +35,7 @@ struct TruthRecord {
     int64_t released_ns = 0;
     int64_t queued_ns = 0;
     int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;   // of prompt_tokens, served by the prefix cache
     int64_t output_tokens = 0;   // tokens actually written
     int64_t reasoning_tokens = 0;
     int64_t planned_events = 0;

@@ -82,6 +82,35 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     )
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
+    ss = p.add_argument_group("multi-turn sessions (docs/metrics.md, Workloads)")
+    ss.add_argument("--turns", type=int, metavar="K", help="multi-turn sessions of K turns, each resending the history")
+    ss.add_argument(
+        "--sessions", type=int, metavar="N", help="sessions to run (default 10; --concurrency sets those in flight)"
+    )
+    ss.add_argument(
+        "--max-context-tokens", type=int, metavar="N", help="drop a session's oldest turns beyond N tokens of history"
+    )
+    ss.add_argument(
+        "--think-time",
+        metavar="S|S:SD|LO-HI|exp:M",
+        help="seconds a session waits between turns: fixed, normal, uniform or exponential (default 0)",
+    )
+    tr = p.add_argument_group("trace replay (docs/run-inputs.md)")
+    tr.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="replay a production trace's requests at its timestamps (not report's --trace, a Chrome trace)",
+    )
+    tr.add_argument("--trace-format", choices=("mooncake", "azure", "burstgpt"), help="the trace file's format")
+    tr.add_argument(
+        "--trace-block-size", type=int, default=512, metavar="N", help="mooncake: tokens per hash id (default 512)"
+    )
+    tr.add_argument("--trace-speedup", type=float, default=1.0, metavar="X", help="replay X times faster (default 1)")
+    tr.add_argument(
+        "--trace-window", metavar="START:END", help="replay only this slice, in seconds from the trace's start"
+    )
+    tr.add_argument("--max-input-tokens", type=int, metavar="N", help="clip the trace's prompts to N tokens (counted)")
+    tr.add_argument("--max-output-tokens", type=int, metavar="N", help="clip the trace's outputs to N tokens (counted)")
     ld = p.add_argument_group("load")
     if sweep:
         # The axes: each a list (1,2,4), a doubling range (1..64) or a stepped one (8..64+8).
@@ -147,6 +176,12 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
     emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
     emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+    emu.add_argument(
+        "--emu-prefill-us-per-token", type=float, default=0.0, metavar="US", help="TTFT per uncached prompt token"
+    )
+    emu.add_argument(
+        "--emu-prefix-cache-tokens", type=int, default=0, metavar="N", help="the emulator's prefix cache (0: none)"
+    )
     # What the flags default to, so that a matrix file is overridden only by flags actually given.
     p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 
@@ -221,6 +256,17 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         price_request=args.price_request,
         currency=args.currency,
         bill_failed=args.bill_failed,
+        turns=args.turns,
+        sessions=args.sessions,
+        max_context_tokens=args.max_context_tokens,
+        think_time=args.think_time,
+        trace=args.trace,
+        trace_format=args.trace_format,
+        trace_block_size=args.trace_block_size,
+        trace_speedup=args.trace_speedup,
+        trace_window=args.trace_window,
+        max_input_tokens=args.max_input_tokens,
+        max_output_tokens=args.max_output_tokens,
     )
 
 
@@ -231,7 +277,15 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
     from ..emulator import Emulator
 
     # No truth kept in memory: nothing reads it, and it would grow with the run.
-    emu = stack.enter_context(Emulator(ttft_ms=args.emu_ttft_ms, itl_us=args.emu_itl_us, keep_truth=False))
+    emu = stack.enter_context(
+        Emulator(
+            ttft_ms=args.emu_ttft_ms,
+            itl_us=args.emu_itl_us,
+            prefill_us_per_token=args.emu_prefill_us_per_token,
+            prefix_cache_tokens=args.emu_prefix_cache_tokens,
+            keep_truth=False,
+        )
+    )
     print(f"no --base-url: {doing} the built-in emulator at {emu.base_url}", file=sys.stderr)
     return emu.base_url
 

@@ -43,6 +43,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--prefill-us-per-token", type=float, default=0.0, help="extra TTFT per prompt token in µs")
     p.add_argument(
+        "--prefix-cache-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="an LRU prefix cache of N tokens of prompt blocks: a prompt's cached prefix skips its "
+        "prefill time and is reported as cached tokens in usage (default 0: no cache)",
+    )
+    p.add_argument(
+        "--prefix-cache-block-tokens",
+        type=int,
+        default=16,
+        metavar="B",
+        help="tokens per prefix-cache block (default 16, as vLLM)",
+    )
+    p.add_argument(
         "--max-batch",
         type=int,
         default=0,
@@ -104,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
             itl_sd_us=args.itl_sd_us,
             itl_replay_us=args.itl_replay_us,
             prefill_us_per_token=args.prefill_us_per_token,
+            prefix_cache_tokens=args.prefix_cache_tokens,
+            prefix_cache_block_tokens=args.prefix_cache_block_tokens,
             max_batch=args.max_batch,
             batch_slowdown=args.batch_slowdown,
             tokens_per_event=args.tokens_per_event,

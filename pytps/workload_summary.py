@@ -1,0 +1,127 @@
+"""The summary's workload figures (docs/metrics.md, "Workloads"): the prefix cache as the server
+reported it, TTFT against prompt length and E2E against output length in bins, and, for
+multi-turn sessions, figures per turn index and the sessions in flight.
+
+Like pytps.summary, it keeps a few numbers per request in compact columns as requests finish, so
+every figure is exact and results.json stays small (bins, not points: the points are in the
+journal).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+import numpy as np
+
+from .metrics import RequestMetrics, distribution
+from .records import RequestRecord
+
+#: A request is "mostly cached" when the server reported at least this share of its prompt as
+#: cached tokens (docs/metrics.md).
+MOSTLY_CACHED = 0.5
+
+
+def cache_counts(rec: RequestRecord, prompt_includes_cached: bool) -> tuple[int | None, int | None]:
+    """(prompt tokens, cached tokens) as the server reported them, the prompt counting cache reads
+    too (Anthropic's input_tokens leave them out); None where not reported."""
+    prompt = rec.usage.get("prompt_tokens")
+    cached = rec.usage.get("cached_tokens")
+    if prompt is not None and not prompt_includes_cached:
+        prompt += cached or 0
+    return prompt, cached
+
+
+def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
+    """y's median, p90 and mean per power-of-two bin of x ([lo, 2 lo)); empty bins left out."""
+    keep = ~np.isnan(y) & (x >= 1)
+    x, y = x[keep], y[keep]
+    if not len(x):
+        return []
+    exp = np.floor(np.log2(x)).astype(np.int64)
+    out = []
+    for e in np.unique(exp):
+        d = distribution(y[exp == e])
+        out.append({"lo": int(2**e), "hi": int(2 ** (e + 1)), "count": d["count"], "p50": d["p50"],
+                    "p90": d["p90"], "mean": d["mean"]})  # fmt: skip
+    return out
+
+
+class WorkloadFigures:
+    """Accumulates successful measured requests' lengths, cache figures and turns."""
+
+    def __init__(self, prompt_includes_cached: bool = True) -> None:
+        self.prompt_includes_cached = prompt_includes_cached
+        self._ttft = array("d")
+        self._e2e = array("d")
+        self._decode = array("d")
+        self._prompt = array("q")  # -1: not reported
+        self._cached = array("q")  # -1: not reported
+        self._output = array("q")
+        self._turn = array("q")  # -1: not a session's turn
+        self._session_start = array("q")
+        self._session_end = array("q")
+
+    def add(self, rec: RequestRecord, m: RequestMetrics) -> None:
+        """One successful measured request."""
+        prompt, cached = cache_counts(rec, self.prompt_includes_cached)
+        self._ttft.append(math.nan if m.ttft_s is None else m.ttft_s)
+        self._e2e.append(math.nan if m.e2e_s is None else m.e2e_s)
+        self._decode.append(math.nan if m.decode_tps is None else m.decode_tps)
+        self._prompt.append(-1 if prompt is None else prompt)
+        self._cached.append(-1 if cached is None else cached)
+        self._output.append(m.output_tokens)
+        self._turn.append(-1 if rec.turn is None else rec.turn)
+
+    def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
+        """A measured session, from its first turn's send to its last turn's finish."""
+        self._session_start.append(t_start_ns)
+        self._session_end.append(t_end_ns)
+
+    @property
+    def sessions(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.frombuffer(self._session_start, dtype=np.int64), np.frombuffer(self._session_end, dtype=np.int64)
+
+    def finish(self) -> dict[str, Any]:
+        ttft = np.frombuffer(self._ttft, dtype=np.float64)
+        e2e = np.frombuffer(self._e2e, dtype=np.float64)
+        prompt = np.frombuffer(self._prompt, dtype=np.int64)
+        cached = np.frombuffer(self._cached, dtype=np.int64)
+        output = np.frombuffer(self._output, dtype=np.int64)
+        reported = (prompt > 0) & (cached >= 0)
+        share = np.where(reported, cached / np.maximum(prompt, 1), np.nan)
+        p_sum, c_sum = int(prompt[reported].sum()), int(cached[reported].sum())
+        out: dict[str, Any] = {
+            "cache": {
+                "requests_reporting": int(reported.sum()),
+                "prompt_tokens": p_sum,
+                "cached_tokens": c_sum,
+                "hit_rate": c_sum / p_sum if p_sum else None,
+                "ttft_mostly_cached_s": distribution(ttft[reported & (share >= MOSTLY_CACHED)]),
+                "ttft_mostly_uncached_s": distribution(ttft[reported & (share < MOSTLY_CACHED)]),
+            },
+            "ttft_by_prompt_tokens": log2_bins(prompt.astype(np.float64), ttft),
+            "e2e_by_output_tokens": log2_bins(output.astype(np.float64), e2e),
+        }
+        turn = np.frombuffer(self._turn, dtype=np.int64)
+        if (turn >= 0).any():
+            decode = np.frombuffer(self._decode, dtype=np.float64)
+            rows = []
+            for k in np.unique(turn[turn >= 0]):
+                sel = turn == k
+                t, d = distribution(ttft[sel]), distribution(decode[sel])
+                known = sel & (prompt >= 0)
+                with_cache = sel & reported
+                rows.append({
+                    "turn": int(k),
+                    "requests": int(sel.sum()),
+                    "ttft_p50_s": t["p50"],
+                    "ttft_mean_s": t["mean"],
+                    "decode_tps_p50": d["p50"],
+                    "prompt_tokens_mean": float(prompt[known].mean()) if known.any() else None,
+                    "cached_tokens_mean": float(cached[with_cache].mean()) if with_cache.any() else None,
+                })  # fmt: skip
+            out["per_turn"] = rows
+            out["sessions_measured"] = len(self._session_start)
+        return out
