@@ -62,14 +62,26 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     base = tmp_path_factory.mktemp("runs")
     dataset = base / "prompts.jsonl"
     dataset.write_text("\n".join(json.dumps({"prompt": f"say {i} words", "max_tokens": 8}) for i in range(4)) + "\n")
+    trace = base / "trace.jsonl"
+    trace.write_text(
+        "\n".join(
+            json.dumps({"timestamp": 10 * i, "input_length": 40, "output_length": 4 + 8 * i, "hash_ids": [1, 2, 3 + i]})
+            for i in range(3)
+        )
+        + "\n"
+    )
     settings: list[dict[str, Any]] = [
         dict(rate=200.0, requests=6, warmup=1, kernel_timestamps=True, transport="native",
              input_tokens=32, output_tokens=8, slo="ttft=1,e2e_500=10", slo_run="ttft:p90=1",
              expect_regex=".", price_input=1.0, price_output=2.0),
         dict(concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0}),
+        # Multi-turn sessions and a trace replay (issue 15): their metadata and summary keys.
+        dict(turns=2, sessions=2, concurrency=2, input_tokens=32, output_tokens=8, max_context_tokens=4000,
+             think_time="0.001"),
+        dict(trace=trace, trace_format="mooncake", trace_block_size=16, max_output_tokens=8, trace_speedup=10.0),
     ]
     outs = []
-    with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
+    with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu:
         for i, s in enumerate(settings):
             out = base / f"run{i}"
             run_coroutine(Runner(make_config(emu.base_url, out=out, **s)).run())
