@@ -177,5 +177,9 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             + f" in {cpu.get('wall_s', 0):.2f} s",
             style="dim",
         )
+    from .workload_lines import workload_lines
+
+    for line in workload_lines(results):
+        console.print(escape(line))
     for w in run_warnings.collect(results):
         console.print(f"[yellow]Warning:[/] {escape(w)}")
