@@ -180,3 +180,20 @@ def test_session_settings_are_checked():
     with pytest.raises(ConfigError, match="--turns must be"):
         make_config("http://127.0.0.1:9", turns=0)
     assert ThinkTime.parse("1-3").kind == "uniform" and str(ThinkTime.parse("exp:2")) == "exp:2"
+
+
+def test_the_readme_multi_turn_run_runs_in_one_command(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pytps", "run", "--turns", "3", "--sessions", "4", "--concurrency", "2",
+         "--think-time", "0.01", "--input-tokens", "32", "--output-tokens", "8", "--emu-ttft-ms", "2",
+         "--emu-itl-us", "100", "--emu-prefill-us-per-token", "50", "--emu-prefix-cache-tokens", "100000",
+         "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "turn 2: TTFT p50" in out.stdout and "prefix cache hit rate" in out.stdout
+    summary = json.loads((tmp_path / "r" / "results.json").read_text())["summary"]
+    assert summary["requests_ok"] == 12 and [t["turn"] for t in summary["per_turn"]] == [0, 1, 2]

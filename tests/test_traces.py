@@ -184,3 +184,24 @@ def test_mooncake_replay_follows_the_timestamps_and_its_hit_rate_is_the_emulator
     assert summary["cache"]["hit_rate"] == pytest.approx(cached / prompt, rel=1e-12)
     assert summary["cache"]["prompt_tokens"] == prompt and summary["cache"]["cached_tokens"] == cached
     assert {line["output_tokens"] for line in journal} == {r["output_length"] for r in rows}
+
+
+def test_the_readme_trace_replay_runs_in_one_command(tmp_path):
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "traces" / "mooncake_small.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "pytps", "run", "--trace", str(example), "--trace-format", "mooncake",
+         "--trace-speedup", "4", "--emu-ttft-ms", "2", "--emu-itl-us", "100", "--emu-prefill-us-per-token", "5",
+         "--emu-prefix-cache-tokens", "1000000", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "trace mooncake" in out.stdout and "prefix cache hit rate" in out.stdout
+    summary = json.loads((tmp_path / "r" / "results.json").read_text())["summary"]
+    assert summary["requests_ok"] == 24 and summary["cache"]["hit_rate"] > 0.5
+    # Its --trace is run's; report's --trace (a Chrome trace) is another flag, and the helps say so.
+    run_help = subprocess.run([sys.executable, "-m", "pytps", "run", "--help"], capture_output=True, text=True)
+    report_help = subprocess.run([sys.executable, "-m", "pytps", "report", "--help"], capture_output=True, text=True)
+    assert "production trace" in run_help.stdout and "production trace" not in report_help.stdout
