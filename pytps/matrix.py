@@ -69,6 +69,18 @@ WORKLOAD_KEYS = {
     "timeout",
     "tokenizer",
     "kernel_timestamps",
+    # Multi-turn sessions and trace replays (pytps.sessions, pytps.traces).
+    "turns",
+    "sessions",
+    "max_context_tokens",
+    "think_time",
+    "trace",
+    "trace_format",
+    "trace_block_size",
+    "trace_speedup",
+    "trace_window",
+    "max_input_tokens",
+    "max_output_tokens",
 }
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).
