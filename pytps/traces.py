@@ -17,6 +17,7 @@ A malformed line is a TraceError naming the file, the line number and the field.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -320,18 +321,23 @@ class TraceWorkload:
         self.salt = salt
         self._sizer = SyntheticWorkload(1, 1, seed=seed, salt=salt)
         self._block_words: dict[int, int] = {}  # hash id -> its word count, fixed at first use
+        # The words of recent blocks: a long prompt's blocks are not redrawn on every send.
+        self._words = functools.lru_cache(maxsize=4096)(self._draw_block)
 
     def __len__(self) -> int:
         return len(self.trace.requests)
 
     def _block(self, h: int, tokens: int) -> list[str]:
-        from .workload import _shuffled_words
-
         full = self._block_words.get(h)
         if full is None:
             full = self._block_words[h] = self._sizer.words_for(self.trace.block_size)
         # A partial (last) block is the start of the full one: its words are a prefix of them.
         k = full if tokens >= self.trace.block_size else min(full, self._sizer.words_for(tokens))
+        return self._words(h, k)
+
+    def _draw_block(self, h: int, k: int) -> list[str]:
+        from .workload import _shuffled_words
+
         return _shuffled_words(random.Random(f"pytps:{self.seed}:{self.salt}:block:{h}"), k)
 
     def prompt(self, i: int) -> Prompt:

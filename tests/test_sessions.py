@@ -197,3 +197,13 @@ def test_the_readme_multi_turn_run_runs_in_one_command(tmp_path):
     assert "turn 2: TTFT p50" in out.stdout and "prefix cache hit rate" in out.stdout
     summary = json.loads((tmp_path / "r" / "results.json").read_text())["summary"]
     assert summary["requests_ok"] == 12 and [t["turn"] for t in summary["per_turn"]] == [0, 1, 2]
+
+
+def test_warmup_counts_sessions(tmp_path):
+    with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
+        summary = run(tmp_path, emu, "w", turns=2, sessions=3, warmup=1, concurrency=2, input_tokens=16,
+                      output_tokens=4)
+    journal = load_journal(tmp_path / "w")
+    assert len(journal) == 8 and summary["requests_total"] == 6 and summary["sessions_measured"] == 3
+    assert {line["session"] for line in journal if line["warmup"]} == {0}
+    assert all(not line["warmup"] for line in journal if line["session"] != 0)
