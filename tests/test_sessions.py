@@ -14,7 +14,7 @@ from pytps.config import make_config
 from pytps.errors import ConfigError
 from pytps.event_loop import run_coroutine
 from pytps.records import RequestRecord
-from pytps.results import load_journal
+from pytps.results import load_journal, load_results
 from pytps.runner import Runner
 from pytps.sessions import ThinkTime
 from pytps.transport.base import RequestSpec
@@ -87,14 +87,19 @@ def test_per_turn_ttft_follows_the_caching_emulators_model(tmp_path):
         truth = {t["id"]: t for t in emu.truth()}
     with pytps.Emulator(ttft_ms=5, itl_us=100, prefill_us_per_token=60) as emu:
         plain = run(tmp_path, emu, "plain", **settings)
-    # Each request's TTFT is the model's, from the truth's own prompt and cached tokens.
+    # Each request's TTFT is the model's, from the truth's own prompt and cached tokens: never
+    # below it (the emulator is never early), and above it only by the client's and the loop's
+    # own delays (a loaded machine adds some ms to a few).
+    late = []
     for line in load_journal(tmp_path / "cached"):
         t = truth[line["response_id"]]
         assert line["usage"]["cached_tokens"] == t["cached_tokens"]
         predicted = 0.005 + 60e-6 * (t["prompt_tokens"] - t["cached_tokens"])
-        assert predicted <= line["ttft_s"] < predicted + 0.004, (line["turn"], line["ttft_s"], predicted)
+        assert line["ttft_s"] >= predicted, (line["turn"], line["ttft_s"], predicted)
+        late.append(line["ttft_s"] - predicted)
         if line["turn"] > 0:
             assert t["cached_tokens"] > 0
+    assert sorted(late)[len(late) // 2] < 0.003 and max(late) < 0.030, late
     turns_c, turns_p = cached["per_turn"], plain["per_turn"]
     assert [t["turn"] for t in turns_c] == [0, 1, 2, 3]
     assert turns_c[0]["cached_tokens_mean"] == 0 and turns_c[3]["cached_tokens_mean"] > 0
@@ -207,3 +212,5 @@ def test_warmup_counts_sessions(tmp_path):
     assert len(journal) == 8 and summary["requests_total"] == 6 and summary["sessions_measured"] == 3
     assert {line["session"] for line in journal if line["warmup"]} == {0}
     assert all(not line["warmup"] for line in journal if line["session"] != 0)
+    # Calibration learnt from the first turns only (4 sessions): later turns carry a history it did not size.
+    assert load_results(tmp_path / "w")["metadata"]["prompt_calibration"]["reports"] == 4

@@ -112,7 +112,8 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
         f"[bold]{escape(str(meta.get('model')))}[/] via {escape(str(meta.get('api')))} at "
         + escape(
             f"{ep.get('host')}:{ep.get('port')} · {load.get('mode')} "
-            f"{load.get('concurrency') or load.get('rate_rps')} · {transport} · {meta.get('date_utc')}"
+            f"{load.get('concurrency') or load.get('rate_rps') or (meta.get('workload') or {}).get('kind')} · "
+            f"{transport} · {meta.get('date_utc')}"
         )
     )
     # Light borders: the table fits an 80-column terminal with every label on one line.
