@@ -205,3 +205,14 @@ def test_the_readme_trace_replay_runs_in_one_command(tmp_path):
     run_help = subprocess.run([sys.executable, "-m", "pytps", "run", "--help"], capture_output=True, text=True)
     report_help = subprocess.run([sys.executable, "-m", "pytps", "report", "--help"], capture_output=True, text=True)
     assert "production trace" in run_help.stdout and "production trace" not in report_help.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"), [("mooncake_small.jsonl", "mooncake"), ("azure_small.csv", "azure"), ("burstgpt_small.csv", "burstgpt")]
+)
+def test_the_example_traces_load(name, fmt):
+    path = Path(__file__).resolve().parents[1] / "examples" / "traces" / name
+    trace = load_trace(path, fmt)
+    assert len(trace.requests) + trace.skipped_failed == trace.rows >= 16
+    assert trace.requests[0].offset_ns == 0 and trace.offsets_ns() == sorted(trace.offsets_ns())
+    assert (trace.skipped_failed > 0) == (fmt == "burstgpt")
