@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from . import run_warnings
 from .console import summary_rows
 from .numbers import fmt
-from .saved_run import SavedRun, load_saved_run, timeline
+from .saved_run import TIMELINE_MAX_ROWS, TIMELINE_MAX_TICKS, SavedRun, load_saved_run, timeline
 
 #: Written inside the results folder when --html is given no file.
 DEFAULT_NAME = "report.html"
@@ -244,9 +244,9 @@ def run_page(run: SavedRun) -> Page:
     page.add("<h2>Token arrival timeline</h2>")
     if tl.sampled:
         what = (
-            f"{len(tl.rows):,} of {tl.requests_total:,} requests drawn, sampled evenly by request index "
-            f"(at most {tl.ticks:,} event ticks on a page stay responsive); every event of a drawn request "
-            "is a tick."
+            f"{len(tl.rows):,} of {tl.requests_total:,} requests drawn ({tl.ticks:,} event ticks), sampled evenly "
+            f"by request index: the page draws at most {TIMELINE_MAX_ROWS:,} requests and {TIMELINE_MAX_TICKS:,} "
+            "ticks, so it stays responsive. Every event of a drawn request is a tick."
         )
     else:
         what = f"All {tl.requests_total:,} measured requests, every output event a tick ({tl.ticks:,} ticks)."
@@ -262,12 +262,12 @@ def run_page(run: SavedRun) -> Page:
     page.add(page.plot(tl_fig))
 
     page.add("<h2>Throughput and requests in flight over time</h2>")
-    t_s, level = run.in_flight()
+    t_s, level, binned = run.in_flight()
     page.add(
         '<p class="note">Output tokens that arrived in each whole second since the first measured send '
         "(the last second is usually partial), and measured requests in flight, each from its send to its "
         "finish"
-        + (" (the highest level of each of the plot's bins)" if len(t_s) and len(t_s) < len(run.measured()) * 2 else "")
+        + (f" (binned to {len(t_s):,} points, each its bin's highest level)" if binned else "")
         + ". Zooming one zooms the timeline too.</p>"
     )
     page.add(

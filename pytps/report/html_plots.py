@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
-from bokeh.models.annotations import Label
+from bokeh.models.annotations import Label, Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
@@ -37,46 +37,30 @@ def cdf(
     curves: Sequence[tuple[str, np.ndarray]],
     marks: dict[str, Any] | None = None,
 ) -> Any:
-    """The empirical CDF of each (name, values in seconds or their own unit) curve, x in `unit`
-    (values × scale); with `marks` (a summary distribution), its p50/p90/p99 marked and labelled."""
-    fig = _figure(title, f"{title} [{unit}]", "share of samples at or below", y_range=Range1d(start=0, end=1.02))
+    """The empirical CDF of each (name, values) curve, x in `unit` (values × scale); with `marks`
+    (a summary distribution), its p50/p90/p99 marked by a dot and a dashed line, their values in
+    the title (labels beside the dots would collide: p90 and p99 are often close)."""
+    marked = [(key, share, marks[key] * scale) for key, share in MARKED if marks and marks.get(key) is not None]
+    if marked:
+        title += " · " + " · ".join(f"{key} {fmt(v, unit)}" for key, _, v in marked) + f" {unit}"
+    fig = _figure(
+        title,
+        f"{curves[0][0] if len(curves) == 1 else 'value'} [{unit}]",
+        "share of samples at or below",
+        y_range=Range1d(start=0, end=1.02),
+    )
     for i, (name, values) in enumerate(curves):
         x, p = cdf_points(values)
         src = ColumnDataSource({"x": x * scale, "p": p})
         kw = {"legend_label": name} if len(curves) > 1 else {}
         fig.step("x", "p", source=src, mode="after", line_width=2, color=PALETTE[i % len(PALETTE)], **kw)
     fig.add_tools(HoverTool(tooltips=[(unit, "@x{0,0.000}"), ("share", "@p{0.0%}")], mode="vline"))
-    if marks:
-        xs, ps, texts = [], [], []
-        for key, share in MARKED:
-            v = marks.get(key)
-            if v is None:
-                continue
-            xs.append(v * scale)
-            ps.append(share)
-            texts.append(f"{key} {fmt(v * scale, unit)} {unit}")
-        # p50 labelled to the right of its point, the higher ones to the left: the upper right
-        # corner is where the curve ends, and a label there would be cut off.
-        src = ColumnDataSource(
-            {
-                "x": xs,
-                "p": ps,
-                "text": texts,
-                "align": ["left" if t.startswith("p50") else "right" for t in texts],
-                "dx": [8 if t.startswith("p50") else -8 for t in texts],
-            }
-        )
-        fig.scatter("x", "p", source=src, size=9, color="black", marker="circle")
-        fig.text(
-            "x",
-            "p",
-            text="text",
-            source=src,
-            x_offset="dx",
-            y_offset=-2,
-            text_align="align",
-            text_font_size="11px",
-            text_baseline="bottom",
+    for key, share, v in marked:
+        fig.add_layout(Span(location=v, dimension="height", line_dash="dashed", line_color="#555", line_alpha=0.6))
+        fig.scatter([v], [share], size=8, color="black")
+        # Right of the dot, where a CDF leaves empty space below its plateau.
+        fig.add_layout(
+            Label(x=v, y=share, text=key, x_offset=7, y_offset=-12, text_font_size="11px", text_color="#333")
         )
     if len(curves) > 1:
         fig.legend.location = "bottom_right"

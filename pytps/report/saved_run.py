@@ -94,13 +94,13 @@ class SavedRun:
             return np.zeros(0)
         return np.concatenate(parts) / NS_PER_S
 
-    def in_flight(self) -> tuple[np.ndarray, np.ndarray]:
-        """(seconds since t0, requests in flight just after) at each send or finish of a measured
-        request, binned to at most IN_FLIGHT_POINTS (the bin's highest level)."""
+    def in_flight(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(seconds since t0, requests in flight just after, binned) at each send or finish of a
+        measured request, binned to at most IN_FLIGHT_POINTS (the bin's highest level)."""
         t0 = self.t0_ns()
         lines = self.measured()
         if t0 is None:
-            return np.zeros(0), np.zeros(0)
+            return np.zeros(0), np.zeros(0), False
         starts = np.sort(np.asarray([int(line["t_send_ns"]) for line in lines], dtype=np.int64))
         ends_list = [finish_of(line.get("end_ns"), line.get("t_done_ns")) for line in lines]
         ends = np.sort(np.asarray([e for e in ends_list if e is not None], dtype=np.int64))
@@ -113,8 +113,8 @@ class SavedRun:
             peak = np.full(IN_FLIGHT_POINTS, -1, dtype=np.int64)
             np.maximum.at(peak, which, level)
             keep = peak >= 0
-            return edges[:-1][keep], peak[keep]
-        return t_s, level
+            return edges[:-1][keep], peak[keep], True
+        return t_s, level, False
 
 
 @dataclass
