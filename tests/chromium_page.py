@@ -5,6 +5,7 @@ evaluate JavaScript, take a screenshot. For the `browser` test tier (tests/test_
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -61,10 +62,11 @@ class Chromium:
         port = int(port_file.read_text().split()[0])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
             pages = [t for t in json.load(r) if t.get("type") == "page"]
-        self.ws = connect(pages[0]["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(connect(pages[0]["webSocketDebuggerUrl"], max_size=None, open_timeout=10))
         self._ids = itertools.count(1)
         self.events: list[dict[str, Any]] = []
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
 
@@ -118,14 +120,29 @@ class Chromium:
                 out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
         return out
 
+    def requested_urls(self) -> list[str]:
+        """Every URL the page asked for, seen so far."""
+        return [
+            ev["params"]["request"]["url"] for ev in self.events if ev.get("method") == "Network.requestWillBeSent"
+        ]
+
+    def wait_until(self, expression: str, timeout: float = 60) -> float:
+        """Polls a JavaScript condition until it holds; returns the seconds waited."""
+        t0 = time.monotonic()
+        while not self.evaluate(f"!!({expression})"):
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError(f"never true: {expression}")
+            time.sleep(0.005)
+        return time.monotonic() - t0
+
     def screenshot(self) -> bytes:
         r = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         return base64.b64decode(r["data"])
 
     def close(self) -> None:
         try:
-            if hasattr(self, "ws"):
-                self.ws.close()
+            if hasattr(self, "_stack"):
+                self._stack.close()
         finally:
             self.proc.terminate()
             try:
