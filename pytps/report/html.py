@@ -254,10 +254,6 @@ def run_page(run: SavedRun) -> Page:
         f'<p class="note">One row per request in send order: a bar from its send to its finish '
         f"(red: failed), a tick per output event. {e(what)}</p>"
     )
-    page.add(
-        f'<p class="note" id="timeline-drawn" data-rows="{len(tl.rows)}" data-ticks="{tl.ticks}" '
-        f'data-sampled="{str(tl.sampled).lower()}"></p>'
-    )
     tl_fig = plots.timeline(tl)
     page.add(page.plot(tl_fig))
 
