@@ -110,3 +110,19 @@ def write_npz(log_path: Path, npz_path: Path, *, kernel_stamps: bool) -> None:
                     for chunk in read_chunks(log_path):
                         member.write(np.ascontiguousarray(chunk[column], dtype=dtype).tobytes())
     os.replace(tmp, npz_path)
+
+
+def load_saved_events(directory: Path) -> dict[str, np.ndarray] | None:
+    """A saved run's events as columns: events.npz's arrays (or, for a killed run, events.log's
+    columns); None when neither exists. What reports of saved runs read (trace, html)."""
+    npz = directory / "events.npz"
+    names = ("request_index", "t_ns", "kind", "tokens", "chars")
+    if npz.exists():
+        with np.load(npz) as data:
+            return {k: np.asarray(data[k]) for k in names}
+    log = directory / "events.log"
+    if log.exists():
+        chunks = list(read_chunks(log))
+        rows = np.concatenate(chunks) if chunks else np.zeros(0, dtype=ROW)
+        return {k: np.asarray(rows[k]) for k in names}
+    return None

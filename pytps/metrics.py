@@ -74,8 +74,11 @@ def output_tokens(rec: RequestRecord) -> tuple[int, str]:
 def trusted_event_counts(rec: RequestRecord, tokens: int) -> np.ndarray | None:
     """The server's per-event token counts (per-chunk usage), when they can be trusted: known for
     every output-bearing event and adding up to the request's tokens. The one rule for them."""
-    n = len(rec.output_times_ns)
-    per_event = np.asarray(rec.output_tokens, dtype=np.int64)
+    return _trusted_counts(len(rec.output_times_ns), rec.output_tokens, tokens)
+
+
+def _trusted_counts(n: int, per_event_tokens: Any, tokens: int) -> np.ndarray | None:
+    per_event = np.asarray(per_event_tokens, dtype=np.int64)
     if n and len(per_event) == n and (per_event >= 0).all() and int(per_event.sum()) == tokens:
         return per_event
     return None
@@ -83,15 +86,20 @@ def trusted_event_counts(rec: RequestRecord, tokens: int) -> np.ndarray | None:
 
 def event_tokens(rec: RequestRecord, tokens: int) -> np.ndarray:
     """Integer tokens per output-bearing event, summing to `tokens`: the one layout that TPOT, ITL,
-    steady throughput and the time series all use (docs/metrics.md, "token layout").
+    steady throughput and the time series all use (docs/metrics.md, "token layout")."""
+    return token_layout(len(rec.output_times_ns), rec.output_tokens, tokens)
+
+
+def token_layout(n: int, per_event_tokens: Any, tokens: int) -> np.ndarray:
+    """event_tokens() from saved columns (n output-bearing events, their per-chunk counts with -1
+    where unknown, the request's output tokens), so a report of a saved run lays tokens out alike.
 
     The trusted per-event counts; else the tokens spread as evenly as integers allow, rounding the
     cumulative count up, so the first output-bearing event (TTFT's) carries at least one token.
     """
-    n = len(rec.output_times_ns)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    trusted = trusted_event_counts(rec, tokens)
+    trusted = _trusted_counts(n, per_event_tokens, tokens)
     if trusted is not None:
         return trusted
     # Integer arithmetic: ceil(i * tokens / n) exactly, whatever the sizes.
@@ -122,6 +130,13 @@ def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, n
     return np.diff(t) / k[1:], k[1:]
 
 
+def itl_token_samples_ns(times_ns: np.ndarray, layout: np.ndarray) -> np.ndarray:
+    """itl_samples() as one sample per token, in whole ns: what the run's ITL figures are computed
+    from. 0 (events delivered by one read) counts as 1 ns."""
+    values, counts = itl_samples(times_ns, layout)
+    return np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts)
+
+
 @overload
 def e2e_for(output_tokens: int, ttft_s: float | None, tpot_s: float | None) -> float | None: ...
 @overload
@@ -140,7 +155,12 @@ def e2e_for(output_tokens: int, ttft_s: Any, tpot_s: Any) -> Any:
 def finish_ns(rec: RequestRecord) -> int | None:
     """When a request finished, for every window (throughput, steady, time series): its end (the
     terminal marker's arrival), or, for one that ended without it, when the transport gave up."""
-    return rec.end_ns if rec.end_ns is not None else rec.t_done_ns
+    return finish_of(rec.end_ns, rec.t_done_ns)
+
+
+def finish_of(end_ns: int | None, t_done_ns: int | None) -> int | None:
+    """finish_ns() from saved columns (a journal line's end_ns and t_done_ns)."""
+    return end_ns if end_ns is not None else t_done_ns
 
 
 @dataclass
@@ -316,7 +336,7 @@ def steady_intervals_of(
         # Sorted distinct instants. Not np.union1d: its np.unique imports numpy.ma (~7 ms of start-up).
         instants = np.sort(np.concatenate([starts[i:i2], ends[j:j2]]))
         instants = instants[np.concatenate([[True], instants[1:] != instants[:-1]])]
-        level = np.searchsorted(starts, instants, side="right") - np.searchsorted(ends, instants, side="right")
+        level = in_flight_at(starts, ends, instants)
         above = level >= threshold
         flips = np.flatnonzero(np.diff(np.concatenate([[opened is not None], above]).astype(np.int8)))
         for k in flips:
@@ -329,6 +349,14 @@ def steady_intervals_of(
                 opened = None
         i, j = i2, j2
     return out
+
+
+def in_flight_at(sorted_starts_ns: np.ndarray, sorted_ends_ns: np.ndarray, instants_ns: np.ndarray) -> np.ndarray:
+    """Requests in flight just after each instant, each request counted from its t_send to its
+    finish (both sorted): the level the steady window is cut from, and the report's in-flight plot."""
+    return np.searchsorted(sorted_starts_ns, instants_ns, side="right") - np.searchsorted(
+        sorted_ends_ns, instants_ns, side="right"
+    )
 
 
 def client_cpu_us_per_token(client_cpu: dict[str, Any], tokens_read: int) -> float | None:

@@ -27,7 +27,7 @@ from .metrics import (
     event_tokens,
     finish_ns,
     histogram_distribution,
-    itl_samples,
+    itl_token_samples_ns,
     request_metrics,
     steady_intervals_of,
 )
@@ -129,9 +129,7 @@ class RunSummary:
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
-        values, counts = itl_samples(rec.output_times_ns, layout)
-        # One sample per token, in whole ns; 0 (events delivered by one read) counts as 1 ns.
-        self._itl.record_many(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
+        self._itl.record_many(itl_token_samples_ns(rec.output_times_ns, layout))
         if len(rec.output_times_ns) > 1:
             self._gaps.record_many(np.maximum(1, np.diff(rec.output_times_ns)))
         if len(rec.output_kernel_times_ns):

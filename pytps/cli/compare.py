@@ -15,6 +15,7 @@ EXAMPLES = """examples:
   pytps compare a1/,a2/,a3/ b1/,b2/,b3/                            # repeated runs per side
   pytps compare results/before/ results/after/ --json | jq '.metrics[0]'
   pytps compare old/ new/ --max-days 30 --resamples 5000 --seed 1
+  pytps compare results/before/ results/after/ --html compare.html  # side by side, overlaid CDFs
 
 Each difference is B − A with a 95% bootstrap interval over requests (over runs, then requests,
 for a side of repeated runs); * marks one whose interval leaves out 0. See docs/compare.md.
@@ -49,6 +50,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="warn when the runs started more than this many days apart (default 7)",
     )
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    c.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the comparison as one self-contained HTML file, with overlaid CDFs (docs/report.md)",
+    )
     c.set_defaults(func=cmd_compare)
 
 
@@ -65,6 +71,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         render(result)
+    if args.html:
+        import sys
+
+        from ..report.html import write_compare
+
+        written = write_compare(result, [[str(r.path) for r in side.runs] for side in sides], args.html)
+        print(f"report: {written}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,40 @@ EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/ --markdown >> notes.md
   pytps report results/20261201T120000Z-my-model/ --csv > summary.csv
   pytps report results/20261201T120000Z-my-model/ --trace run.trace.json   # chrome://tracing, Perfetto
+  pytps report results/20261201T120000Z-my-model/ --html            # writes report.html in the folder
+  pytps report results/sweep-20261201T120000Z/ --html sweep.html     # a sweep's folder: its curve
 """
+
+
+def add_html_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """--html [FILE], shared by report, run and sweep."""
+    p.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help=f"also write {what} as one self-contained HTML file with plots, which opens offline "
+        '(default FILE: report.html in the results folder; needs pip install "pytps[html]"; docs/report.md)',
+    )
+
+
+def check_html_available() -> None:
+    """The one-line error for a missing extra, before a run measures anything."""
+    import importlib.util
+
+    if importlib.util.find_spec("bokeh") is None:
+        raise ConfigError('--html needs the bokeh package: pip install "pytps[html]"')
+
+
+def write_html(directory: Path, html: str) -> None:
+    """--html's file, and a line on stderr naming it."""
+    import sys
+
+    from ..report.html import write_report
+
+    written = write_report(directory, html or None)
+    print(f"report: {written}", file=sys.stderr)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Print the report of a run saved by `pytps run`, read from its results.json "
         "alone, so it is the same report the run printed.",
     )
-    r.add_argument("dir", help="a results directory written by pytps run")
+    r.add_argument("dir", help="a results directory written by pytps run (or, with --html, by pytps sweep)")
     form = r.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the summary as JSON")
     form.add_argument(
@@ -47,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="N",
         help="with --trace: at most N requests, spread evenly over a longer run (default: 10,000)",
     )
+    add_html_argument(r, "the report")
     r.set_defaults(func=cmd_report)
 
 
@@ -55,9 +89,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..results import load_results
 
     path = Path(args.dir)
+    if args.html is not None and (path / "sweep.json").exists() and not (path / "results.json").exists():
+        write_html(path, args.html)
+        return 0
     if not (path / "results.json").exists():
         raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
     results = load_results(path)
+    if args.html is not None:
+        write_html(path, args.html)
+        if not (args.trace or args.json or args.markdown or args.csv):
+            return 0
     if args.trace:
         from ..report.trace import write_trace
 

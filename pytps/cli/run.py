@@ -8,7 +8,9 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from ._help import add_command
+from .report import add_html_argument, check_html_available, write_html
 from .run_args import add_run_arguments, build_config, endpoint_url
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "127.0.0.1 and benchmarks that.",
     )
     add_run_arguments(p)
+    add_html_argument(p, "the run's report")
     p.set_defaults(func=cmd_run)
 
 
@@ -40,7 +43,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.config:
         from .matrix_run import run_matrix
 
+        if args.html is not None:
+            raise ConfigError("--html draws one run: with -c FILE, use pytps report CELL_DIR --html on a cell")
         return run_matrix(args, "run")
+    if args.html is not None:
+        check_html_available()
     from ..event_loop import run_coroutine
     from ..results import load_results
     from ..runner import Progress, Runner
@@ -72,6 +79,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
                 render(results)
             print(f"results: {out_dir}", file=sys.stderr)
+            if args.html is not None:
+                write_html(out_dir, args.html)
         if interrupted:
             print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
             return 130

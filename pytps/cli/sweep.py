@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._help import add_command
+from .report import add_html_argument, check_html_available, write_html
 from .run_args import add_run_arguments, build_config, endpoint_url, results_dir
 
 EXAMPLES = """examples:
@@ -62,6 +63,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="X",
         help="stop the sweep after a cell whose median E2E is X times the first cell's (default 20)",
     )
+    add_html_argument(p, "the sweep's curve")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -102,7 +104,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.config:
         from .matrix_run import run_matrix
 
+        if args.html is not None:
+            raise ConfigError("--html draws one sweep: with -c FILE, use pytps report CELL_DIR --html on a cell")
         return run_matrix(args, "sweep")
+    if args.html is not None:
+        check_html_available()
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell
@@ -133,6 +139,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print_curve(index)
     print(f"results: {out} (sweep.json indexes the cells)", file=sys.stderr)
+    if args.html is not None:
+        write_html(out, args.html)
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..errors import ConfigError
+from ..event_log import load_saved_events
 from ..results import load_journal, load_results
 
 #: Requests written by default; a longer run is sampled evenly by request index.
@@ -95,25 +96,6 @@ def select_lines(lines: list[dict[str, Any]], max_requests: int) -> tuple[list[d
     ordered = sorted(lines, key=lambda line: int(line["index"]))
     picks = np.unique(np.linspace(0, len(ordered) - 1, max_requests).round().astype(np.int64))
     return [ordered[int(i)] for i in picks], True
-
-
-def _events(directory: Path) -> dict[str, np.ndarray] | None:
-    """events.npz's arrays (or, for a killed run, events.log's columns); None when neither exists."""
-    npz = directory / "events.npz"
-    if npz.exists():
-        with np.load(npz) as data:
-            return {k: np.asarray(data[k]) for k in ("request_index", "t_ns", "kind", "tokens", "chars")}
-    log = directory / "events.log"
-    if log.exists():
-        from ..event_log import read_chunks
-
-        chunks = list(read_chunks(log))
-        rows = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.dtype([("request_index", "<i8")]))
-        return {
-            k: np.asarray(rows[k]) if len(rows) else np.zeros(0, dtype=np.int64)
-            for k in ("request_index", "t_ns", "kind", "tokens", "chars")
-        }
-    return None
 
 
 def _lanes(spans: list[_Span]) -> list[_Lane]:
@@ -241,7 +223,7 @@ def trace_events(
     lines = [line for line in load_journal(path) if isinstance(line.get("t_send_ns"), int)]
     total = len(lines)
     lines, sampled = select_lines(lines, max_requests) if lines else (lines, False)
-    events = _events(path)
+    events = load_saved_events(path)
     per_request: dict[int, np.ndarray] = {}
     if events is not None and lines:
         wanted = np.array(sorted(int(line["index"]) for line in lines), dtype=np.int64)

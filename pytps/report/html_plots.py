@@ -1,0 +1,195 @@
+"""The HTML report's plots, as Bokeh figures (docs/report.md says why Bokeh). Each function takes
+data already computed from the saved files (report/saved_run.py) and draws it; none computes a
+metric."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from bokeh.models import ColumnDataSource, HoverTool, Range1d
+from bokeh.models.annotations import Label, Span
+from bokeh.palettes import Category10_10
+from bokeh.plotting import figure
+
+from .numbers import fmt
+from .saved_run import Timeline, cdf_points
+
+TOOLS = "pan,box_zoom,wheel_zoom,reset,save"
+PALETTE = Category10_10
+# Percentiles marked on every CDF: (summary key, share).
+MARKED = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+
+
+def _figure(title: str, x_label: str, y_label: str, height: int = 300, **kw: Any) -> Any:
+    fig = figure(title=title, height=height, sizing_mode="stretch_width", tools=TOOLS, **kw)
+    fig.xaxis.axis_label = x_label
+    fig.yaxis.axis_label = y_label
+    fig.toolbar.logo = None
+    return fig
+
+
+def cdf(
+    title: str,
+    unit: str,
+    scale: float,
+    curves: Sequence[tuple[str, np.ndarray]],
+    marks: dict[str, Any] | None = None,
+) -> Any:
+    """The empirical CDF of each (name, values) curve, x in `unit` (values × scale); with `marks`
+    (a summary distribution), its p50/p90/p99 marked by a dot and a dashed line, their values in
+    the title (labels beside the dots would collide: p90 and p99 are often close)."""
+    marked = [(key, share, marks[key] * scale) for key, share in MARKED if marks and marks.get(key) is not None]
+    if marked:
+        title += " · " + " · ".join(f"{key} {fmt(v, unit)}" for key, _, v in marked) + f" {unit}"
+    fig = _figure(
+        title,
+        f"{curves[0][0] if len(curves) == 1 else 'value'} [{unit}]",
+        "share of samples at or below",
+        y_range=Range1d(start=0, end=1.02),
+    )
+    for i, (name, values) in enumerate(curves):
+        x, p = cdf_points(values)
+        src = ColumnDataSource({"x": x * scale, "p": p})
+        kw = {"legend_label": name} if len(curves) > 1 else {}
+        fig.step("x", "p", source=src, mode="after", line_width=2, color=PALETTE[i % len(PALETTE)], **kw)
+    fig.add_tools(HoverTool(tooltips=[(unit, "@x{0,0.000}"), ("share", "@p{0.0%}")], mode="vline"))
+    for key, share, v in marked:
+        fig.add_layout(Span(location=v, dimension="height", line_dash="dashed", line_color="#555", line_alpha=0.6))
+        fig.scatter([v], [share], size=8, color="black")
+        # Right of the dot, where a CDF leaves empty space below its plateau.
+        fig.add_layout(
+            Label(x=v, y=share, text=key, x_offset=7, y_offset=-12, text_font_size="11px", text_color="#333")
+        )
+    if len(curves) > 1:
+        fig.legend.location = "bottom_right"
+    return fig
+
+
+def timeline(tl: Timeline) -> Any:
+    """A row per request (ordered by send time), a bar from its send to its finish, a tick per
+    output event."""
+    n_rows = max(len(tl.rows), 1)
+    height = int(min(max(n_rows * 3 + 80, 260), 700))
+    fig = _figure(
+        "token arrival timeline",
+        "seconds since the first measured send",
+        "request, by send time",
+        height=height,
+        y_range=Range1d(start=n_rows - 0.5, end=-0.5),  # the first request at the top
+    )
+    bars = ColumnDataSource(
+        name="timeline_requests",
+        data={
+            "row": [r["row"] for r in tl.rows],
+            "start": [r["start_s"] for r in tl.rows],
+            "end": [r["end_s"] for r in tl.rows],
+            "index": [r["index"] for r in tl.rows],
+            "events": [r["events"] for r in tl.rows],
+            "ttft_ms": [None if r["ttft_s"] is None else r["ttft_s"] * 1e3 for r in tl.rows],
+            "e2e_ms": [None if r["e2e_s"] is None else r["e2e_s"] * 1e3 for r in tl.rows],
+            "outcome": ["ok" if r["ok"] else str(r["error"]) for r in tl.rows],
+            "color": ["#9ecae1" if r["ok"] else "#fc9272" for r in tl.rows],
+        },
+    )
+    bar = fig.hbar(y="row", left="start", right="end", height=0.8, source=bars, color="color", alpha=0.6)
+    fig.add_tools(
+        HoverTool(
+            renderers=[bar],
+            tooltips=[
+                ("request", "@index"),
+                ("outcome", "@outcome"),
+                ("events", "@events"),
+                ("TTFT [ms]", "@ttft_ms{0,0.000}"),
+                ("E2E [ms]", "@e2e_ms{0,0.000}"),
+            ],
+        )
+    )
+    ticks = ColumnDataSource(
+        name="timeline_ticks", data={"x": tl.tick_x_s, "y0": tl.tick_row - 0.4, "y1": tl.tick_row + 0.4}
+    )
+    fig.segment(x0="x", x1="x", y0="y0", y1="y1", source=ticks, color="#08306b", line_width=1)
+    fig.yaxis.visible = n_rows > 1
+    return fig
+
+
+def throughput(series: list[dict[str, Any]], x_range: Any = None) -> Any:
+    """Output tokens that arrived in each whole second (summary.time_series), as bars."""
+    kw = {"x_range": x_range} if x_range is not None else {}
+    fig = _figure("output throughput over time", "seconds since the first measured send", "output tok/s", 240, **kw)
+    src = ColumnDataSource(
+        {
+            "t": [p["t_s"] + 0.5 for p in series],
+            "tokens": [p["output_tokens"] for p in series],
+            "done": [p["requests_done"] for p in series],
+            "errors": [p["errors"] for p in series],
+        }
+    )
+    fig.vbar(x="t", top="tokens", width=0.9, source=src, color="#3182bd")
+    fig.add_tools(
+        HoverTool(tooltips=[("second", "@t{0}"), ("output tok/s", "@tokens"), ("done", "@done"), ("failed", "@errors")])
+    )
+    return fig
+
+
+def in_flight(t_s: np.ndarray, level: np.ndarray, x_range: Any = None) -> Any:
+    kw = {"x_range": x_range} if x_range is not None else {}
+    fig = _figure("requests in flight", "seconds since the first measured send", "requests", 240, **kw)
+    src = ColumnDataSource({"t": t_s, "n": level})
+    fig.step("t", "n", source=src, mode="after", line_width=2, color="#31a354")
+    fig.add_tools(HoverTool(tooltips=[("s", "@t{0.000}"), ("in flight", "@n")], mode="vline"))
+    return fig
+
+
+def errors(counts: dict[str, int]) -> Any:
+    classes = sorted(counts, key=lambda k: -counts[k])
+    fig = _figure("errors by class", "requests", "", height=int(80 + 30 * len(classes)), y_range=classes)
+    src = ColumnDataSource({"cls": classes, "n": [counts[c] for c in classes]})
+    fig.hbar(y="cls", right="n", height=0.7, source=src, color="#de2d26")
+    fig.add_tools(HoverTool(tooltips=[("class", "@cls"), ("requests", "@n")]))
+    fig.x_range.start = 0
+    return fig
+
+
+def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[str, Any] | None) -> Any:
+    """Per-user decode TPS (mean over users) against aggregate output throughput, one point per
+    done cell, labelled with its value on the swept axis; the knee and max goodput marked."""
+    fig = _figure(title, "aggregate output throughput [tok/s]", "decode speed per user, mean [tok/s]", 380)
+    src = ColumnDataSource(
+        {
+            "x": [p["x"] for p in points],
+            "y": [p["y"] for p in points],
+            "label": [str(p["value"]) for p in points],
+            "goodput": [p.get("goodput_rps") for p in points],
+        }
+    )
+    fig.line("x", "y", source=src, line_width=2, color="#3182bd")
+    fig.scatter("x", "y", source=src, size=8, color="#3182bd")
+    fig.text("x", "y", text="label", source=src, x_offset=6, y_offset=-4, text_font_size="11px")
+    fig.add_tools(
+        HoverTool(
+            tooltips=[
+                ("cell", "@label"),
+                ("tok/s (all)", "@x{0,0.0}"),
+                ("tok/s/user", "@y{0,0.0}"),
+                ("goodput req/s", "@goodput{0,0.00}"),
+            ]
+        )
+    )
+    for mark, color, marker, text in (
+        (next((p for p in points if p["value"] == knee), None), "#e6550d", "diamond", "knee"),
+        (
+            next((p for p in points if best is not None and p["value"] == best.get("value")), None),
+            "#31a354",
+            "star",
+            "max goodput",
+        ),
+    ):
+        if mark is None:
+            continue
+        fig.scatter([mark["x"]], [mark["y"]], size=18, color=color, marker=marker, alpha=0.8, legend_label=text)
+        fig.add_layout(Label(x=mark["x"], y=mark["y"], text=text, x_offset=10, y_offset=10, text_color=color))
+    if fig.legend:
+        fig.legend.location = "top_right"
+    return fig

@@ -1,0 +1,169 @@
+"""The HTML report in real headless Chromium (`pytest -m browser`, .ci/steps/60-browser.sh): it
+loads with no console error and no network request, its plots are drawn (non-blank by their
+pixels in a screenshot), and a 10,000-request run's timeline stays bounded in drawn points."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pytps
+from pytps.report import saved_run
+from pytps.report.html import write_report
+
+pytestmark = pytest.mark.browser
+
+chromium_page = pytest.importorskip("chromium_page", reason="tests/chromium_page.py needs websockets")
+Image = pytest.importorskip("PIL.Image", reason="pillow reads the screenshots")
+
+# BokehJS has drawn every plot: its document exists and has no pending work.
+RENDERED = "window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
+# Points in every ColumnDataSource of the page: what the canvas draws.
+POINTS_JS = """[...Bokeh.documents[0].all_models].filter(m => m.type == "ColumnDataSource")
+    .map(m => [m.name || "", Math.max(0, ...Object.values(m.data).map(c => c.length))])"""
+PLOT_RECTS_JS = """[...document.querySelectorAll("div.plot")].map(d => {
+    const r = d.getBoundingClientRect();
+    return [d.dataset.plot, r.left + scrollX, r.top + scrollY, r.width, r.height];
+})"""
+
+
+# Share of a plot area's pixels that must be ink; an empty figure has none (checked by
+# test_an_empty_plot_has_no_ink), a thin CDF line about 1%.
+MIN_INK = 0.002
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    if chromium_page.chromium_path() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/steps/60-browser.sh does)")
+    with chromium_page.Chromium() as c:
+        yield c
+
+
+def load(browser: Any, page: Path) -> float:
+    """Opens the page; returns seconds from navigation to every plot drawn."""
+    browser.events.clear()
+    t0 = time.monotonic()
+    browser.open(page)
+    browser.wait_until(RENDERED)
+    return time.monotonic() - t0
+
+
+def plot_ink(browser: Any) -> dict[str, float]:
+    """Each plot's share of ink pixels in a screenshot of the whole page: coloured or dark pixels
+    inside its axes, left of its toolbar. An empty figure has only grey grid lines and a grey
+    frame (equal channels, light), which are not ink."""
+    rects = browser.evaluate(PLOT_RECTS_JS)
+    shot = np.asarray(Image.open(io.BytesIO(browser.screenshot())).convert("RGB"))
+    out = {}
+    for name, x, y, w, h in rects:
+        assert w > 100 and h > 100, (name, w, h)
+        area = shot[int(y) + 30 : int(y + h) - 40, int(x) + 60 : int(x + w) - 40].astype(np.int16)
+        assert area.size, name
+        out[name] = float(((area.max(axis=2) - area.min(axis=2) > 40) | (area.max(axis=2) < 120)).mean())
+    return out
+
+
+def check_clean_and_drawn(browser: Any, page: Path) -> list[str]:
+    """No console error or warning, no request but the file itself, every plot non-blank.
+    Returns the plots' names."""
+    load(browser, page)
+    assert browser.console_errors() == []
+    urls = browser.requested_urls()
+    assert urls and all(u.startswith(("file:", "data:", "blob:")) for u in urls), urls
+    ink = plot_ink(browser)
+    print(f"\nink {page.name}: " + " ".join(f"{k}={v:.3f}" for k, v in ink.items()))
+    assert ink and all(v > MIN_INK for v in ink.values()), ink
+    return list(ink)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("browser")
+    out: dict[str, Path] = {}
+    with pytps.Emulator(ttft_ms=3, itl_us=400, faults=["500:p=0.1"]) as emu:
+        for name in ("a", "b"):
+            pytps.run(emu.base_url, model="m", out=root / name, requests=60, concurrency=4, output_tokens=16,
+                      input_tokens=16, seed=len(name))
+            out[name] = root / name
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--model", "m", "--concurrency",
+             "1,2,4,8", "--requests", "16", "--output-tokens", "16", "--input-tokens", "16", "--out",
+             str(root / "sweep"), "--html"],
+            capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        out["sweep"] = root / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "pytps", "compare", str(out["a"]), str(out["b"]), "--html",
+                           str(root / "compare.html")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out["compare"] = root / "compare.html"
+    return out
+
+
+def test_a_run_report_loads_clean_and_every_plot_is_drawn(browser: Any, runs: dict[str, Path]) -> None:
+    page = write_report(runs["a"])
+    names = check_clean_and_drawn(browser, page)
+    # 3 CDFs, the timeline, throughput, in flight, errors.
+    assert len(names) == 7
+
+
+def test_a_sweep_report_loads_clean_with_its_curve(browser: Any, runs: dict[str, Path]) -> None:
+    assert len(check_clean_and_drawn(browser, runs["sweep"] / "report.html")) == 1
+
+
+def test_a_compare_report_loads_clean_with_overlaid_cdfs(browser: Any, runs: dict[str, Path]) -> None:
+    assert len(check_clean_and_drawn(browser, runs["compare"])) == 5
+    # Two sides: two curves on each CDF.
+    steps = browser.evaluate(
+        '[...Bokeh.documents[0].all_models].filter(m => m.type == "GlyphRenderer" && m.glyph.type == "Step").length'
+    )
+    assert steps == 10
+
+
+@pytest.fixture(scope="module")
+def run_10k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser10k") / "run"
+    with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
+        pytps.run(emu.base_url, model="m", out=out, requests=10_000, concurrency=64, output_tokens=16,
+                  input_tokens=16)
+    return out
+
+
+def test_10000_requests_stay_bounded_in_drawn_points(browser: Any, run_10k: Path) -> None:
+    page = write_report(run_10k)
+    seconds = load(browser, page)
+    assert browser.console_errors() == []
+    points = browser.evaluate(POINTS_JS)
+    named = {name: n for name, n in points if name}
+    assert named["timeline_requests"] == saved_run.TIMELINE_MAX_ROWS  # sampled: 10,000 is more
+    assert 0 < named["timeline_ticks"] <= saved_run.TIMELINE_MAX_TICKS
+    total = sum(n for _, n in points)
+    # Rows and ticks, three CDFs, in flight, throughput per second, and a few marks.
+    bound = (saved_run.TIMELINE_MAX_ROWS + saved_run.TIMELINE_MAX_TICKS + 3 * saved_run.CDF_POINTS
+             + saved_run.IN_FLIGHT_POINTS + 1000)
+    assert total <= bound, points
+    canvases = browser.evaluate('document.querySelectorAll("div.plot").length')
+    size_kb = page.stat().st_size / 1024
+    # The figure for the closing note (not asserted: it depends on the machine).
+    print(f"\n10k report: {size_kb:,.0f} KB, loaded and drawn in {seconds * 1e3:.0f} ms; points drawn {total:,} "
+          f"(timeline: {named['timeline_requests']} rows, {named['timeline_ticks']:,} ticks); {canvases} plots")
+    check_clean_and_drawn(browser, page)
+
+
+def test_an_empty_plot_has_no_ink(browser: Any, tmp_path: Path) -> None:
+    """The pixel check's own control: the same figure with no data is blank to it."""
+    from pytps.report import html_plots
+    from pytps.report.html import Page
+
+    page = Page("empty")
+    page.add(page.plot(html_plots.in_flight(np.zeros(0), np.zeros(0))))
+    (tmp_path / "empty.html").write_text(page.render())
+    load(browser, tmp_path / "empty.html")
+    assert plot_ink(browser) == {"plot0": 0.0}
