@@ -221,3 +221,25 @@ def test_the_page_embeds_its_timeline_sources(run_with_errors: Path, tmp_path: P
     lengths = column_lengths(bokeh_doc(text))
     run = load_saved_run(run_with_errors)
     assert lengths == {"timeline_requests": 40, "timeline_ticks": timeline(run).ticks}
+
+
+def test_sessions_against_a_caching_server_show_length_turn_and_cache_sections(tmp_path: Path) -> None:
+    out = tmp_path / "sessions"
+    with pytps.Emulator(ttft_ms=2, itl_us=200, prefill_us_per_token=20, prefix_cache_tokens=100_000) as emu:
+        pytps.run(emu.base_url, model="m", out=out, turns=3, sessions=6, concurrency=3, output_tokens=8,
+                  input_tokens=32, seed=5)
+    text = write_report(out, tmp_path / "s.html").read_text()
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    for needle in ("TTFT against prompt tokens", "E2E against output tokens", "<h2>Per turn</h2>",
+                   "<h2>Prefix cache</h2>", f"Hit rate {summary['cache']['hit_rate']:.1%}"):
+        assert needle in text, needle
+    # One point per successful measured request in the prompt-length scatter: every turn's request.
+    x, y, total = load_saved_run(out).pairs("prompt_tokens", "ttft_s")
+    assert total == len(x) == summary["requests_ok"] == 18
+    assert np.array_equal(np.sort(y), np.sort(load_saved_run(out).values("ttft_s")))
+
+
+def test_the_length_scatter_samples_evenly_past_its_cap(run_with_errors: Path) -> None:
+    run = load_saved_run(run_with_errors)
+    x, _, total = run.pairs("output_tokens", "e2e_s", limit=5)
+    assert total > 5 and len(x) == 5

@@ -273,6 +273,8 @@ def run_page(run: SavedRun) -> Page:
         + "</div>"
     )
 
+    _workload_sections(page, run)
+
     page.add("<h2>Errors</h2>")
     errors: dict[str, int] = s.get("errors") or {}
     if errors:
@@ -285,6 +287,76 @@ def run_page(run: SavedRun) -> Page:
     else:
         page.add(f"<p>No errors in {s.get('requests_total', 0):,} measured requests.</p>")
     return page
+
+
+def _workload_sections(page: Page, run: SavedRun) -> None:
+    """Latency against prompt and output length (points from the journal, the summary's bins as a
+    line), and, when the run had them, the per-turn figures and the prefix cache's."""
+    from . import html_plots as plots
+
+    s = run.summary
+    figs = []
+    for x_key, y_key, bins_key, title, x_label, y_label in (
+        ("prompt_tokens", "ttft_s", "ttft_by_prompt_tokens", "TTFT against prompt tokens", "prompt tokens", "TTFT"),
+        ("output_tokens", "e2e_s", "e2e_by_output_tokens", "E2E against output tokens", "output tokens", "E2E"),
+    ):
+        x, y, total = run.pairs(x_key, y_key)
+        if total:
+            drawn = "" if len(x) == total else f" ({len(x):,} of {total:,} requests drawn, evenly by index)"
+            fig = plots.scatter(title + drawn, x_label, f"{y_label} [ms]", x, y, s.get(bins_key) or [])
+            figs.append(page.plot(fig))
+    if figs:
+        page.add("<h2>Latency against length</h2>")
+        page.add(
+            '<p class="note">One point per successful measured request (prompt tokens as the server reported '
+            "them); the line is the median of each power-of-two bin, as results.json keeps it.</p>"
+        )
+        page.add(f'<div class="plots2">{"".join(figs)}</div>')
+
+    turns = s.get("per_turn") or []
+    if turns:
+        page.add("<h2>Per turn</h2>")
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f'<td class="num">{cell}</td>'
+                for cell in (
+                    t["turn"],
+                    f"{t['requests']:,}",
+                    _ms(t.get("ttft_p50_s")),
+                    _ms(t.get("ttft_mean_s")),
+                    _num(t.get("decode_tps_p50")),
+                    _num(t.get("prompt_tokens_mean")),
+                    _num(t.get("cached_tokens_mean")),
+                )
+            )
+            + "</tr>"
+            for t in turns
+        )
+        page.add(
+            "<table><tr><th>turn</th><th>requests</th><th>TTFT p50 [ms]</th><th>TTFT mean [ms]</th>"
+            "<th>decode p50 [tok/s/user]</th><th>prompt tokens, mean</th><th>cached tokens, mean</th></tr>"
+            f"{rows}</table>"
+        )
+    cache = s.get("cache") or {}
+    if cache.get("hit_rate") is not None:
+        hit = cache["hit_rate"]
+        cached_ttft = (cache.get("ttft_mostly_cached_s") or {}).get("p50")
+        uncached_ttft = (cache.get("ttft_mostly_uncached_s") or {}).get("p50")
+        page.add("<h2>Prefix cache</h2>")
+        page.add(
+            f"<p>Hit rate {hit:.1%} ({cache['cached_tokens']:,} of {cache['prompt_tokens']:,} prompt tokens, as the "
+            f"server reported them). TTFT p50: {_ms(cached_ttft)} ms mostly cached, {_ms(uncached_ttft)} ms mostly "
+            "uncached.</p>"
+        )
+
+
+def _ms(value: float | None) -> str:
+    return e(fmt(None if value is None else value * 1e3, "ms"))
+
+
+def _num(value: float | None) -> str:
+    return e(fmt(value))
 
 
 def sweep_page(directory: Path, index: dict[str, Any]) -> Page:

@@ -193,3 +193,17 @@ def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[
     if fig.legend:
         fig.legend.location = "top_right"
     return fig
+
+
+def scatter(title: str, x_label: str, y_label: str, x: np.ndarray, y: np.ndarray, bins: list[dict[str, Any]]) -> Any:
+    """One point per request (x a length in tokens, y a time in s, drawn in ms), with the
+    summary's own power-of-two bins as a p50 step line, so the points and results.json agree."""
+    fig = _figure(title, x_label, y_label, 300)
+    fig.scatter(x, y * 1e3, size=4, alpha=0.35, color="#3182bd", legend_label="requests")
+    if bins:
+        xs = [b["lo"] for b in bins] + [bins[-1]["hi"]]
+        ys = [b["p50"] * 1e3 for b in bins] + [bins[-1]["p50"] * 1e3]
+        fig.step(xs, ys, mode="after", line_width=2, color="#e6550d", legend_label="bin p50 (summary)")
+    fig.legend.location = "top_left"
+    fig.add_tools(HoverTool(tooltips=[("tokens", "@x"), (y_label, "@y{0.000}")]))
+    return fig

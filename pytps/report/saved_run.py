@@ -28,6 +28,8 @@ IN_FLIGHT_POINTS = 4000
 #: them it samples whole requests evenly by request index (report/trace.select_lines), every event
 #: of a drawn request kept, so a stall or a burst inside a request still shows.
 TIMELINE_MAX_ROWS = 400
+#: Latency-against-length scatters draw at most this many requests, picked evenly by index.
+SCATTER_MAX_POINTS = 5000
 TIMELINE_MAX_TICKS = 40_000
 
 
@@ -57,6 +59,19 @@ class SavedRun:
         vals = [line.get(key) for line in self.measured() if line.get("ok")]
         arr = np.asarray([v for v in vals if isinstance(v, (int, float))], dtype=np.float64)
         return arr[np.isfinite(arr)]
+
+    def pairs(self, x_key: str, y_key: str, limit: int = SCATTER_MAX_POINTS) -> tuple[np.ndarray, np.ndarray, int]:
+        """(x, y) of successful measured requests that have both figures, at most `limit` of them
+        picked evenly by index, and how many there were in all."""
+        xs, ys = [], []
+        for line in self.measured():
+            x, y = line.get(x_key), line.get(y_key)
+            if line.get("ok") and isinstance(x, (int, float)) and isinstance(y, (int, float)):
+                xs.append(x)
+                ys.append(y)
+        total = len(xs)
+        keep = np.unique(np.linspace(0, total - 1, limit).astype(np.int64)) if total > limit else np.arange(total)
+        return np.asarray(xs, dtype=np.float64)[keep], np.asarray(ys, dtype=np.float64)[keep], total
 
     def t0_ns(self) -> int | None:
         """The first measured send: time zero of the summary's time series, and of every plot."""
