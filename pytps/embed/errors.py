@@ -14,7 +14,7 @@ from ..records import (
 )
 
 _TIMEOUT = {"TimeoutException", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutError", "ServerTimeoutError"}
-_CONNECT = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError", "ClientConnectorError", "ConnectionError"}
+_CONNECT = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError", "ClientConnectorError", "NewConnectionError"}
 _ENDED = {
     "RemoteProtocolError",
     "ReadError",
@@ -39,8 +39,8 @@ def error_class(exc: BaseException, *, response_started: bool) -> str:
     """timeout, connect, no_response (ended before any byte of a response), truncated (ended
     while the body came), protocol (bytes that could not be parsed), else client."""
     names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & _CONNECT and not names & {"RemoteProtocolError", "ReadError", "WriteError"}:
-        return ERROR_CONNECT if "ConnectTimeout" in names or not names & _TIMEOUT else ERROR_TIMEOUT
+    if names & _CONNECT:
+        return ERROR_CONNECT
     if names & _TIMEOUT:
         return ERROR_TIMEOUT
     if names & _ENDED:
