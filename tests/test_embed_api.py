@@ -141,9 +141,10 @@ def test_collector_journal_callback_and_bounded(emu, tmp_path):
     client = pytps.instrument(httpx.Client(), collector=col)
     with pytps.collecting(bounded):
         for i in range(5):
-            with pytps.tag("even" if i % 2 == 0 else "odd"), client.stream(
-                "POST", emu.base_url + "/v1/chat/completions", json=_chat_body(8 + i)
-            ) as r:
+            with (
+                pytps.tag("even" if i % 2 == 0 else "odd"),
+                client.stream("POST", emu.base_url + "/v1/chat/completions", json=_chat_body(8 + i)) as r,
+            ):
                 r.read()
     col.close()
     assert len(seen) == 5 and seen == col.records
