@@ -142,8 +142,9 @@ def main() -> None:
         f"p90 {np.percentile(per_b, 90):.2f})"
     )
     print(
-        f"difference per round (B - A): median {np.median(diff):+.2f} us per chunk, p10 {np.percentile(diff, 10):+.2f}, "
-        f"p90 {np.percentile(diff, 90):+.2f}; target <= 2 us: {'met' if np.median(diff) <= 2.0 else 'NOT met'}"
+        f"difference per round (B - A): median {np.median(diff):+.2f} us per chunk, "
+        f"p10 {np.percentile(diff, 10):+.2f}, p90 {np.percentile(diff, 90):+.2f}; "
+        f"target <= 2 us: {'met' if np.median(diff) <= 2.0 else 'NOT met'}"
     )
     print(f"records: {len(records)}, all ok: {reads_ok}")
 
