@@ -37,11 +37,16 @@ def _truth_by_id(emu, n):
     return {t["id"]: t for t in emu.wait_truth(n)}
 
 
-def _check_against_truth(record, truth) -> None:
-    """TTFT within 0.5 ms of the emulator's (first event written − request received); tokens exact."""
+def _check_against_truth(record, truth, ttft_within_s: float | None = None) -> None:
+    """Tokens and events exact; every stamp bracketed by the emulator's (sent before it was
+    received, read after it was written); with ttft_within_s, TTFT within that of the emulator's
+    (first event written − request received): the timing tier asks 0.5 ms on a quiet machine."""
     t = truth[record.response_id]
     truth_ttft_s = (int(t["sent_ns"][0]) - t["received_ns"]) / 1e9
-    assert abs(record.ttft_s - truth_ttft_s) < TTFT_TOLERANCE_S, (record.ttft_s, truth_ttft_s)
+    if ttft_within_s is not None:
+        assert abs(record.ttft_s - truth_ttft_s) < ttft_within_s, (record.ttft_s, truth_ttft_s)
+    assert record.t_send_ns <= t["received_ns"]
+    assert record.ttft_s >= truth_ttft_s - 0.0001  # a reader woken by the write may return before write() does
     assert record.output_tokens == t["output_tokens"]
     assert record.output_events == len(t["sent_ns"])
     # Every stamp is at or after the write that sent the bytes: taken at the read.
@@ -209,14 +214,21 @@ def test_async_anthropic_with_collector(emu):
         client = anthropic.AsyncAnthropic(
             base_url=emu.base_url, api_key="k", http_client=pytps.instrument(httpx2.AsyncClient(), collector=collector)
         )
-        async with client.messages.stream(model="m", max_tokens=12, messages=MESSAGES) as s:
-            text = "".join([t async for t in s.text_stream])
+        texts = []
+        for _ in range(2):  # the first: warm-up (the SDK's streaming code is imported on first use)
+            async with client.messages.stream(model="m", max_tokens=12, messages=MESSAGES) as s:
+                texts.append("".join([t async for t in s.text_stream]))
         await client.close()
-        return text
+        return texts
 
-    assert asyncio.run(main())
-    (record,) = collector.records
-    assert record.ok and record.output_tokens == 12 and record.ttft_s > 0.004
+    emu.truth(clear=True)
+    texts = asyncio.run(main())
+    assert texts[0] == texts[1] and texts[0]
+    truth = _truth_by_id(emu, 2)
+    assert len(collector.records) == 2
+    record = collector.records[1]
+    assert record.ok and record.output_tokens == 12
+    _check_against_truth(record, truth)
 
 
 def test_instrument_rejects_what_it_cannot_time():
@@ -233,3 +245,43 @@ def test_default_client_is_httpx2_sync():
     client = pytps.instrument()
     assert isinstance(client, httpx2.Client)
     assert isinstance(client.collector, pytps.Collector)
+
+
+def _sync_openai_calls(emu, package: str, n: int):
+    client = openai.OpenAI(
+        base_url=emu.base_url + "/v1", api_key="k", http_client=pytps.instrument(SYNC_CLIENTS[package]())
+    )
+    _openai_text(client)  # warm-up
+    emu.truth(clear=True)
+    for _ in range(n):
+        _openai_text(client)
+    return client._client.collector.records[1:], _truth_by_id(emu, n)
+
+
+def _async_anthropic_calls(emu, n: int):
+    collector = pytps.Collector()
+
+    async def main():
+        client = anthropic.AsyncAnthropic(
+            base_url=emu.base_url, api_key="k", http_client=pytps.instrument(httpx2.AsyncClient(), collector=collector)
+        )
+        for i in range(n + 1):
+            if i == 1:
+                emu.truth(clear=True)
+            async with client.messages.stream(model="m", max_tokens=16, messages=MESSAGES) as s:
+                "".join([t async for t in s.text_stream])
+        await client.close()
+
+    asyncio.run(main())
+    return collector.records[1:], _truth_by_id(emu, n)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("case", ["openai-httpx", "openai-httpx2", "anthropic-async-httpx2"])
+def test_ttft_within_half_a_millisecond_of_truth(emu, case):
+    records, truth = (
+        _async_anthropic_calls(emu, 10) if case.startswith("anthropic") else _sync_openai_calls(emu, case[7:], 10)
+    )
+    assert len(records) == 10
+    for record in records:
+        _check_against_truth(record, truth, ttft_within_s=TTFT_TOLERANCE_S)
