@@ -38,19 +38,19 @@ def _truth_by_id(emu, n):
 
 
 def _check_against_truth(record, truth, ttft_within_s: float | None = None) -> None:
-    """Tokens and events exact; every stamp bracketed by the emulator's (sent before it was
-    received, read after it was written); with ttft_within_s, TTFT within that of the emulator's
-    (first event written − request received): the timing tier asks 0.5 ms on a quiet machine."""
+    """Tokens and events exact, the send stamped before the emulator received it; with
+    ttft_within_s, TTFT within that of the emulator's (first event written − request received):
+    the timing tier asks 0.5 ms, on a quiet machine."""
     t = truth[record.response_id]
     truth_ttft_s = (int(t["sent_ns"][0]) - t["received_ns"]) / 1e9
     if ttft_within_s is not None:
         assert abs(record.ttft_s - truth_ttft_s) < ttft_within_s, (record.ttft_s, truth_ttft_s)
+    # Stamped right before the write: the emulator cannot have read the request earlier. (The
+    # other way, the emulator's write stamps can follow the client's reads on a loaded machine:
+    # a reader woken by the write may run before write() returns.)
     assert record.t_send_ns <= t["received_ns"]
-    assert record.ttft_s >= truth_ttft_s - 0.0001  # a reader woken by the write may return before write() does
     assert record.output_tokens == t["output_tokens"]
     assert record.output_events == len(t["sent_ns"])
-    # Every stamp is at or after the write that sent the bytes: taken at the read.
-    assert record.first_output_ns >= int(t["sent_ns"][0])
 
 
 @pytest.mark.parametrize("package", ["httpx", "httpx2"])
