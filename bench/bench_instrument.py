@@ -1,12 +1,13 @@
 """What pytps.instrument costs the application: the OpenAI SDK streaming from the emulator with
-and without instrumentation, in interleaved rounds (A B A B ...) within one run.
+and without instrumentation, in interleaved rounds (A B, B A, A B, ...) within one run.
 
 The emulator runs as its own process (`pytps serve`), so this process's CPU time is the client's
 alone: the SDK, httpx(2), and, in B rounds, pytps's stamping, recording and record hand-over.
 Each round streams the same requests; the figure is the CPU per received chunk (one SSE event
 per read at the chosen ITL: the emulator writes each event on its own and the client is idle
 between them), B minus A per round, reported as the median over rounds with its spread
-(p10-p90). Target (issue 14): at most 2 us per chunk.
+(p10-p90); the order alternates per round so that a drift in load favours neither side.
+Target (issue 14): at most 2 us per chunk.
 
 The machine's load average is printed before and after: with other work on the machine the
 spread widens, the median stays the comparison of like with like.
@@ -45,6 +46,76 @@ def _wait_port(port: int, timeout_s: float = 10.0) -> None:
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"the emulator did not listen on port {port}")
+
+
+def per_chunk_work_us(n: int = 200_000) -> tuple[float, float]:
+    """pytps's own work per chunk, without sockets: a stamping read (now_ns, one attribute set) and
+    the body wrapper's step (one generator layer, StreamRecorder.feed of a one-token SSE event).
+    Returns (CPU us per chunk with it, without it: the bare generator over the same chunks)."""
+    from pytps import StreamRecorder, now_ns
+
+    event = b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" word"}}]}\n\n'
+    chunks = [event] * n
+
+    class Net:
+        last_read_ns = 0
+
+    net = Net()
+
+    def bare(src: list[bytes]) -> Any:
+        yield from src
+
+    def stamped(src: list[bytes]) -> Any:
+        for part in src:
+            net.last_read_ns = now_ns()
+            yield part
+
+    def wrapped(src: Any, feed: Any) -> Any:
+        for part in src:
+            feed(part, net.last_read_ns)
+            yield part
+
+    t0 = time.process_time()
+    for _ in bare(chunks):
+        pass
+    t_bare = time.process_time() - t0
+    recorder = StreamRecorder("openai-chat")
+    t0 = time.process_time()
+    for _ in wrapped(stamped(chunks), recorder.feed):
+        pass
+    t_with = time.process_time() - t0
+    return t_with / n * 1e6, t_bare / n * 1e6
+
+
+def per_call_work_us(tokens: int, n: int = 2000) -> float:
+    """pytps's own work per HTTP attempt, without sockets: opening its record, reading the response
+    head, and closing it (StreamRecorder read-outs, the record handed to a collector), for a
+    stream of `tokens` one-token events. CPU us per attempt."""
+    from types import SimpleNamespace
+
+    import pytps
+    from pytps.embed.instrument import _Attempt, _SyncStampingStream
+
+    event = b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" w"}}]}\n\n'
+    request = SimpleNamespace(headers={}, url=SimpleNamespace(path="/v1/chat/completions"), method="POST")
+    net = _SyncStampingStream(None)
+    response = SimpleNamespace(
+        extensions={"network_stream": net}, status_code=200, headers={"content-type": "text/event-stream"}
+    )
+    collector = pytps.Collector(keep=False)
+    chunks = [event] * tokens + [b"data: [DONE]\n\n"]
+    t_feed = 0.0
+    t0 = time.process_time()
+    for _ in range(n):
+        attempt = _Attempt(request, None, collector)
+        attempt.response(response)
+        t1 = time.process_time()
+        feed = attempt.recorder.feed
+        for part in chunks:
+            feed(part, 1)
+        t_feed += time.process_time() - t1
+        attempt.finish(None, complete=True)
+    return (time.process_time() - t0 - t_feed) / n * 1e6
 
 
 def main() -> None:
@@ -105,10 +176,15 @@ def main() -> None:
         timed_http.collector.clear()
         load_before = os.getloadavg()
         a_cpu, b_cpu, chunks = [], [], []
-        for _ in range(args.rounds):
-            cpu_a, text_a = stream_all(bare)
+        for round_no in range(args.rounds):
+            # A B, then B A in the next round: a drift in the machine's load favours neither side.
             n_before = len(timed_http.collector)
-            cpu_b, text_b = stream_all(timed)
+            if round_no % 2 == 0:
+                cpu_a, text_a = stream_all(bare)
+                cpu_b, text_b = stream_all(timed)
+            else:
+                cpu_b, text_b = stream_all(timed)
+                cpu_a, text_a = stream_all(bare)
             if args.layer == "sdk":
                 assert text_a == text_b, "the SDK saw different text with instrumentation"
             records = timed_http.collector.records[n_before:]
@@ -147,6 +223,16 @@ def main() -> None:
         f"target <= 2 us: {'met' if np.median(diff) <= 2.0 else 'NOT met'}"
     )
     print(f"records: {len(records)}, all ok: {reads_ok}")
+    call_us = per_call_work_us(args.tokens)
+    print(
+        f"pytps's own work per HTTP attempt, no sockets (record, head, read-outs, hand-over): {call_us:.1f} us, "
+        f"{call_us / (args.tokens + 3):.2f} us per chunk at {args.tokens} tokens"
+    )
+    with_us, bare_us = per_chunk_work_us()
+    print(
+        f"pytps's own work per chunk, no sockets (stamp + wrapper + StreamRecorder.feed): {with_us - bare_us:.2f} us "
+        f"({with_us:.2f} us against a bare generator's {bare_us:.2f} us)"
+    )
 
 
 if __name__ == "__main__":
