@@ -14,6 +14,7 @@ spread widens, the median stays the comparison of like with like.
 
     python bench/bench_instrument.py [--rounds 20] [--requests 5] [--tokens 200] [--package httpx2] [--layer sdk|http]
 
+--control runs A/A (both sides bare): the difference it reports is the method's own bias.
 --layer http times the HTTP client alone (iter_bytes): the same instrumentation, without the
 SDK's ~100 us per chunk of parsing, whose run-to-run spread hides a 2 us difference.
 """
@@ -128,6 +129,7 @@ def main() -> None:
     ap.add_argument(
         "--layer", choices=("sdk", "http"), default="sdk", help="through the OpenAI SDK, or the HTTP client alone"
     )
+    ap.add_argument("--control", action="store_true", help="A/A: both sides bare, the harness's own bias")
     args = ap.parse_args()
 
     import importlib
@@ -152,6 +154,13 @@ def main() -> None:
             timed: Any = openai.OpenAI(base_url=base, api_key="k", http_client=timed_http)
         else:
             bare, timed = pkg.Client(), timed_http
+        counter = timed
+        if args.control:  # A/A: the harness's own bias, both sides bare
+            timed = (
+                openai.OpenAI(base_url=base, api_key="k", http_client=pkg.Client())
+                if args.layer == "sdk"
+                else pkg.Client()
+            )
         messages = [{"role": "user", "content": "hello"}]
 
         body = {"model": "m", "messages": messages, "stream": True, "max_tokens": args.tokens}
@@ -171,8 +180,9 @@ def main() -> None:
             out = b"".join(text) if text and isinstance(text[0], bytes) else "".join(text)
             return time.process_time() - cpu0, str(out) if isinstance(out, bytes) else out
 
-        for client in (bare, timed):  # warm-up: imports, connections, the SDK's model classes
+        for client in (bare, timed, counter):  # warm-up: imports, connections, the SDK's model classes
             stream_all(client)
+        events_per_round = sum(r.events for r in timed_http.collector.records[-args.requests :])
         timed_http.collector.clear()
         load_before = os.getloadavg()
         a_cpu, b_cpu, chunks = [], [], []
@@ -189,7 +199,7 @@ def main() -> None:
                 assert text_a == text_b, "the SDK saw different text with instrumentation"
             records = timed_http.collector.records[n_before:]
             # SSE events framed per round (the same bytes reach the bare SDK): one per read here.
-            chunks.append(sum(r.events for r in records))
+            chunks.append(events_per_round if args.control else sum(r.events for r in records))
             a_cpu.append(cpu_a)
             b_cpu.append(cpu_b)
         load_after = os.getloadavg()
@@ -203,6 +213,8 @@ def main() -> None:
     diff = per_b - per_a
     records = timed_http.collector.records
     reads_ok = all(r.ok for r in records)
+    if args.control:
+        print("CONTROL (A/A): both sides bare; the difference is the harness's own bias and noise")
     layer = f"OpenAI SDK {openai.__version__} on {args.package}" if args.layer == "sdk" else f"{args.package} alone"
     print(
         f"pytps.instrument overhead, {layer}, {args.rounds} rounds x "
