@@ -285,3 +285,37 @@ def test_ttft_within_half_a_millisecond_of_truth(emu, case):
     assert len(records) == 10
     for record in records:
         _check_against_truth(record, truth, ttft_within_s=TTFT_TOLERANCE_S)
+
+
+def test_async_retries_keep_their_call_and_tag_under_concurrency():
+    faults = [{"kind": "http_429", "every": 2, "retry_after_s": 1}]
+    collector = pytps.Collector()
+    with pytps.Emulator(ttft_ms=1, itl_us=100, faults=faults) as emu:
+
+        async def main():
+            client = openai.AsyncOpenAI(
+                base_url=emu.base_url + "/v1",
+                api_key="k",
+                http_client=pytps.instrument(httpx.AsyncClient(), collector=collector),
+            )
+
+            async def one(i: int):
+                with pytps.tag(f"t{i}"):
+                    stream = await client.chat.completions.create(
+                        model="m", messages=MESSAGES, stream=True, max_tokens=5
+                    )
+                    return [c async for c in stream]
+
+            await asyncio.gather(*(one(i) for i in range(4)))
+            await client.close()
+
+        asyncio.run(main())
+    calls: dict[int, list] = {}
+    for r in collector.records:
+        calls.setdefault(r.call_id, []).append(r)
+    assert len(calls) == 4  # every SDK call, however many attempts it took
+    for attempts in calls.values():
+        assert [r.attempt for r in attempts] == list(range(1, len(attempts) + 1))
+        assert len({r.tag for r in attempts}) == 1  # the retries carry their call's tag
+        assert attempts[-1].ok and all(r.error == "http_429" for r in attempts[:-1])
+    assert sum(len(a) for a in calls.values()) > 4  # some calls were retried
