@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .._native import _core
 from ..errors import ConfigError
@@ -427,6 +427,15 @@ def default_client() -> Any:
 
         return httpx.Client()
     return httpx2.Client()
+
+
+_Client = TypeVar("_Client")
+
+
+@overload
+def instrument(client: None = None, *, dialect: str | None = None, collector: Collector | None = None) -> Any: ...
+@overload
+def instrument(client: _Client, *, dialect: str | None = None, collector: Collector | None = None) -> _Client: ...
 
 
 def instrument(client: Any = None, *, dialect: str | None = None, collector: Collector | None = None) -> Any:
