@@ -29,15 +29,43 @@ if TYPE_CHECKING:
         clock_info,
         now_ns,
     )
+    from .config import RunConfig
+    from .embed.collector import BoundedCollector, Collector
+    from .embed.context import collecting, tag
+    from .embed.instrument import instrument
+    from .embed.record import Record
+    from .embed.timer import StreamTimer, time_stream
     from .emulator import Emulator
-    from .library import run
+    from .finalize import RunResult
+    from .library import arun, run
+    from .metrics import RequestMetrics, request_metrics
+    from .records import RequestRecord
+    from .summary import summarize
+    from .transport.base import Transport
 
     __version__: str
 
 # name -> (module, attribute)
 _LAZY = {
     "run": ("library", "run"),
+    "arun": ("library", "arun"),
     "Emulator": ("emulator", "Emulator"),
+    "RunConfig": ("config", "RunConfig"),
+    "RunResult": ("finalize", "RunResult"),
+    "RequestRecord": ("records", "RequestRecord"),
+    "RequestMetrics": ("metrics", "RequestMetrics"),
+    "request_metrics": ("metrics", "request_metrics"),
+    "summarize": ("summary", "summarize"),
+    "Transport": ("transport.base", "Transport"),
+    # Embedding (docs/embedding.md).
+    "instrument": ("embed.instrument", "instrument"),
+    "Collector": ("embed.collector", "Collector"),
+    "BoundedCollector": ("embed.collector", "BoundedCollector"),
+    "Record": ("embed.record", "Record"),
+    "tag": ("embed.context", "tag"),
+    "collecting": ("embed.context", "collecting"),
+    "time_stream": ("embed.timer", "time_stream"),
+    "StreamTimer": ("embed.timer", "StreamTimer"),
     **{
         name: ("_native", name)
         for name in (
@@ -82,7 +110,9 @@ __all__ = [
     "KIND_CONTENT",
     "KIND_REASONING",
     "KIND_TOOL",
+    "BoundedCollector",
     "BuildError",
+    "Collector",
     "ConfigError",
     "Emulator",
     "EndpointError",
@@ -90,11 +120,25 @@ __all__ = [
     "HttpStreamRecorder",
     "ProtocolError",
     "PytpsError",
+    "Record",
+    "RequestMetrics",
+    "RequestRecord",
+    "RunConfig",
+    "RunResult",
     "SSEEvent",
     "SSEParser",
     "StreamRecorder",
+    "StreamTimer",
+    "Transport",
     "__version__",
+    "arun",
     "clock_info",
+    "collecting",
+    "instrument",
     "now_ns",
+    "request_metrics",
     "run",
+    "summarize",
+    "tag",
+    "time_stream",
 ]

@@ -5,9 +5,12 @@ schema: docs/results.md), and the RunResult handed back to the caller.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +31,7 @@ EVENT_LOG = "events.log"
 
 if TYPE_CHECKING:
     from .config import RunConfig
+    from .embed.record import Record
     from .transport.base import Transport
 
 
@@ -43,7 +47,29 @@ class RunResult:
     def __repr__(self) -> str:
         # Short on purpose: asyncio formats a finished task's result with repr (on Python 3.11
         # even on every signal.getsignal), and the records' arrays are large.
-        return f"<RunResult {len(self.records)} requests in {self.out_dir}>"
+        return f"<RunResult {self.summary.get('requests_total')} requests in {self.out_dir}>"
+
+    @property
+    def requests(self) -> Iterator[Record]:
+        """Each request's line of requests.jsonl as a pytps.Record (attributes, as_dict()), read
+        from the journal as iterated: a long run's requests are never all in memory."""
+        from .embed.record import Record
+
+        with open(self.out_dir / "requests.jsonl", encoding="utf-8") as f:
+            for line in f:
+                try:
+                    fields = json.loads(line)
+                except json.JSONDecodeError:  # a torn last line (the process died mid-write)
+                    continue
+                yield Record(fields=fields)
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Copies the results folder (results.json, requests.jsonl, events.npz) to `directory`,
+        created if needed; returns it. The run's own folder stays."""
+        target = Path(directory)
+        if target.resolve() != self.out_dir.resolve():
+            shutil.copytree(self.out_dir, target, dirs_exist_ok=True)
+        return target
 
 
 def default_out_dir(model: str) -> Path:

@@ -1,4 +1,5 @@
-"""The library entry point: pytps.run(...), the same job as `pytps run`, returning the result."""
+"""The library entry points: pytps.run(...) and its coroutine pytps.arun(...), the same job as
+`pytps run`, returning the RunResult."""
 
 from __future__ import annotations
 
@@ -20,9 +21,29 @@ def run(
 
     Without base_url, starts pytps.Emulator (with the `emulator` settings) and benchmarks it.
     The other keyword arguments are pytps.config.make_config()'s, named like the CLI flags.
+    Runs its own event loop: inside a running one (Jupyter, an async test), await arun().
     """
-    from .config import make_config
+    import asyncio
+
+    from .errors import ConfigError
     from .event_loop import run_coroutine
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run_coroutine(arun(base_url, progress=progress, emulator=emulator, **settings))
+    raise ConfigError("pytps.run() was called inside a running event loop: use `await pytps.arun(...)` there")
+
+
+async def arun(
+    base_url: str | None = None,
+    *,
+    progress: Progress | None = None,
+    emulator: dict[str, Any] | None = None,
+    **settings: Any,
+) -> RunResult:
+    """pytps.run() as a coroutine, on the caller's event loop (the same arguments and result)."""
+    from .config import make_config
     from .runner import Runner
 
     with ExitStack() as stack:
@@ -32,4 +53,4 @@ def run(
             # The truth is not kept unless asked for: nothing here reads it, and it grows with the run.
             base_url = stack.enter_context(Emulator(**{"keep_truth": False, **(emulator or {})})).base_url
         cfg = make_config(base_url, **settings)
-        return run_coroutine(Runner(cfg, progress).run())
+        return await Runner(cfg, progress).run()

@@ -152,6 +152,12 @@ def e2e_for(output_tokens: int, ttft_s: Any, tpot_s: Any) -> Any:
     return ttft_s + (output_tokens - 1) * tpot_s
 
 
+def ttfb_s(rec: RequestRecord) -> float | None:
+    """Time to first byte (docs/metrics.md): from t_send to the read that completed the response's
+    headers. The one figure a non-streaming response has besides E2E (pytps.instrument)."""
+    return _seconds(rec.t_headers_ns, rec.t_send_ns)
+
+
 def finish_ns(rec: RequestRecord) -> int | None:
     """When a request finished, for every window (throughput, steady, time series): its end (the
     terminal marker's arrival), or, for one that ended without it, when the transport gave up."""

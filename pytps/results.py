@@ -37,6 +37,34 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
+    """One line of requests.jsonl (docs/results.md): the request's metrics (`scalars`) and what its
+    record holds besides the per-event arrays. pytps.instrument's records have the same fields."""
+    line = {
+        **scalars,
+        "t_sched_ns": rec.t_sched_ns,
+        "t_headers_ns": rec.t_headers_ns,
+        "first_output_ns": rec.first_output_ns,
+        "first_answer_ns": rec.first_answer_ns,
+        "last_output_ns": rec.last_output_ns,
+        "end_ns": rec.end_ns,
+        "error_detail": rec.error_detail,
+        "response_id": rec.response_id,
+        "finish_reason": rec.finish_reason,
+        "usage": rec.usage,
+        "done": rec.done,
+        "events": rec.events,
+        "phases_ns": rec.phases_ns,
+        "retries": rec.retries,
+        "connection_id": rec.connection_id,
+        "session": rec.session,
+        "turn": rec.turn,
+        "session_end": rec.session_end,
+    }
+    out: dict[str, Any] = _jsonable(line)
+    return out
+
+
 class Journal:
     """Appends one JSON line per finished request and flushes it to the OS at once."""
 
@@ -48,29 +76,7 @@ class Journal:
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
         # Scalars only: the per-event arrays go to the event log (pytps.event_log), which keeps
         # this file small however long the run.
-        line = {
-            **scalars,
-            "t_sched_ns": rec.t_sched_ns,
-            "t_headers_ns": rec.t_headers_ns,
-            "first_output_ns": rec.first_output_ns,
-            "first_answer_ns": rec.first_answer_ns,
-            "last_output_ns": rec.last_output_ns,
-            "end_ns": rec.end_ns,
-            "error_detail": rec.error_detail,
-            "response_id": rec.response_id,
-            "finish_reason": rec.finish_reason,
-            "usage": rec.usage,
-            "done": rec.done,
-            "events": rec.events,
-            "phases_ns": rec.phases_ns,
-            "retries": rec.retries,
-            "connection_id": rec.connection_id,
-            "session": rec.session,
-            "turn": rec.turn,
-            "session_end": rec.session_end,
-        }
-        line = _jsonable(line)
-        self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
         self._f.flush()
 
     def close(self) -> None:

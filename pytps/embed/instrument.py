@@ -1,0 +1,472 @@
+"""pytps.instrument(client): an application's own httpx / httpx2 client, timed at the socket.
+
+Two replacements, both inside the client the application keeps using:
+
+- the connection pool's network backend (httpcore's or httpcore2's) becomes one whose streams
+  stamp pytps.now_ns() right after every socket read and around every write, as the httpx
+  transport of `pytps run` does (pytps.transport.httpx_transport). Stamping when the SDK pulls
+  bytes would time the application, not the network;
+- the client's transport is wrapped: each HTTP attempt gets a RequestRecord, and each body chunk
+  the SDK pulls is fed, unchanged and with the stamp of the read that brought it, to a
+  StreamRecorder before it is handed on. h11 turns a read's bytes into body data before the next
+  read, so the last read is the one that delivered the chunk's final bytes.
+
+With HTTP/2 one connection's reads serve several streams, and a connection opened before
+instrument() has the old backend: their chunks are stamped when pulled (time HTTP/1.1 calls).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any, TypeVar, overload
+
+from .._native import _core
+from ..errors import ConfigError
+from ..records import ERROR_CLIENT, RequestRecord
+from ..transport.base import classify_status, classify_stream
+from .collector import Collector, deliver
+from .context import call_of, current_tag
+from .errors import error_class
+from .record import Record, next_index
+from .timer import check_dialect
+
+_now_ns = _core.now_ns
+
+#: Request paths (their ends) and the dialect their streams speak.
+_PATH_DIALECTS = (
+    ("/chat/completions", "openai-chat"),
+    ("/completions", "openai-completions"),
+    ("/responses", "openai-responses"),
+    ("/messages", "anthropic"),
+    ("/api/chat", "ollama"),
+    ("/api/generate", "ollama"),
+)
+_STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
+_ERROR_BODY_BYTES = 4096
+
+
+def dialect_for_path(path: str) -> str | None:
+    """The dialect of a generation request's path, or None for any other request."""
+    path = path.rstrip("/")
+    for end, dialect in _PATH_DIALECTS:
+        if path.endswith(end):
+            return dialect
+    return None
+
+
+# ---- the network backend: stamps at the read -------------------------------------------------
+
+
+class _SyncStampingStream:
+    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.last_read_ns = 0
+        self.last_write_ns = 0
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data: bytes = self._inner.read(max_bytes, timeout)
+        self.last_read_ns = _now_ns()
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if buffer:  # h11 ends a body with an empty write; the request was sent before it
+            # Stamped right before, as every transport of pytps does: once the bytes are the
+            # kernel's the server may have them before this thread runs again.
+            self.last_write_ns = _now_ns()
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
+        return _SyncStampingStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _AsyncStampingStream:
+    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.last_read_ns = 0
+        self.last_write_ns = 0
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data: bytes = await self._inner.read(max_bytes, timeout)
+        self.last_read_ns = _now_ns()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if buffer:
+            # Stamped before: the bytes reach the kernel inside this call, which then yields to
+            # the event loop, whose lag a stamp taken after would add.
+            self.last_write_ns = _now_ns()
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> Any:
+        return _AsyncStampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+_STAMPING = (_SyncStampingStream, _AsyncStampingStream)
+
+
+class _SyncStampingBackend:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        return _SyncStampingStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return _SyncStampingStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _AsyncStampingBackend:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        return _AsyncStampingStream(await self._inner.connect_tcp(*args, **kwargs))
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return _AsyncStampingStream(await self._inner.connect_unix_socket(*args, **kwargs))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def _stamp_pool(transport: Any, is_async: bool) -> bool:
+    """Gives an httpx(2) HTTPTransport's pool (or proxy pool) the stamping backend; False when the
+    transport has no pool (a mock or a custom transport: chunks are then stamped when pulled)."""
+    pool: Any = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None:
+        return False
+    if not isinstance(backend, (_SyncStampingBackend, _AsyncStampingBackend)):
+        pool._network_backend = _AsyncStampingBackend(backend) if is_async else _SyncStampingBackend(backend)
+    return True
+
+
+# ---- one HTTP attempt --------------------------------------------------------------------------
+
+
+class _Attempt:
+    """One HTTP attempt's record while it goes: opened when the request is handed to the transport,
+    closed when its body ends, fails, or the application closes the response."""
+
+    __slots__ = ("collector", "error_body", "extras", "net", "rec", "recorder", "t_last_ns")
+
+    def __init__(self, request: Any, dialect: str | None, collector: Collector | None) -> None:
+        t = _now_ns()
+        rec = self.rec = RequestRecord(index=next_index(), transport="instrument")
+        rec.t_submit_ns = rec.t_send_ns = t
+        headers = request.headers
+        try:
+            retry_count = int(headers.get("x-stainless-retry-count", 0))
+        except ValueError:
+            retry_count = 0
+        call_id, attempt = call_of(retry_count)
+        path = request.url.path
+        self.extras: dict[str, Any] = {
+            "call_id": call_id,
+            "attempt": attempt,
+            "tag": current_tag(),
+            "dialect": dialect or dialect_for_path(path),
+            "method": request.method,
+            "path": path,  # never the query: it can hold keys
+            "streamed": False,
+        }
+        self.collector = collector
+        self.recorder: Any = None
+        self.net: Any = None
+        self.error_body: bytearray | None = None
+        self.t_last_ns = 0
+
+    def failed_before_response(self, exc: BaseException) -> None:
+        rec = self.rec
+        rec.t_done_ns = _now_ns()
+        rec.error = error_class(exc, response_started=False)
+        rec.error_detail = f"{type(exc).__name__}: {exc}"
+        self._deliver()
+
+    def response(self, response: Any) -> None:
+        rec = self.rec
+        net = response.extensions.get("network_stream")
+        self.net = net if isinstance(net, _STAMPING) else None
+        if self.net is not None:
+            if self.net.last_write_ns:
+                rec.t_send_ns = self.net.last_write_ns
+            rec.t_headers_ns = self.t_last_ns = self.net.last_read_ns
+        else:
+            rec.t_headers_ns = self.t_last_ns = _now_ns()
+        rec.status = status = response.status_code
+        content_type = response.headers.get("content-type", "")
+        streamed = any(t in content_type for t in _STREAM_TYPES)
+        self.extras["streamed"] = streamed
+        dialect = self.extras["dialect"]
+        if status >= 300:
+            self.error_body = bytearray()
+        elif streamed and dialect is not None:
+            self.recorder = _core.StreamRecorder(dialect)
+
+    def chunk_time(self) -> int:
+        net = self.net
+        t: int = net.last_read_ns if net is not None else _now_ns()
+        self.t_last_ns = t
+        return t
+
+    def keep_error_body(self, chunk: bytes) -> None:
+        body = self.error_body
+        if body is not None and len(body) < _ERROR_BODY_BYTES:
+            body += chunk[: _ERROR_BODY_BYTES - len(body)]
+
+    def finish(self, exc: BaseException | None, complete: bool) -> None:
+        """The body ended (complete: read to its end), failed (exc), or was closed unread."""
+        rec = self.rec
+        if rec.t_done_ns is not None:
+            return
+        # The read that brought the body's last bytes (or the last one before it was given up).
+        t_end = self.net.last_read_ns if self.net is not None else self.t_last_ns
+        rec.t_done_ns = t_end
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.close(t_end)
+            rec.fill_from_recorder(recorder)
+        else:
+            rec.end_ns = t_end if complete else None
+        if exc is not None and not isinstance(exc, GeneratorExit):
+            rec.error = error_class(exc, response_started=True)
+            rec.error_detail = f"{type(exc).__name__}: {exc}"
+        elif self.error_body is not None:
+            classify_status(rec, rec.status or 0, bytes(self.error_body))
+        elif not complete and not (recorder is not None and recorder.done):
+            # (An SDK closes a stream once it saw the terminal marker, before the body's last bytes.)
+            rec.error = ERROR_CLIENT
+            rec.error_detail = "the application closed the response before its end"
+        elif recorder is not None:
+            classify_stream(rec, recorder.error)
+        self._deliver()
+
+    def _deliver(self) -> None:
+        deliver(Record(self.rec, self.extras), self.collector)
+
+
+# ---- the wrapped transport and response stream, per package (httpx, httpx2) ----------------------
+
+
+@functools.cache
+def _classes(package: str) -> tuple[type, type, type, type]:
+    """(sync transport, async transport, sync body, async body) subclassing `package`'s bases:
+    httpx(2) checks a response body's class to tell sync from async."""
+    pkg: Any = importlib.import_module(package)
+
+    class SyncBody(pkg.SyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, attempt: _Attempt) -> None:
+            self._inner = inner
+            self._attempt = attempt
+
+        def __iter__(self) -> Any:
+            attempt = self._attempt
+            recorder = attempt.recorder
+            try:
+                net = attempt.net
+                if recorder is not None and net is not None:  # the hot path: one C call per chunk
+                    feed = recorder.feed
+                    for part in self._inner:
+                        feed(part, net.last_read_ns)
+                        yield part
+                elif recorder is not None:
+                    feed, when = recorder.feed, attempt.chunk_time
+                    for part in self._inner:
+                        feed(part, when())
+                        yield part
+                else:
+                    for part in self._inner:
+                        attempt.chunk_time()
+                        attempt.keep_error_body(part)
+                        yield part
+            except BaseException as exc:
+                attempt.finish(exc, complete=False)
+                raise
+            attempt.finish(None, complete=True)
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._attempt.finish(None, complete=False)
+
+    class AsyncBody(pkg.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, attempt: _Attempt) -> None:
+            self._inner = inner
+            self._attempt = attempt
+
+        async def __aiter__(self) -> Any:
+            attempt = self._attempt
+            recorder = attempt.recorder
+            try:
+                net = attempt.net
+                if recorder is not None and net is not None:  # the hot path: one C call per chunk
+                    feed = recorder.feed
+                    async for part in self._inner:
+                        feed(part, net.last_read_ns)
+                        yield part
+                elif recorder is not None:
+                    feed, when = recorder.feed, attempt.chunk_time
+                    async for part in self._inner:
+                        feed(part, when())
+                        yield part
+                else:
+                    async for part in self._inner:
+                        attempt.chunk_time()
+                        attempt.keep_error_body(part)
+                        yield part
+            except BaseException as exc:
+                attempt.finish(exc, complete=False)
+                raise
+            attempt.finish(None, complete=True)
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._attempt.finish(None, complete=False)
+
+    class SyncTransport(pkg.BaseTransport):  # type: ignore[misc]
+        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
+            self.inner = inner
+            self._dialect = dialect
+            self._collector = collector
+
+        def handle_request(self, request: Any) -> Any:
+            attempt = _Attempt(request, self._dialect, self._collector)
+            try:
+                response = self.inner.handle_request(request)
+            except BaseException as exc:
+                attempt.failed_before_response(exc)
+                raise
+            attempt.response(response)
+            response.stream = SyncBody(response.stream, attempt)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+        def __enter__(self) -> Any:
+            self.inner.__enter__()
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self.inner.__exit__(*exc)
+
+    class AsyncTransport(pkg.AsyncBaseTransport):  # type: ignore[misc]
+        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
+            self.inner = inner
+            self._dialect = dialect
+            self._collector = collector
+
+        async def handle_async_request(self, request: Any) -> Any:
+            attempt = _Attempt(request, self._dialect, self._collector)
+            try:
+                response = await self.inner.handle_async_request(request)
+            except BaseException as exc:
+                attempt.failed_before_response(exc)
+                raise
+            attempt.response(response)
+            response.stream = AsyncBody(response.stream, attempt)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+        async def __aenter__(self) -> Any:
+            await self.inner.__aenter__()
+            return self
+
+        async def __aexit__(self, *exc: Any) -> None:
+            await self.inner.__aexit__(*exc)
+
+    return SyncTransport, AsyncTransport, SyncBody, AsyncBody
+
+
+def _package_of(client: Any) -> str:
+    package = type(client).__module__.split(".")[0]
+    if package in ("httpx", "httpx2"):
+        pkg = importlib.import_module(package)
+        if isinstance(client, (pkg.Client, pkg.AsyncClient)):
+            return package
+    raise ConfigError(
+        f"pytps.instrument() takes an httpx or httpx2 Client or AsyncClient, not {type(client).__name__}; "
+        "for other clients, time the body with pytps.time_stream() or pytps.StreamTimer (docs/embedding.md)"
+    )
+
+
+def default_client() -> Any:
+    """A sync client of the package the installed SDKs use: httpx2 when installed, else httpx."""
+    try:
+        import httpx2
+    except ImportError:
+        import httpx
+
+        return httpx.Client()
+    return httpx2.Client()
+
+
+_Client = TypeVar("_Client")
+
+
+@overload
+def instrument(client: None = None, *, dialect: str | None = None, collector: Collector | None = None) -> Any: ...
+@overload
+def instrument(client: _Client, *, dialect: str | None = None, collector: Collector | None = None) -> _Client: ...
+
+
+def instrument(client: Any = None, *, dialect: str | None = None, collector: Collector | None = None) -> Any:
+    """Returns `client` (an httpx or httpx2 Client or AsyncClient; by default a new sync one)
+    instrumented: every HTTP attempt it makes becomes a Record in `collector` (by default a new
+    in-memory Collector, `client.collector`). dialect: the streams' API (pytps.DIALECTS), when
+    the request path does not tell it."""
+    if dialect is not None:
+        check_dialect(dialect)
+    if client is None:
+        client = default_client()
+    package = _package_of(client)
+    if getattr(client, "collector", None) is not None:
+        raise ConfigError("this client is instrumented already: pass it on as it is (its records: client.collector)")
+    pkg: Any = importlib.import_module(package)
+    is_async = isinstance(client, pkg.AsyncClient)
+    sync_transport, async_transport, _, _ = _classes(package)
+    wrapper = async_transport if is_async else sync_transport
+    collector = collector if collector is not None else Collector()
+    client._transport = wrapper(_stamped(client._transport, is_async), dialect, collector)
+    client._mounts = {
+        pattern: None if t is None else wrapper(_stamped(t, is_async), dialect, collector)
+        for pattern, t in client._mounts.items()
+    }
+    client.collector = collector
+    return client
+
+
+def _stamped(transport: Any, is_async: bool) -> Any:
+    _stamp_pool(transport, is_async)
+    return transport
+
+
+__all__ = ["Record", "default_client", "dialect_for_path", "instrument"]

@@ -1,0 +1,146 @@
+"""Timing any byte stream: StreamTimer for code that reads sockets itself (fed `(bytes, t_ns)`),
+and time_stream() for an iterator or async iterator of bytes (each chunk stamped on arrival).
+Both close into the same Record as an instrumented SDK call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from .._native import _core
+from ..records import ERROR_CLIENT, RequestRecord
+from ..transport.base import classify_stream
+from .collector import Collector, deliver
+from .context import current_tag
+from .errors import error_class
+from .record import Record, next_index
+
+_now_ns = _core.now_ns
+
+
+def check_dialect(dialect: Any) -> str:
+    if dialect not in _core.DIALECTS:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(_core.DIALECTS)}")
+    return str(dialect)
+
+
+class StreamTimer:
+    """Times one response stream that the caller reads: feed(data, t_ns) each read's bytes with
+    the CLOCK_MONOTONIC ns taken right after the read (pytps.now_ns()), then close().
+
+    TTFT runs from t_send_ns (when the request's last byte was written), else from the
+    StreamTimer's creation. The record goes to `collector` and to any pytps.collecting() one.
+    """
+
+    def __init__(self, dialect: str, t_send_ns: int | None = None, *, collector: Collector | None = None) -> None:
+        self.dialect = check_dialect(dialect)
+        self._recorder = _core.StreamRecorder(self.dialect)
+        now = _now_ns()
+        self._rec = RequestRecord(index=next_index(), transport="stream_timer")
+        self._rec.t_submit_ns = now
+        self._rec.t_send_ns = int(t_send_ns) if t_send_ns is not None else now
+        self._collector = collector
+        self._tag = current_tag()
+        self._last_ns: int | None = None
+        self.record: Record | None = None  # set by close()
+
+    def feed(self, data: bytes | bytearray | memoryview, t_ns: int) -> int:
+        """One read's bytes and its stamp; returns the output-bearing events they completed."""
+        if self._last_ns is None:
+            self._rec.t_headers_ns = t_ns  # the first byte: TTFB
+        self._last_ns = t_ns
+        return self._recorder.feed(data, t_ns)
+
+    def close(self, t_ns: int | None = None, error: BaseException | None = None) -> Record:
+        """The end of the stream (at t_ns, else the last read's stamp), or the exception that ended
+        it; returns the record (again on later calls)."""
+        if self.record is not None:
+            return self.record
+        rec, recorder = self._rec, self._recorder
+        t_end = t_ns if t_ns is not None else (self._last_ns if self._last_ns is not None else _now_ns())
+        recorder.close(t_end)
+        rec.t_done_ns = t_end
+        rec.status = 200 if self._last_ns is not None else None
+        rec.fill_from_recorder(recorder)
+        if error is not None:
+            rec.error = error_class(error, response_started=self._last_ns is not None)
+            if rec.error == ERROR_CLIENT and isinstance(error, GeneratorExit):
+                rec.error_detail = "the application stopped reading before the end of the stream"
+            else:
+                rec.error_detail = f"{type(error).__name__}: {error}"
+        else:
+            classify_stream(rec, recorder.error)
+        self.record = Record(
+            rec,
+            {"call_id": None, "attempt": None, "tag": self._tag, "dialect": self.dialect, "streamed": True},
+        )
+        deliver(self.record, self._collector)
+        return self.record
+
+
+class TimedStream:
+    """What time_stream() returns: iterate it (sync or async, as the source) to get the chunks,
+    unchanged; `.record` once the source is exhausted or failed; consume()/aconsume() do both."""
+
+    def __init__(self, chunks: Iterable[bytes] | AsyncIterable[bytes], timer: StreamTimer) -> None:
+        self._chunks = chunks
+        self.timer = timer
+
+    @property
+    def record(self) -> Record | None:
+        return self.timer.record
+
+    def __iter__(self) -> Iterator[bytes]:
+        if not isinstance(self._chunks, Iterable):
+            raise TypeError("time_stream() of an async iterable: use `async for`")
+        feed, timer = self.timer.feed, self.timer
+        try:
+            for chunk in self._chunks:
+                feed(chunk, _now_ns())
+                yield chunk
+        except BaseException as exc:
+            timer.close(error=exc)
+            raise
+        timer.close()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        feed, timer = self.timer.feed, self.timer
+        try:
+            if isinstance(self._chunks, AsyncIterable):
+                async for chunk in self._chunks:
+                    feed(chunk, _now_ns())
+                    yield chunk
+            else:
+                for chunk in self._chunks:
+                    feed(chunk, _now_ns())
+                    yield chunk
+        except BaseException as exc:
+            timer.close(error=exc)
+            raise
+        timer.close()
+
+    def consume(self) -> Record:
+        """Reads the whole stream; returns its record."""
+        for _ in self:
+            pass
+        return self.timer.close()
+
+    async def aconsume(self) -> Record:
+        async for _ in self:
+            pass
+        return self.timer.close()
+
+
+def time_stream(
+    chunks: Iterable[bytes] | AsyncIterable[bytes],
+    dialect: str,
+    t_send_ns: int | None = None,
+    *,
+    collector: Collector | None = None,
+) -> TimedStream:
+    """Times any iterator or async iterator of response-body bytes, stamping each chunk on arrival.
+    TTFT runs from t_send_ns when given, else from this call."""
+    return TimedStream(chunks, StreamTimer(dialect, t_send_ns, collector=collector))
