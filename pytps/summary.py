@@ -32,6 +32,7 @@ from .metrics import (
     steady_intervals_of,
 )
 from .records import RequestRecord
+from .server_timings import SUMMARY_STATS as _SERVER_STATS
 from .slo import Judge, Verdict, evaluate_run
 
 _NO_NS = -(2**63)  # an int64 column's None
@@ -84,6 +85,9 @@ class RunSummary:
         self.events_ok = 0
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
         self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
+        # The server's own timings of successful measured requests that reported them.
+        self._server: dict[str, array[float]] = {name: array("d") for name in _SERVER_STATS}
+        self._server_sources: dict[str, int] = {}
 
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
@@ -122,6 +126,11 @@ class RunSummary:
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
+        st = m.server_timings
+        if st is not None:
+            self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
+            for name, col in self._server.items():
+                col.append(math.nan if st[name] is None else st[name])
         values, counts = itl_samples(rec.output_times_ns, layout)
         # One sample per token, in whole ns; 0 (events delivered by one read) counts as 1 ns.
         self._itl.record_many(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
@@ -241,9 +250,25 @@ class RunSummary:
         if judge.slo_run:
             checks = evaluate_run(judge.slo_run, summary)
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
+        summary["server_timings"] = self._server_summary()
         summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
         summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
         return summary
+
+    def _server_summary(self) -> dict[str, Any] | None:
+        """The server's own timings beside pytps's (docs/metrics.md, "Server-reported timings"),
+        over successful measured requests that reported them; None when none did."""
+        sources = self._server_sources
+        if not sources:
+            return None
+        out: dict[str, Any] = {
+            "source": next(iter(sources)) if len(sources) == 1 else "mixed",
+            "sources": dict(sources),
+            "requests": sum(sources.values()),
+        }
+        for name, col in self._server.items():
+            out[name] = distribution(np.frombuffer(col, dtype=np.float64))
+        return out
 
 
 def _time_series(

@@ -6,6 +6,8 @@
   the tests are never loosened for a busy machine. Run: `pytest -m timing` (.ci/steps/40-timing.sh).
 - `stress`: long randomized runs (SIGINT at random moments under a CPU hog). Run:
   `pytest -m stress` (.ci/steps/50-stress.sh).
+- `real_server`: against llama.cpp's `llama-server`, built from source on first use and cached
+  (tests/real_servers/). Run: `pytest -m real_server` (.ci/steps/45-llama-server.sh).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Also registered here, for runs from a copy of tests/ without pyproject.toml (.ci/steps/30-*).
     config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
     config.addinivalue_line("markers", "stress: long randomized runs under load")
+    config.addinivalue_line("markers", "real_server: against a real llama.cpp llama-server")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

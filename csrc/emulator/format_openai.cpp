@@ -1,5 +1,7 @@
 // OpenAI Chat Completions (chat.completion.chunk) and legacy Completions (text_completion),
 // with the vLLM/DeepSeek extensions: delta.reasoning_content and continuous usage stats.
+#include <cstdio>
+
 #include "emulator/formats.hpp"
 #include "emulator/json_write.hpp"
 
@@ -24,9 +26,34 @@ void usage_object(std::string& out, int64_t prompt, int64_t completion, int64_t 
     out += "}";
 }
 
+// Milliseconds with microsecond digits, as llama.cpp writes its timings.
+void json_ms(std::string& out, int64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+    out += buf;
+}
+
 class OpenAIBase : public Formatter {
 protected:
     using Formatter::Formatter;
+
+    // llama.cpp's `timings` member, from this response's truth: prompt time from the request's
+    // arrival to the first token's write, generation time from the first token's write to the
+    // last's, over predicted_n tokens (so predicted_ms / (predicted_n - 1) is the time per token
+    // after the first, as llama.cpp defines it). No prompt cache: cache_n is 0.
+    void timings_member(std::string& out, const StreamTimes& t) {
+        const int64_t end = t.last_token_ns > 0 ? t.last_token_ns : t.received_ns;
+        const int64_t first = t.first_token_ns > 0 ? t.first_token_ns : end;
+        out += ",\"timings\":{\"cache_n\":0,\"prompt_n\":";
+        json_int(out, p_.prompt_tokens);
+        out += ",\"prompt_ms\":";
+        json_ms(out, first - t.received_ns);
+        out += ",\"predicted_n\":";
+        json_int(out, emitted_total());
+        out += ",\"predicted_ms\":";
+        json_ms(out, end - first);
+        out += "}";
+    }
 
     // The usage member every non-final chunk carries: null with include_usage, the running
     // count with continuous_usage_stats, nothing otherwise.
@@ -38,7 +65,9 @@ protected:
             out += ",\"usage\":null";
         }
     }
-    void usage_chunk_and_done(std::string& out, const char* object, bool model_first) {
+    // The usage chunk (with include_usage) and [DONE]; the timings go on the last chunk before
+    // [DONE], as llama.cpp puts them: the usage chunk, or else the finish chunk.
+    void usage_chunk_and_done(std::string& out, const char* object, bool model_first, const StreamTimes& t) {
         if (p_.include_usage) {
             out += "data: {\"id\":";
             json_str(out, p_.id);
@@ -61,6 +90,7 @@ protected:
             }
             out += ",\"usage\":";
             usage_object(out, p_.prompt_tokens, emitted_total(), emitted(TokKind::reasoning));
+            timings_member(out, t);
             out += "}\n\n";
         }
         out += "data: [DONE]\n\n";
@@ -114,14 +144,15 @@ public:
         out += "}\n\n";
     }
 
-    void finish(std::string& out, const StreamTimes&) override {
+    void finish(std::string& out, const StreamTimes& t) override {
         head(out);
         out += "{},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}]";
         chunk_usage(out);
+        if (!p_.include_usage) timings_member(out, t);
         out += "}\n\n";
-        usage_chunk_and_done(out, "chat.completion.chunk", true);
+        usage_chunk_and_done(out, "chat.completion.chunk", true, t);
     }
 
     void malformed_event(std::string& out) override {
@@ -198,9 +229,9 @@ public:
         chunk(out, next_text(kind, count), nullptr);
     }
 
-    void finish(std::string& out, const StreamTimes&) override {
-        chunk(out, "", openai_finish());
-        usage_chunk_and_done(out, "text_completion", false);
+    void finish(std::string& out, const StreamTimes& t) override {
+        chunk(out, "", openai_finish(), p_.include_usage ? nullptr : &t);
+        usage_chunk_and_done(out, "text_completion", false, t);
     }
 
     void malformed_event(std::string& out) override {
@@ -230,7 +261,7 @@ public:
     }
 
 private:
-    void chunk(std::string& out, const std::string& text, const char* finish) {
+    void chunk(std::string& out, const std::string& text, const char* finish, const StreamTimes* timings = nullptr) {
         out += "data: {\"id\":";
         json_str(out, p_.id);
         out += ",\"object\":\"text_completion\",\"created\":";
@@ -251,6 +282,7 @@ private:
         out += kFingerprint;
         out += "\"";
         chunk_usage(out);
+        if (timings) timings_member(out, *timings);
         out += "}\n\n";
     }
 };
