@@ -145,8 +145,11 @@ def read(
     reader = _READERS.get(source)
     if reader is None or not isinstance(fields, dict):
         return None
+    figures = reader(fields, usage)
+    if all(v is None for v in figures.values()):
+        return None  # a report without figures (Groq's first chunk: x_groq holds only an id)
     out: dict[str, Any] = dict.fromkeys(KEYS)
-    out.update(reader(fields, usage))
+    out.update(figures)
     out["source"] = source
     prompt_s, server_tpot = out["prompt_s"], out["tpot_s"]
     # Client TTFT minus the server's prompt time: network, queueing, HTTP and the client.

@@ -37,13 +37,14 @@ class OpenAIBase : public Formatter {
 protected:
     using Formatter::Formatter;
 
-    // llama.cpp's `timings` member, from this response's truth: prompt time from the request's
-    // arrival to the first token's write, generation time from the first token's write to the
-    // last's, over predicted_n tokens (so predicted_ms / (predicted_n - 1) is the time per token
-    // after the first, as llama.cpp defines it). No prompt cache: cache_n is 0.
+    // llama.cpp's `timings` member, from this response's truth: the prompt is done when the
+    // first token is due (llama.cpp's prompt_ms ends when the first token is ready, before it is
+    // sent), generation runs from then to the last token's due time, over predicted_n tokens (so
+    // predicted_ms / (predicted_n - 1) is the time per token after the first, as llama.cpp
+    // defines it). No prompt cache: cache_n is 0.
     void timings_member(std::string& out, const StreamTimes& t) {
-        const int64_t end = t.last_token_ns > 0 ? t.last_token_ns : t.received_ns;
-        const int64_t first = t.first_token_ns > 0 ? t.first_token_ns : end;
+        const int64_t first = t.first_due_ns > 0 ? t.first_due_ns : t.received_ns;
+        const int64_t end = t.last_due_ns > 0 ? t.last_due_ns : first;
         out += ",\"timings\":{\"cache_n\":0,\"prompt_n\":";
         json_int(out, p_.prompt_tokens);
         out += ",\"prompt_ms\":";

@@ -81,14 +81,21 @@ def build(version: str = LLAMA_CPP_PYTHON_VERSION, jobs: int | None = None) -> t
         src = next(tmp.glob("llama_cpp_python-*/vendor/llama.cpp"))
         shutil.copyfile(src / "models" / VOCAB_NAME, dest / VOCAB_NAME)
         bdir = tmp / "build"
-        _log(f"configuring {src}")
-        subprocess.run(["cmake", "-S", str(src), "-B", str(bdir), *CMAKE_FLAGS], check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
-        _log(f"building the llama-server target with {jobs} jobs (minutes)")
-        subprocess.run(
-            ["cmake", "--build", str(bdir), "--target", "llama-server", "-j", str(jobs)],
-            check=True, stdout=subprocess.DEVNULL,
-        )
+        # The compiler's output (thousands of lines of ggml's warnings) goes to a log beside the
+        # cache; its end is shown if a step fails.
+        log_path = dest / "build.log"
+        with open(log_path, "wb") as log:
+
+            def step(what: str, cmd: list[str]) -> None:
+                _log(what)
+                if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
+                    log.flush()
+                    tail = log_path.read_text(errors="replace")[-4000:]
+                    raise RuntimeError(f"{' '.join(cmd)} failed; the end of {log_path}:\n{tail}")
+
+            step(f"configuring {src}", ["cmake", "-S", str(src), "-B", str(bdir), *CMAKE_FLAGS])
+            step(f"building the llama-server target with {jobs} jobs (minutes; output in {log_path})",
+                 ["cmake", "--build", str(bdir), "--target", "llama-server", "-j", str(jobs)])  # fmt: skip
         built = next(p for p in bdir.rglob("llama-server") if p.is_file() and os.access(p, os.X_OK))
         staged = dest / "llama-server.partial"
         shutil.copy2(built, staged)

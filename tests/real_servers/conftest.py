@@ -19,8 +19,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_llama_server import build  # noqa: E402
-from tiny_model import make_model  # noqa: E402
+from build_llama_server import build
+from tiny_model import make_model
 
 START_TIMEOUT_S = 120.0
 

@@ -46,13 +46,17 @@ def check_counts(lines: list[dict[str, Any]]) -> None:
         assert line["output_events"] == line["output_tokens"], "a chunk carried other than one token"
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_one_stream_matches_the_servers_counts_and_time_per_token(llama_server, transport, tmp_path):
-    result = run(llama_server, tmp_path / "r", transport=transport, requests=5, concurrency=1, output_tokens=256)
+def one_stream(url: str, transport: str, out: Path) -> list[tuple[float, float, float, float]]:
+    """5 requests of 256 tokens, one at a time: per request pytps's TPOT and the server's (ms), their
+    difference (%) and client TTFT − server prompt time (ms), after checking every count."""
+    result = run(url, out, transport=transport, requests=5, concurrency=1, output_tokens=256)
     lines = [x for x in load_journal(result.out_dir) if not x["warmup"]]
     assert result.summary["errors"] == {} and len(lines) == 5
     check_counts(lines)
-    rows = []  # pytps TPOT, server TPOT (ms), their difference (%), client TTFT - server prompt time (ms)
+    summary = load_results(result.out_dir)["summary"]
+    assert summary["server_timings"]["source"] == "llama.cpp"
+    assert summary["server_timings"]["requests"] == 5
+    rows = []
     for line in lines:
         st = line["server_timings"]
         assert line["output_tokens"] == 256
@@ -61,11 +65,21 @@ def test_one_stream_matches_the_servers_counts_and_time_per_token(llama_server, 
     print(f"\n[{transport}] pytps TPOT ms, server TPOT ms, difference, TTFT - server prompt ms:")
     for row in rows:
         print("  {:.4f} {:.4f} {:+.3f}% {:.3f}".format(*row))
-    for pytps_ms, server_ms, rel_pct, _ in rows:
+    return rows
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_stream_matches_the_servers_token_counts(llama_server, transport, tmp_path):
+    one_stream(llama_server, transport, tmp_path / "r")
+
+
+# A sub-millisecond assertion (0.5% of 255 steps of ~1 ms): it needs a quiet machine, checked
+# first (tests/conftest.py), like every `timing` test; on a busy one it is skipped with the reason.
+@pytest.mark.timing
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_stream_matches_the_servers_time_per_token(llama_server, transport, tmp_path):
+    for pytps_ms, server_ms, rel_pct, _ in one_stream(llama_server, transport, tmp_path / "r"):
         assert abs(rel_pct) <= TPOT_TOLERANCE * 100, (pytps_ms, server_ms)
-    summary = load_results(result.out_dir)["summary"]
-    assert summary["server_timings"]["source"] == "llama.cpp"
-    assert summary["server_timings"]["requests"] == 5
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -88,12 +102,14 @@ def test_rate_mode_sends_nothing_early_and_reports_schedule_lag(llama_server, tr
                  output_tokens=16)
     lines = [x for x in load_journal(result.out_dir) if not x["warmup"]]
     assert result.summary["errors"] == {}
-    scheduled = [x for x in lines if x["t_sched_ns"] is not None]
-    assert len(scheduled) == 40
+    # Request 0 is sent alone first (it finds the model and sizes prompts); the rest are scheduled.
+    scheduled = [x for x in lines if x["index"] != 0]
+    assert len(scheduled) == 39 and all(x["t_sched_ns"] is not None for x in scheduled)
     assert all(x["t_send_ns"] >= x["t_sched_ns"] for x in scheduled), "a request was sent before its time"
     assert all(x["schedule_lag_s"] is not None and x["schedule_lag_s"] >= 0 for x in scheduled)
     lag = result.summary["schedule_lag_s"]
-    assert lag["count"] == 40 and lag["p50"] is not None
+    assert lag["count"] == 39 and lag["p50"] is not None
+    print(f"\n[{transport}] rate 20/s: schedule lag p50 {lag['p50'] * 1e6:.0f} µs, max {lag['max'] * 1e6:.0f} µs")
     check_counts(lines)
 
 
@@ -103,7 +119,10 @@ def test_ctrl_c_exits_130_with_a_consistent_results_folder(llama_server, transpo
     cmd = [sys.executable, "-m", "pytps", "run", "--base-url", llama_server, "--transport", transport,
            "--requests", "400", "--concurrency", "4", "--output-tokens", "32", "--input-tokens", "16",
            "--out", str(out), "--json"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The child starts with Ctrl-C's default action, as from a terminal: a test run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, and Python then keeps it so.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     # Interrupt once some requests are journalled, well before the 400 are done.
     deadline = time.monotonic() + 60
     journal = out / "requests.jsonl"
