@@ -10,4 +10,5 @@ python -c "import gguf" 2>/dev/null || pip install -q "gguf"
 t0=$SECONDS
 python tests/real_servers/build_llama_server.py
 echo "llama-server ready in $((SECONDS - t0)) s (a warm cache: ~0 s)"
-pytest -m real_server tests/real_servers
+# -s: the tests print pytps's figures beside the server's (TPOT per request, errors under load).
+pytest -s -m real_server tests/real_servers
