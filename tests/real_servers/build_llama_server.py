@@ -77,7 +77,10 @@ def build(version: str = LLAMA_CPP_PYTHON_VERSION, jobs: int | None = None) -> t
         )  # fmt: skip
         sdist = next(tmp.glob("llama_cpp_python-*.tar.gz"))
         with tarfile.open(sdist) as tf:
-            tf.extractall(tmp, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.10.12+, 3.11.4+
+                tf.extractall(tmp, filter="data")
+            else:
+                tf.extractall(tmp)  # PyPI's own sdist, pinned
         src = next(tmp.glob("llama_cpp_python-*/vendor/llama.cpp"))
         shutil.copyfile(src / "models" / VOCAB_NAME, dest / VOCAB_NAME)
         bdir = tmp / "build"

@@ -32,7 +32,8 @@ _WORD = re.compile(r"^\u2581[A-Za-z]{2,}$")  # SentencePiece's word-start mark, 
 
 def word_token_ids(tokens: list[str], token_types: list[int]) -> np.ndarray:
     """The ids of normal tokens that are a whole ASCII word with its leading space."""
-    return np.asarray([i for i, (t, k) in enumerate(zip(tokens, token_types, strict=True)) if k == 1 and _WORD.match(t)])
+    pairs = zip(tokens, token_types, strict=True)
+    return np.asarray([i for i, (t, k) in enumerate(pairs) if k == 1 and _WORD.match(t)])
 
 
 def make_model(vocab_path: Path, out_path: Path, seed: int = 0) -> Path:
