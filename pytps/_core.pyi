@@ -139,6 +139,12 @@ class StreamRecorder:
     def finish_reason(self) -> str | None:
         """finish_reason / stop_reason / done_reason / the Responses status as the server sent it."""
     @property
+    def server_timings(self) -> tuple[str, str] | None:
+        """(source, JSON object text) of the server's own timing report, the last the stream
+        carried: llama.cpp's `timings`, Ollama's final durations and counts, Groq's `x_groq`,
+        Cerebras's `time_info` (source "llama.cpp", "ollama", "groq", "cerebras"); None when
+        none came. Read by pytps.server_timings."""
+    @property
     def response_id(self) -> str | None: ...
     @property
     def model(self) -> str | None: ...

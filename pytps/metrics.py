@@ -13,6 +13,7 @@ from typing import Any, overload
 import numpy as np
 
 from .records import RequestRecord
+from .server_timings import read as read_server_timings
 
 NS_PER_S = 1_000_000_000
 PERCENTILES = (50, 90, 95, 99, 99.9)
@@ -194,6 +195,8 @@ class RequestMetrics:
     ttft_sched_s: float | None
     e2e_sched_s: float | None
     e2e_500_s: float | None
+    # The server's own timings beside pytps's (pytps.server_timings.read), or None.
+    server_timings: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -245,6 +248,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         ttft_sched_s=_seconds(rec.first_output_ns, rec.t_sched_ns),
         e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
         e2e_500_s=e2e_for(500, ttft, tpot_s),
+        server_timings=read_server_timings(rec.server_timings, rec.usage, ttft, tpot_s),
     ), layout
 
 

@@ -79,6 +79,8 @@ class RequestRecord:
     model: str | None = None
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    # The server's own timing report: (source, its JSON object text), read by pytps.server_timings.
+    server_timings: tuple[str, str] | None = None
     done: bool = False
     events: int = 0
     output_times_ns: np.ndarray = field(default_factory=lambda: _empty(np.int64))
@@ -129,6 +131,7 @@ class RequestRecord:
         self.model = rec.model
         self.finish_reason = rec.finish_reason
         self.usage = dict(rec.usage)
+        self.server_timings = rec.server_timings
         self.done = rec.done
         self.events = rec.events
         self.output_times_ns = rec.output_times_ns

@@ -262,6 +262,10 @@ class Runner:
             delay = (t_sched - lead_ns - _now_ns()) / 1e9
             if delay > 0:
                 await asyncio.sleep(delay)
+            # The event loop's timers are ms-grained (uvloop's end up to a millisecond early): never
+            # hand a request over before its time, so yield to the loop until it has come.
+            while _now_ns() < t_sched - lead_ns:
+                await asyncio.sleep(0)
             task = asyncio.create_task(one(i, t_sched))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

@@ -32,6 +32,7 @@ from .metrics import (
     steady_intervals_of,
 )
 from .records import RequestRecord
+from .server_timings import SUMMARY_STATS as _SERVER_STATS
 from .slo import Judge, Verdict, evaluate_run
 from .workload_summary import WorkloadFigures
 
@@ -86,6 +87,9 @@ class RunSummary:
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
         self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
         self.workload = WorkloadFigures(prompt_includes_cached=self.judge.prompt_includes_cached)
+        # The server's own timings of successful measured requests that reported them.
+        self._server: dict[str, array[float]] = {name: array("d") for name in _SERVER_STATS}
+        self._server_sources: dict[str, int] = {}
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
         """A measured multi-turn session (pytps.sessions): the steady window is then on sessions."""
@@ -129,6 +133,11 @@ class RunSummary:
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
+        st = m.server_timings
+        if st is not None:
+            self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
+            for name, col in self._server.items():
+                col.append(math.nan if st[name] is None else st[name])
         self._itl.record_many(itl_token_samples_ns(rec.output_times_ns, layout))
         if len(rec.output_times_ns) > 1:
             self._gaps.record_many(np.maximum(1, np.diff(rec.output_times_ns)))
@@ -250,10 +259,26 @@ class RunSummary:
         if judge.slo_run:
             checks = evaluate_run(judge.slo_run, summary)
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
+        summary["server_timings"] = self._server_summary()
         summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
         summary.update(self.workload.finish())
         summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
         return summary
+
+    def _server_summary(self) -> dict[str, Any] | None:
+        """The server's own timings beside pytps's (docs/metrics.md, "Server-reported timings"),
+        over successful measured requests that reported them; None when none did."""
+        sources = self._server_sources
+        if not sources:
+            return None
+        out: dict[str, Any] = {
+            "source": next(iter(sources)) if len(sources) == 1 else "mixed",
+            "sources": dict(sources),
+            "requests": sum(sources.values()),
+        }
+        for name, col in self._server.items():
+            out[name] = distribution(np.frombuffer(col, dtype=np.float64))
+        return out
 
 
 def _time_series(

@@ -8,6 +8,8 @@
   `pytest -m stress` (.ci/steps/50-stress.sh).
 - `browser`: the HTML report in real headless Chromium. Run: `pytest -m browser`
   (.ci/steps/60-browser.sh, which installs Debian's chromium when missing).
+- `real_server`: against llama.cpp's `llama-server`, built from source on first use and cached
+  (tests/real_servers/). Run: `pytest -m real_server` (.ci/steps/45-llama-server.sh).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
     config.addinivalue_line("markers", "stress: long randomized runs under load")
     config.addinivalue_line("markers", "browser: the HTML report in real headless Chromium")
+    config.addinivalue_line("markers", "real_server: against a real llama.cpp llama-server")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -159,7 +159,7 @@ def call(port: int, method: str, path: str, body=None, headers=None) -> Response
 
 
 _CREATED = re.compile(rb'"(created|created_at)":(\d+|"[0-9T:.\-]+Z")')
-_DURATION = re.compile(rb'"(total_duration|prompt_eval_duration|eval_duration)":\d+')
+_DURATION = re.compile(rb'"(total_duration|prompt_eval_duration|eval_duration|prompt_ms|predicted_ms)":[0-9.]+')
 
 
 def normalize(body: bytes) -> bytes:

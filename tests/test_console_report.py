@@ -98,3 +98,19 @@ def test_markdown_and_csv_tables(tmp_path, capsys):
     assert "| ITL [ms] | ms |" in capsys.readouterr().out
     assert main(["report", str(tmp_path), "--csv"]) == 0
     assert capsys.readouterr().out.startswith("metric,unit,mean,stddev,p50,p90,p99,min,max,n\n")
+
+
+def test_server_timings_beside_pytps_when_reported():
+    res = results()
+    assert "server" not in rendered(res)  # a server that reports none: nothing shown
+    res["summary"]["server_timings"] = {
+        "source": "llama.cpp", "sources": {"llama.cpp": 30}, "requests": 30,
+        "prompt_s": stats(0.048), "decode_s": stats(0.127), "tpot_s": stats(0.0005),
+        "ttft_minus_prompt_s": stats(0.0022), "tpot_minus_server_s": stats(-2e-7),
+    }
+    text = rendered(res)
+    for label in ("server prompt [ms]", "TTFT − prompt [ms]", "server decode [ms]", "server TPOT [ms]",
+                  "TPOT − server [µs]"):
+        assert label in text
+    assert "30 requests reported their own (llama.cpp)" in text
+    assert "2.20" in text  # TTFT − prompt, 2.2 ms

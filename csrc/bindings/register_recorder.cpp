@@ -129,6 +129,15 @@ void register_recorder(py::module_& m) {
                                    if (r.state().model.empty()) return py::none();
                                    return decode_text(r.state().model);
                                })
+        .def_property_readonly(
+            "server_timings",
+            [](const StreamRecorder& r) -> py::object {
+                const auto& st = r.state();
+                if (!st.server_timings_source) return py::none();
+                return py::make_tuple(st.server_timings_source, decode_text(st.server_timings));
+            },
+            "(source, JSON object text) of the server's own timing report (llama.cpp timings, Ollama's durations, "
+            "...), the last one the stream carried; None when it carried none.")
         .def_property_readonly("done", [](const StreamRecorder& r) { return r.state().done; })
         .def_property_readonly("events", &StreamRecorder::events)
         .def_property_readonly("output_events", [](const StreamRecorder& r) { return r.output_times_ns().size(); })

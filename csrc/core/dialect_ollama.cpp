@@ -69,6 +69,14 @@ void read_message(JsonReader& j, StreamState& st, EventResult& r) {
     }
 }
 
+// Adds "name":raw to a JSON object being written (opened by the first call, closed by the caller).
+void append_timing(std::string& timings, std::string_view name, std::string_view raw) {
+    timings += timings.empty() ? "{\"" : ",\"";
+    timings.append(name.data(), name.size());
+    timings += "\":";
+    timings.append(raw.data(), raw.size());
+}
+
 }  // namespace
 
 void extract_ollama(std::string_view, std::string_view data, StreamState& st, EventResult& r) {
@@ -78,8 +86,18 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
         return;
     }
     bool done = false, has_error = false;
+    // The final message's durations (ns) and counts, kept as a JSON object of their own: the
+    // message also carries text (and /api/generate a `context` array) that is no timing.
+    std::string timings;
+    // The raw text of a number value (kept as the server wrote it), or empty with the value skipped.
+    auto number = [&](std::string_view& raw) {
+        if (j.peek() == Type::Number && capture(j, raw)) return true;
+        if (!j.failed()) j.skip_value();
+        return false;
+    };
     std::string_view key;
     while (j.next_key(key)) {
+        std::string_view raw;
         if (key == "message") {
             read_message(j, st, r);
         } else if (key == "response") {  // /api/generate
@@ -90,14 +108,15 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
             if (!j.read_bool(done)) j.skip_value();
         } else if (key == "done_reason" && j.peek() == Type::String) {
             j.read_string(st.replace_finish_reason());
-        } else if (key == "prompt_eval_count") {
+        } else if (key == "prompt_eval_count" || key == "eval_count") {
+            if (!number(raw)) continue;
+            append_timing(timings, key, raw);
+            JsonReader count(raw);
             int64_t v;
-            if (j.read_int(v)) st.usage.prompt_tokens = v;
-            else j.skip_value();
-        } else if (key == "eval_count") {
-            int64_t v;
-            if (j.read_int(v)) st.usage.completion_tokens = v;
-            else j.skip_value();
+            if (count.read_int(v)) (key == "eval_count" ? st.usage.completion_tokens : st.usage.prompt_tokens) = v;
+        } else if (key == "total_duration" || key == "load_duration" || key == "prompt_eval_duration" ||
+                   key == "eval_duration") {
+            if (number(raw)) append_timing(timings, key, raw);
         } else if (key == "model" && st.model.empty()) {
             read_string_into(j, st.model);
         } else if (key == "error") {
@@ -112,7 +131,12 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
         return;
     }
     if (done) r.terminal = true;
-    if (has_error) mark_error(data, r);
+    if (has_error) {
+        mark_error(data, r);
+    } else if (!timings.empty()) {
+        timings += '}';
+        st.replace_server_timings("ollama").assign(timings);
+    }
 }
 
 }  // namespace pytps

@@ -139,6 +139,16 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
     }
 }
 
+// The keys under which OpenAI-compatible servers report their own per-request timing, and
+// whose definitions the value follows (docs/real-servers.md): llama.cpp's `timings`,
+// Cerebras's `time_info`, Groq's `x_groq` (its `usage` holds the times). Null for any other key.
+const char* server_timings_source(std::string_view key) {
+    if (key == "timings") return "llama.cpp";
+    if (key == "time_info") return "cerebras";
+    if (key == "x_groq") return "groq";
+    return nullptr;
+}
+
 // Chat chunks and completion chunks differ only in what a choice holds, and
 // read_chat_choice reads both.
 void extract_openai_chunk(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
@@ -165,7 +175,8 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
     for (;;) {
         if (recording) j.save(before);
         if (!j.next_key(key)) break;
-        if (recording && (key == "choices" || key == "usage" || key == "error")) {
+        const char* timings_source = server_timings_source(key);
+        if (recording && (key == "choices" || key == "usage" || key == "error" || timings_source)) {
             // Worth it only when the head is long enough to beat a memcmp.
             if (before.offset >= 32) cache.store(data, before);
             recording = false;
@@ -183,6 +194,12 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
             } else {
                 ++r.effects;
                 read_usage(j, st.usage, &r.cumulative_completion_tokens);
+            }
+        } else if (timings_source && j.peek() == Type::Object) {
+            std::string_view raw;
+            if (capture(j, raw)) {
+                ++r.effects;
+                st.replace_server_timings(timings_source).assign(raw);
             }
         } else if (key == "id" && st.response_id.empty()) {
             ++r.effects;

@@ -84,6 +84,17 @@ std::string& StreamState::replace_finish_reason() {
     return finish_reason;
 }
 
+std::string& StreamState::replace_server_timings(const char* source) {
+    if (!undo_.timings_saved) {
+        undo_.server_timings.assign(server_timings);
+        undo_.server_timings_source = server_timings_source;
+        undo_.timings_saved = true;
+    }
+    server_timings.clear();
+    server_timings_source = source;
+    return server_timings;
+}
+
 void StreamState::begin_event() {
     ++undo_.serial;
     undo_.text = text.size();
@@ -92,6 +103,7 @@ void StreamState::begin_event() {
     undo_.usage = usage;
     undo_.has_finish_reason = has_finish_reason;
     undo_.finish_saved = false;
+    undo_.timings_saved = false;
     undo_.had_response_id = !response_id.empty();
     undo_.had_model = !model.empty();
     undo_.prefix_stores = prefix_cache.stores;
@@ -115,6 +127,10 @@ void StreamState::rollback() {
     usage = undo_.usage;
     has_finish_reason = undo_.has_finish_reason;
     if (undo_.finish_saved) finish_reason.assign(undo_.finish_reason);
+    if (undo_.timings_saved) {
+        server_timings.assign(undo_.server_timings);
+        server_timings_source = undo_.server_timings_source;
+    }
     if (!undo_.had_response_id) response_id.clear();
     if (!undo_.had_model) model.clear();
     // What the caches learnt from the event is forgotten (they relearn from the next one).

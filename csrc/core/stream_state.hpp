@@ -136,6 +136,12 @@ struct StreamState {
     std::string response_id;  // set once (only while empty)
     std::string model;        // set once (only while empty)
     bool done = false;
+    // The server's own timing report of this request (llama.cpp `timings`, Ollama's final
+    // durations, ...): the raw JSON object text of the last report, and who defines its fields
+    // (a string literal: "llama.cpp", "ollama", "groq", "cerebras"; null when none came).
+    // Read out once per request in Python (pytps/server_timings.py): never per token.
+    std::string server_timings;
+    const char* server_timings_source = nullptr;
 
     // Buffers an extractor may use for the strings it reads per event (an event type
     // such as "response.output_text.delta" is too long for the small-string buffer),
@@ -149,6 +155,8 @@ struct StreamState {
     ToolCall* tool(int64_t index);
     // finish_reason cleared for the caller to read the new value into; sets has_finish_reason.
     std::string& replace_finish_reason();
+    // server_timings cleared for the caller to fill; sets the source. Saved for rollback.
+    std::string& replace_server_timings(const char* source);
 
     // Every event is bracketed: begin_event() before the extractor runs, and rollback()
     // if the event is rejected (malformed JSON, a limit), which takes back every change it
@@ -167,6 +175,9 @@ private:
         bool finish_saved = false;  // finish_reason holds the value before the event
         std::string finish_reason;
         bool had_response_id = false, had_model = false;
+        bool timings_saved = false;  // server_timings(_source) hold the values before the event
+        std::string server_timings;
+        const char* server_timings_source = nullptr;
         uint64_t prefix_stores = 0, shape_stores = 0;
         struct Tool {
             size_t position, name, arguments;

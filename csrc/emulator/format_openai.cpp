@@ -1,5 +1,7 @@
 // OpenAI Chat Completions (chat.completion.chunk) and legacy Completions (text_completion),
 // with the vLLM/DeepSeek extensions: delta.reasoning_content and continuous usage stats.
+#include <cstdio>
+
 #include "emulator/formats.hpp"
 #include "emulator/json_write.hpp"
 
@@ -30,9 +32,39 @@ void usage_object(std::string& out, int64_t prompt, int64_t cached, int64_t comp
     out += "}";
 }
 
+// Milliseconds with microsecond digits, as llama.cpp writes its timings.
+void json_ms(std::string& out, int64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+    out += buf;
+}
+
 class OpenAIBase : public Formatter {
 protected:
     using Formatter::Formatter;
+
+    // llama.cpp's `timings` member, from this response's truth: the prompt is done when the
+    // first token is due (llama.cpp's prompt_ms ends when the first token is ready, before it is
+    // sent), generation runs from then to the last token's due time, over predicted_n tokens (so
+    // predicted_ms / (predicted_n - 1) is the time per token after the first, as llama.cpp
+    // defines it). cache_n: the prefix cache's tokens (0 without one).
+    void timings_member(std::string& out, const StreamTimes& t) {
+        const int64_t first = t.first_due_ns > 0 ? t.first_due_ns : t.received_ns;
+        const int64_t end = t.last_due_ns > 0 ? t.last_due_ns : first;
+        // llama.cpp's prompt_n counts the prompt tokens it evaluated; the cached ones are cache_n.
+        const int64_t cached = p_.cached_tokens > 0 ? p_.cached_tokens : 0;
+        out += ",\"timings\":{\"cache_n\":";
+        json_int(out, cached);
+        out += ",\"prompt_n\":";
+        json_int(out, p_.prompt_tokens - cached);
+        out += ",\"prompt_ms\":";
+        json_ms(out, first - t.received_ns);
+        out += ",\"predicted_n\":";
+        json_int(out, emitted_total());
+        out += ",\"predicted_ms\":";
+        json_ms(out, end - first);
+        out += "}";
+    }
 
     // The usage member every non-final chunk carries: null with include_usage, the running
     // count with continuous_usage_stats, nothing otherwise.
@@ -44,7 +76,9 @@ protected:
             out += ",\"usage\":null";
         }
     }
-    void usage_chunk_and_done(std::string& out, const char* object, bool model_first) {
+    // The usage chunk (with include_usage) and [DONE]; the timings go on the last chunk before
+    // [DONE], as llama.cpp puts them: the usage chunk, or else the finish chunk.
+    void usage_chunk_and_done(std::string& out, const char* object, bool model_first, const StreamTimes& t) {
         if (p_.include_usage) {
             out += "data: {\"id\":";
             json_str(out, p_.id);
@@ -67,6 +101,7 @@ protected:
             }
             out += ",\"usage\":";
             usage_object(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
+            timings_member(out, t);
             out += "}\n\n";
         }
         out += "data: [DONE]\n\n";
@@ -120,14 +155,15 @@ public:
         out += "}\n\n";
     }
 
-    void finish(std::string& out, const StreamTimes&) override {
+    void finish(std::string& out, const StreamTimes& t) override {
         head(out);
         out += "{},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}]";
         chunk_usage(out);
+        if (!p_.include_usage) timings_member(out, t);
         out += "}\n\n";
-        usage_chunk_and_done(out, "chat.completion.chunk", true);
+        usage_chunk_and_done(out, "chat.completion.chunk", true, t);
     }
 
     void malformed_event(std::string& out) override {
@@ -204,9 +240,9 @@ public:
         chunk(out, next_text(kind, count), nullptr);
     }
 
-    void finish(std::string& out, const StreamTimes&) override {
-        chunk(out, "", openai_finish());
-        usage_chunk_and_done(out, "text_completion", false);
+    void finish(std::string& out, const StreamTimes& t) override {
+        chunk(out, "", openai_finish(), p_.include_usage ? nullptr : &t);
+        usage_chunk_and_done(out, "text_completion", false, t);
     }
 
     void malformed_event(std::string& out) override {
@@ -236,7 +272,7 @@ public:
     }
 
 private:
-    void chunk(std::string& out, const std::string& text, const char* finish) {
+    void chunk(std::string& out, const std::string& text, const char* finish, const StreamTimes* timings = nullptr) {
         out += "data: {\"id\":";
         json_str(out, p_.id);
         out += ",\"object\":\"text_completion\",\"created\":";
@@ -257,6 +293,7 @@ private:
         out += kFingerprint;
         out += "\"";
         chunk_usage(out);
+        if (timings) timings_member(out, *timings);
         out += "}\n\n";
     }
 };

@@ -33,11 +33,15 @@ struct ResponsePlan {
     bool hit_limit = false;     // the output stopped at the request's limit: finish "length"
 };
 
-// Times an Ollama final object reports (its durations are part of the format).
+// Times an Ollama final object reports (its durations are part of the format), and the load
+// model's due times of the first and last token event, from which the OpenAI routes' llama.cpp
+// `timings` are made (0: not known).
 struct StreamTimes {
     int64_t received_ns = 0;
     int64_t first_token_ns = 0;
     int64_t last_token_ns = 0;
+    int64_t first_due_ns = 0;
+    int64_t last_due_ns = 0;
 };
 
 class Formatter {

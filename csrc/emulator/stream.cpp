@@ -318,7 +318,8 @@ void Server::write_group(Conn& c, int64_t now) {
         s.next = end;
         const bool last = end == ne && !(s.fault_at == ne && ends_stream_early(s.fault));
         if (last) {
-            StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : load.due_ns[0], now_ns()};
+            StreamTimes t{s.rec.received_ns, s.sent_events ? s.rec.sent_ns[0] : load.due_ns[0], now_ns(),
+                          load.due_ns[0], load.due_ns[ne - 1]};
             s.fmt->finish(scratch_, t);
         }
         queue_payload(c, scratch_, last);

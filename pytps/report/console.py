@@ -30,6 +30,15 @@ ROWS = (
     ("kernel_read_lag_s", "kernel→stamp lag", 1e6, "µs"),
 )
 
+# The server's own timings (summary.server_timings), shown beside pytps's when it reports them.
+SERVER_ROWS = (
+    ("prompt_s", "server prompt", 1e3, "ms"),
+    ("ttft_minus_prompt_s", "TTFT − prompt", 1e3, "ms"),
+    ("decode_s", "server decode", 1e3, "ms"),
+    ("tpot_s", "server TPOT", 1e3, "ms"),
+    ("tpot_minus_server_s", "TPOT − server", 1e6, "µs"),
+)
+
 
 class RichProgress(RunProgress):
     def __init__(self, console: Console | None = None) -> None:
@@ -71,6 +80,17 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]
     out = []
     for key, label, scale, unit in ROWS:
         d = summary.get(key)
+        if d and d.get("count"):
+            out.append((label, unit, d, scale))
+    return out
+
+
+def server_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
+    """(label, unit, stats, scale) of the server's own timings, when it reported them."""
+    st = summary.get("server_timings") or {}
+    out = []
+    for key, label, scale, unit in SERVER_ROWS:
+        d = st.get(key)
         if d and d.get("count"):
             out.append((label, unit, d, scale))
     return out
@@ -120,7 +140,9 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     table = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("metric", "mean ± σ", "p50", "p90", "p99", "min … max", "n"):
         table.add_column(col, justify="right" if col != "metric" else "left")
-    for label, unit, d, scale in summary_rows(s):
+    for i, (label, unit, d, scale) in enumerate(summary_rows(s) + server_rows(s)):
+        if i == len(summary_rows(s)) and i:
+            table.add_section()
         table.add_row(
             # "[ms]" is rich markup to rich, which would drop it and leave "TTFT" without its unit.
             escape(f"{label} [{unit}]"),
@@ -132,6 +154,13 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             str(d["count"]),
         )
     console.print(table)
+    st = s.get("server_timings")
+    if st:
+        console.print(
+            f"server timings: {st['requests']} requests reported their own ({escape(str(st['source']))}); "
+            "TTFT − server prompt time is network, queueing, HTTP and the client",
+            style="dim",
+        )
 
     def num(v: float | None, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)

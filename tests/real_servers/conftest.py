@@ -1,0 +1,69 @@
+"""A real llama.cpp `llama-server` on 127.0.0.1 with a tiny random model made in the test.
+
+The binary is built from the pinned llama-cpp-python sdist and cached outside the repo
+(build_llama_server.py: a cold cache costs the build, minutes); the model is generated from
+the sdist's vocabulary (tiny_model.py). Nothing is downloaded but the sdist from PyPI.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from build_llama_server import build
+from tiny_model import make_model
+
+START_TIMEOUT_S = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a running llama-server (stopped at the end of the session)."""
+    binary, vocab = build()
+    work = tmp_path_factory.mktemp("llama")
+    model = make_model(vocab, work / "tiny.gguf")
+    port = _free_port()
+    log_path = work / "llama-server.log"
+    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui",
+           "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _healthy(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"llama-server did not start ({' '.join(cmd)}); its log ends:\n{tail}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
