@@ -133,6 +133,9 @@ def assert_documented(index):
     assert written == documented, (written - documented, documented - written)
 
 
+# Timing tier: these hold the emulator to its model's rates within 2-3% at 32-64 streams of a token
+# a millisecond, which a busy 2-core machine cannot keep (seen failing under other jobs' load).
+@pytest.mark.timing
 def test_the_knee_of_a_loaded_emulator_is_its_batch_limit(tmp_path):
     # The issue's own sweep: 16 batch slots, a queue behind them, 32 requests per cell. Up to 16
     # users each stream at 1 token/ms; past it, those queued wait a whole request (docs/emulator.md).
@@ -152,6 +155,7 @@ def test_the_knee_of_a_loaded_emulator_is_its_batch_limit(tmp_path):
     assert analysis["max_goodput"]["value"] >= 16
 
 
+@pytest.mark.timing
 def test_refine_adds_cells_around_the_knee(tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=1000, max_batch=16) as emu:
         proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "4,16,64", "--refine", "1",

@@ -122,7 +122,11 @@ class RunningSummary:
             "goodput_rps": self.useful / window_s if window_s else None,
             "goodput_tps": self.useful_tokens / window_s if window_s else None,
             "not_useful": dict(sorted(self._why_not.items())),
+            "server_timings": None,
             "first_ttft_s": None if self._first is None else self._first[1],
+            "cache": None,
+            "ttft_by_prompt_tokens": None,
+            "e2e_by_output_tokens": None,
             "time_series": None,
         }
         return summary
