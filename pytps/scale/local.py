@@ -6,7 +6,8 @@ The driver and a worker talk over a socket pair (multiprocessing's Connection fr
 worker's main thread runs its WorkerCore; a second thread answers the driver (clock readings,
 snapshots, go, stop, interrupt). The worker runs in a session of its own and ignores SIGINT:
 Ctrl-C reaches the driver only, which interrupts every worker, so the run ends as one. A
-worker whose driver is gone ends as after Ctrl-C. The worker writes its results folder in the driver's folder directly (one file system).
+worker whose driver is gone ends as after Ctrl-C. The worker writes its results folder in the
+driver's folder directly (one file system).
 """
 
 from __future__ import annotations
