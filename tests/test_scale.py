@@ -1,0 +1,277 @@
+"""Scaled runs (pytps.scale, docs/scale.md): --workers N against the emulator on 127.0.0.1, the
+exact merge checked against the workers' pooled raw data, clock skews injected and removed,
+a worker killed mid-run, and the same worker code on Ray actors (`scale` tier)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pytps
+from pytps.errors import ConfigError
+from pytps.event_log import read_chunks
+from pytps.metrics import PERCENTILE_KEYS, distribution, itl_samples
+from pytps.results import load_journal
+from pytps.scale import ScaledRun, ScaleOptions, auto_workers, parse_workers
+from pytps.scale.clock import ClockReading, measure_offset
+from pytps.scale.share import divide
+from pytps.schedule import LoadPlan, arrival_offsets_ns
+
+S = 1_000_000_000
+REL_ERR = 1e-3  # the per-token histograms' stated error (3 significant digits, docs/histogram.md)
+
+
+def scaled(emu, tmp_path, options, **settings):
+    settings.setdefault("output_tokens", 16)
+    settings.setdefault("input_tokens", 16)
+    run = ScaledRun(emu.base_url, {"out": tmp_path / "out", **settings}, options)
+    return run.run()
+
+
+def worker_dirs(out: Path) -> list[Path]:
+    return sorted(p for p in (out / "workers").iterdir() if p.is_dir())
+
+
+def pooled_raw(out: Path):
+    """Every worker's journal lines and its raw ITL samples, pooled, straight from its own files."""
+    lines, itl = [], []
+    for d in worker_dirs(out):
+        journal = load_journal(d)
+        lines += journal
+        counted = {j["index"] for j in journal if j["ok"] and not j["warmup"]}
+        rows = np.concatenate(list(read_chunks(d / "events.log")))
+        for index in counted:
+            r = rows[rows["request_index"] == index]
+            values, counts = itl_samples(r["t_ns"], r["layout"].astype(np.int64))
+            itl.append(np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts))
+    return lines, np.concatenate(itl)
+
+
+def check_exact_merge(result, out: Path) -> None:
+    lines, itl_ns = pooled_raw(out)
+    s = result.summary
+    measured = [j for j in lines if not j["warmup"]]
+    ok = [j for j in measured if j["ok"]]
+    # Counts are sums.
+    assert len(load_journal(out)) == len(lines)
+    assert s["requests_total"] == len(measured)
+    assert s["requests_ok"] == len(ok)
+    assert s["output_tokens_total"] == sum(j["output_tokens"] for j in ok)
+    with np.load(out / "events.npz") as npz:
+        assert len(npz["t_ns"]) == sum(
+            sum(len(c) for c in read_chunks(d / "events.log")) for d in worker_dirs(out)
+        )
+    # Per-request percentiles: exactly those of the pooled raw values.
+    for name in ("ttft_s", "e2e_s", "tpot_s", "decode_tps"):
+        assert s[name] == distribution([j[name] for j in ok]), name
+    # Per-token percentiles: within the histogram's error of the pooled raw samples.
+    assert s["itl_s"]["count"] == len(itl_ns)
+    for key, p in zip(PERCENTILE_KEYS, (50, 90, 95, 99, 99.9), strict=True):
+        exact = np.percentile(itl_ns, p, method="inverted_cdf") / S
+        assert exact <= s["itl_s"][key] * (1 + 1e-12) and s["itl_s"][key] <= exact * (1 + REL_ERR) + 1e-9, key
+
+
+def test_two_workers_merge_exactly(tmp_path):
+    with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
+        result = scaled(emu, tmp_path, ScaleOptions(workers=2), concurrency=4, requests=60, warmup=2)
+    out = tmp_path / "out"
+    assert result.summary["requests_total"] == 60 and result.summary["error_rate"] == 0
+    per_worker = result.metadata["scale"]["per_worker"]
+    assert [w["requests"] for w in per_worker] == [31, 31]  # indices dealt alternately, probes included
+    assert all(w["clock"]["method"] == "same clock" and w["failed"] is None for w in per_worker)
+    indices = sorted(j["index"] for j in load_journal(out))
+    assert indices == list(range(62))  # one process's indices, each sent once
+    check_exact_merge(result, out)
+
+
+def test_rate_mode_skewed_worker_clock_is_measured_and_removed(tmp_path):
+    skew = 7 * S  # worker 1 pretends its CLOCK_MONOTONIC is 7 s ahead, as another machine's might be
+    with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
+        result = scaled(
+            emu, tmp_path, ScaleOptions(workers=2, skew_ns={1: skew}), rate=80, arrival="constant", requests=40,
+            warmup=2,
+        )
+    out = tmp_path / "out"
+    clocks = [w["clock"] for w in result.metadata["scale"]["per_worker"]]
+    assert clocks[0]["method"] == "same clock" and clocks[0]["offset_ns"] == 0
+    assert clocks[1]["method"] == "round trip"
+    # Measured within its stated uncertainty (plus a microsecond for the two readings' order).
+    assert abs(clocks[1]["offset_ns"] + skew) <= clocks[1]["uncertainty_ns"] + 1_000
+    assert clocks[1]["uncertainty_ns"] < 5_000_000
+    # Removed: the skewed worker's raw times are 7 s ahead, the merged ones on the driver's base.
+    raw = {j["index"]: j for j in load_journal(out / "workers" / "1")}
+    merged = {j["index"]: j for j in load_journal(out)}
+    for index, line in raw.items():
+        assert merged[index]["t_send_ns"] - line["t_send_ns"] == clocks[1]["offset_ns"]
+    sends = sorted(j["t_sched_ns"] for j in merged.values() if j["t_sched_ns"] is not None)
+    # The schedule was translated: both workers' sends interleave on one constant 12.5 ms grid.
+    gaps = np.diff(sends)
+    assert np.all(np.abs(gaps - S // 80) < 2_000_000), gaps
+    assert result.summary["schedule_lag_s"]["p99"] < 0.5  # 7 s without the translation
+    assert result.summary["measured_window_s"] < 3
+    check_exact_merge(result, out)
+
+
+def test_killed_worker_keeps_its_finished_requests(tmp_path):
+    killed = threading.Event()
+
+    def kill_worker_1(handles):
+        def watch():
+            while (handles[1].snapshot() or {}).get("finished", 0) < 8:
+                time.sleep(0.01)
+            handles[1].kill()
+            killed.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    with pytps.Emulator(ttft_ms=2, itl_us=2000, keep_truth=False) as emu:
+        run = ScaledRun(
+            emu.base_url,
+            {"out": tmp_path / "out", "concurrency": 2, "requests": 60, "output_tokens": 16, "input_tokens": 16},
+            ScaleOptions(workers=2),
+            worker_hook=kill_worker_1,
+        )
+        result = run.run()
+    assert killed.is_set()
+    scale = result.metadata["scale"]
+    [failure] = scale["failures"]
+    assert failure["worker"] == "1" and "killed by signal 9" in failure["error"]
+    kept = failure["requests_kept"]
+    assert 8 <= kept < 30
+    # The live worker finished its share, the dead one's finished requests are all in the results.
+    assert scale["per_worker"][0]["requests"] == 30
+    assert result.summary["requests_total"] == 30 + kept
+    assert result.stopped_reason is None  # --on-worker-failure continue
+    check_exact_merge(result, tmp_path / "out")  # its ITL histogram rebuilt from its event log
+
+
+def test_worker_failure_stop_ends_the_run(tmp_path):
+    def kill_first(handles):
+        def watch():
+            while (handles[0].snapshot() or {}).get("finished", 0) < 4:
+                time.sleep(0.01)
+            handles[0].kill()
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    with pytps.Emulator(ttft_ms=2, itl_us=2000, keep_truth=False) as emu:
+        run = ScaledRun(
+            emu.base_url,
+            {"out": tmp_path / "out", "concurrency": 2, "requests": 400, "output_tokens": 16, "input_tokens": 16},
+            ScaleOptions(workers=2, on_worker_failure="stop"),
+            worker_hook=kill_first,
+        )
+        result = run.run()
+    assert "worker 0 failed" in result.stopped_reason and "--on-worker-failure stop" in result.stopped_reason
+    assert result.summary["requests_total"] < 400
+    assert result.metadata["scale"]["failures"][0]["requests_kept"] >= 4
+
+
+def test_duration_and_error_rate_apply_to_the_whole_run(tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=500, keep_truth=False) as emu:
+        result = scaled(emu, tmp_path, ScaleOptions(workers=2), concurrency=2, duration=1.0)
+    assert 0.9 < result.summary["measured_window_s"] < 1.5
+    with pytps.Emulator(ttft_ms=2, itl_us=500, keep_truth=False, faults=[{"kind": "http_503", "probability": 0.5}]) as emu:
+        result = scaled(emu, tmp_path / "e", ScaleOptions(workers=2), concurrency=2, requests=400, max_error_rate=0.1)
+    assert "exceeded --max-error-rate" in result.stopped_reason
+    assert result.summary["requests_total"] < 400
+
+
+def test_share_deals_one_schedule():
+    plan = LoadPlan(rate_rps=100.0, requests=50, warmup=3).validate()
+    shares = divide(plan, 3)
+    offsets = arrival_offsets_ns(100, 100.0)
+    dealt = sorted(x for s in shares for x in s.scheduled(iter(offsets)))
+    # One process: the probe is index 0 and index i >= 1 is sent at arrival i - 1; with 3 workers
+    # the probes are 0, 1, 2 and index i >= 3 at arrival i - 3: the same sends, shifted by the probes.
+    assert [i for i, _ in dealt] == list(range(3, 53))
+    assert [o for _, o in dealt] == offsets[:50].tolist()
+    assert [s.probe_index for s in shares] == [0, 1, 2]
+    conc = divide(LoadPlan(concurrency=5, requests=10).validate(), 2)
+    assert [s.slots for s in conc] == [3, 2]
+    assert sorted([s.probe_index for s in conc] + [i for s in conc for i in s.indices()]) == list(range(10))
+    with pytest.raises(ConfigError, match="each worker needs a slot"):
+        divide(LoadPlan(concurrency=2).validate(), 3)
+
+
+def test_auto_rule_and_flag():
+    assert auto_workers(0.3, cores=8, slots=None) == 1
+    assert auto_workers(0.9, cores=8, slots=None) == 2  # 0.9 > 0.7: two at 0.45 each
+    assert auto_workers(3.0, cores=8, slots=None) == 5
+    assert auto_workers(3.0, cores=2, slots=None) == 2  # one per core at most
+    assert auto_workers(3.0, cores=8, slots=3) == 3
+    assert parse_workers("auto") == "auto" and parse_workers("3") == 3
+    with pytest.raises(ConfigError, match="--workers"):
+        parse_workers("0")
+
+
+def test_offset_takes_the_tightest_round_trip():
+    # A worker 2 s behind; its answers come after uneven delays: the tightest try bounds it best.
+    delays = iter([0.004, 0.0005, 0.002] * 2)
+
+    def ask():
+        time.sleep(next(delays) / 2)
+        reading = ClockReading(pytps._core.now_ns() - 2 * S, time.time_ns(), None)
+        time.sleep(0.0001)
+        return reading
+
+    off = measure_offset(ask, tries=6)
+    assert off.method == "round trip" and off.round_trip_ns < 2_000_000
+    assert abs(off.offset_ns - 2 * S) <= off.uncertainty_ns
+
+
+def test_auto_workers_from_the_pilot(tmp_path):
+    with pytps.Emulator(ttft_ms=2, itl_us=300, keep_truth=False) as emu:
+        result = scaled(emu, tmp_path, ScaleOptions(workers="auto"), concurrency=2, requests=20, warmup=6)
+    auto = result.metadata["scale"]["auto"]
+    assert auto["workers"] == result.metadata["scale"]["workers"] >= 1
+    assert 0 <= auto["pilot_cpu_share"] < 4
+    assert result.summary["requests_total"] == 20
+    lines = load_journal(tmp_path / "out")
+    assert sorted(j["index"] for j in lines) == list(range(26))
+    assert sum(j["warmup"] for j in lines) == 6
+
+
+def test_cli_workers_flag(tmp_path):
+    out = tmp_path / "cli"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytps", "run", "--requests", "12", "--concurrency", "2", "--workers", "2",
+         "--output-tokens", "8", "--emu-ttft-ms", "2", "--emu-itl-us", "200", "--out", str(out), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["requests_total"] == 12
+    bad = subprocess.run(
+        [sys.executable, "-m", "pytps", "run", "--concurrency", "2", "--workers", "3"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("pytps: ")
+    assert "each worker needs a slot" in bad.stderr
+
+
+@pytest.mark.scale
+def test_ray_backend_on_a_local_cluster(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "pytps[ray]"; CI step 70-scale)')
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    try:
+        with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
+            result = scaled(
+                emu, tmp_path, ScaleOptions(workers=2, backend="ray", skew_ns={1: -3 * S}), concurrency=4,
+                requests=40, warmup=2,
+            )
+    finally:
+        ray.shutdown()
+    scale = result.metadata["scale"]
+    assert scale["backend"] == "ray" and scale["failures"] == []
+    clock = scale["per_worker"][1]["clock"]
+    assert abs(clock["offset_ns"] - 3 * S) <= clock["uncertainty_ns"] + 1_000
+    assert result.summary["requests_total"] == 40
+    check_exact_merge(result, tmp_path / "out")
