@@ -258,9 +258,12 @@ def test_cli_workers_flag(tmp_path):
 
 @pytest.mark.scale
 def test_ray_backend_on_a_local_cluster(tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "pytps[ray]"; CI step 70-scale)')
+    # Loopback only and no usage statistics: set before Ray is imported (pytps.scale.ray_backend).
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "pytps[ray]"; CI step 70-scale)')
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    assert ray.util.get_node_ip_address() == "127.0.0.1"
     try:
         with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
             result = scaled(

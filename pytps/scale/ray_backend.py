@@ -1,9 +1,9 @@
 """--backend ray: the workers as Ray actors, each running the same WorkerCore as a local worker
 process (pytps.scale.worker), placed on the cluster at --ray-address or on a local one.
 
-A local cluster that pytps starts binds to 127.0.0.1, starts no dashboard and sends no usage
-statistics (RAY_USAGE_STATS_ENABLED=0). An actor writes its results folder on its own node and
-the driver copies the new bytes of its journal and event log every poll, so a worker that dies
+A local cluster that pytps starts binds to 127.0.0.1 (checked after it started), starts no
+dashboard and sends no usage statistics (RAY_USAGE_STATS_ENABLED=0). An actor writes its
+results folder on its own node and the driver copies the new bytes of its journal and event log every poll, so a worker that dies
 keeps what the driver had copied (up to one poll, 50 ms, of finished requests may be lost with a
 whole node; on one host nothing is).
 """
@@ -25,6 +25,8 @@ from .worker import WorkerCore, WorkerJob, WorkerResult
 _APPENDED = ("requests.jsonl", "events.log")
 _WHOLE = ("results.json",)
 _CALL_TIMEOUT_S = 30.0
+#: Set to 0, Ray runs as a single node on 127.0.0.1 (ray._private.ray_constants.ENABLE_RAY_CLUSTER).
+LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def _import_ray() -> Any:
@@ -159,20 +161,28 @@ class RayBackend:
 
     def __init__(self, address: str | None) -> None:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if not address:
+            # Ray's "no cluster" mode (its default on macOS and Windows): the node's address is
+            # 127.0.0.1 and every Ray server of the node listens there only. Read when Ray is
+            # imported, and inherited by the processes it starts.
+            os.environ.setdefault(LOCAL_ONLY_ENV, "0")
         ray = _import_ray()
         self._ray = ray
         self._owned = False
         if not ray.is_initialized():
+            self._owned = True  # connected (or started) here: shut down here
             if address:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False)
             else:
-                ray.init(
-                    num_cpus=os.cpu_count() or 1,
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    log_to_driver=False,
-                )
-            self._owned = True
+                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+                node_ip = ray.util.get_node_ip_address()
+                if node_ip != "127.0.0.1":
+                    ray.shutdown()
+                    raise ConfigError(
+                        f"the local Ray cluster would listen on {node_ip}, not only on 127.0.0.1 (Ray was "
+                        f"imported before pytps set {LOCAL_ONLY_ENV}=0); start pytps in a fresh process, or "
+                        "give --ray-address of a cluster of your own"
+                    )
         self._actor_class = ray.remote(num_cpus=1, max_concurrency=8)(WorkerActor)
 
     def spawn(self, n: int, skews: list[int]) -> list[RayWorker]:
