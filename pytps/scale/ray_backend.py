@@ -3,9 +3,9 @@ process (pytps.scale.worker), placed on the cluster at --ray-address or on a loc
 
 A local cluster that pytps starts binds to 127.0.0.1 (checked after it started), starts no
 dashboard and sends no usage statistics (RAY_USAGE_STATS_ENABLED=0). An actor writes its
-results folder on its own node and the driver copies the new bytes of its journal and event log every poll, so a worker that dies
-keeps what the driver had copied (up to one poll, 50 ms, of finished requests may be lost with a
-whole node; on one host nothing is).
+results folder on its own node and the driver copies the new bytes of its journal and event
+log every poll, so a worker that dies keeps what the driver had copied (with a whole node lost,
+up to one poll, 50 ms, of finished requests may go with it; on one host nothing is lost).
 """
 
 from __future__ import annotations
