@@ -387,6 +387,7 @@ class ScaledRun:
                     "worker": w.name,
                     "requests": _journal_lines(w.directory),
                     "clock": w.offset.describe(),
+                    "client_cpu": cpu or None,
                     "clock_at_end": w.offset_end.describe() if w.offset_end is not None else None,
                     "failed": result.error if result is not None else "no result",
                     "interrupted": bool(result and result.interrupted),
@@ -414,7 +415,6 @@ class ScaledRun:
         metadata["include_usage"] = include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = stopped
-        metadata["max_error_rate"] = self.cfg.max_error_rate
         metadata["scale"] = {
             "workers": sum(1 for w in self.workers if w.name != "pilot"),
             "workers_requested": self.options.workers,
