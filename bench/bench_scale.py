@@ -68,10 +68,8 @@ def rate_trial(workers: int, rate: float, seconds: float) -> tuple[bool, str]:
     sent = s["requests_total"]
     expected = rate * seconds
     ok = lag is not None and lag < LAG_LIMIT_S and s["error_rate"] == 0 and sent >= 0.9 * expected
-    return (
-        ok,
-        f"{sent} requests, p99 lag {lag * 1e3 if lag is not None else float('nan'):.3f} ms, errors {s['error_rate']:.1%}",
-    )
+    lag_ms = lag * 1e3 if lag is not None else float("nan")
+    return ok, f"{sent} requests, p99 lag {lag_ms:.3f} ms, errors {s['error_rate']:.1%}"
 
 
 def token_trial(workers: int, concurrency: int, seconds: float) -> tuple[bool, str, float]:
