@@ -18,7 +18,7 @@ import pytps
 from pytps.errors import ConfigError
 from pytps.event_log import read_chunks
 from pytps.metrics import PERCENTILE_KEYS, distribution, itl_samples
-from pytps.results import load_journal
+from pytps.results import load_journal, load_results
 from pytps.scale import ScaledRun, ScaleOptions, auto_workers, parse_workers
 from pytps.scale.clock import ClockReading, measure_offset
 from pytps.scale.share import divide
@@ -119,7 +119,10 @@ def test_rate_mode_skewed_worker_clock_is_measured_and_removed(tmp_path):
     check_exact_merge(result, out)
 
 
-def test_killed_worker_keeps_its_finished_requests(tmp_path):
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory):
+    """Two workers; worker 1 is killed (SIGKILL) once it finished 8 requests."""
+    out = tmp_path_factory.mktemp("killed") / "out"
     killed = threading.Event()
 
     def kill_worker_1(handles):
@@ -134,12 +137,17 @@ def test_killed_worker_keeps_its_finished_requests(tmp_path):
     with pytps.Emulator(ttft_ms=2, itl_us=2000, keep_truth=False) as emu:
         run = ScaledRun(
             emu.base_url,
-            {"out": tmp_path / "out", "concurrency": 2, "requests": 60, "output_tokens": 16, "input_tokens": 16},
+            {"out": out, "concurrency": 2, "requests": 60, "output_tokens": 16, "input_tokens": 16},
             ScaleOptions(workers=2),
             worker_hook=kill_worker_1,
         )
         result = run.run()
     assert killed.is_set()
+    return result, out
+
+
+def test_killed_worker_keeps_its_finished_requests(killed_run):
+    result, out = killed_run
     scale = result.metadata["scale"]
     [failure] = scale["failures"]
     assert failure["worker"] == "1" and "killed by signal 9" in failure["error"]
@@ -149,7 +157,10 @@ def test_killed_worker_keeps_its_finished_requests(tmp_path):
     assert scale["per_worker"][0]["requests"] == 30
     assert result.summary["requests_total"] == 30 + kept
     assert result.stopped_reason is None  # --on-worker-failure continue
-    check_exact_merge(result, tmp_path / "out")  # its ITL histogram rebuilt from its event log
+    check_exact_merge(result, out)  # its ITL histogram rebuilt from its event log
+    from pytps.report.run_warnings import collect
+
+    assert any("Worker 1 failed" in w for w in collect(load_results(out)))
 
 
 def test_worker_failure_stop_ends_the_run(tmp_path):
@@ -227,16 +238,41 @@ def test_offset_takes_the_tightest_round_trip():
     assert abs(off.offset_ns - 2 * S) <= off.uncertainty_ns
 
 
-def test_auto_workers_from_the_pilot(tmp_path):
+@pytest.fixture(scope="module")
+def auto_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("auto") / "out"
     with pytps.Emulator(ttft_ms=2, itl_us=300, keep_truth=False) as emu:
-        result = scaled(emu, tmp_path, ScaleOptions(workers="auto"), concurrency=2, requests=20, warmup=6)
+        run = ScaledRun(
+            emu.base_url,
+            {"out": out, "concurrency": 2, "requests": 20, "warmup": 6, "output_tokens": 16, "input_tokens": 16},
+            ScaleOptions(workers="auto"),
+        )
+        return run.run(), out
+
+
+def test_auto_workers_from_the_pilot(auto_run):
+    result, out = auto_run
     auto = result.metadata["scale"]["auto"]
     assert auto["workers"] == result.metadata["scale"]["workers"] >= 1
     assert 0 <= auto["pilot_cpu_share"] < 4
+    assert result.metadata["scale"]["per_worker"][0]["worker"] == "pilot"
     assert result.summary["requests_total"] == 20
-    lines = load_journal(tmp_path / "out")
+    lines = load_journal(out)
     assert sorted(j["index"] for j in lines) == list(range(26))
     assert sum(j["warmup"] for j in lines) == 6
+
+
+def test_scaled_results_keys_are_documented_and_written(auto_run, killed_run):
+    from test_results_schema import documented, flatten
+
+    sections, maps = documented()
+    scaled_doc = sections["results.json: scaled runs"]
+    doc = sections["results.json"] | scaled_doc
+    written: set[str] = set()
+    for _, out in (auto_run, killed_run):
+        flatten(load_results(out), "", maps, written)
+    assert written - doc == set(), "written but not in docs/results.md"
+    assert scaled_doc - written == set(), "in docs/results.md but never written"
 
 
 def test_cli_workers_flag(tmp_path):

@@ -96,7 +96,6 @@ class WorkerOutput(RunOutput):
         summary = self.summary.finish(read_chunks(self.out_dir / EVENT_LOG))
         write_results(self.out_dir, metadata, summary)
         self.histograms = self.summary.token_histograms()
-        metadata["kernel_stamps"] = self.events.kernel_stamps
         return RunResult(out_dir=self.out_dir, metadata=metadata, summary=summary, records=[])
 
 
