@@ -314,3 +314,27 @@ def test_ray_backend_on_a_local_cluster(tmp_path, monkeypatch):
     assert abs(clock["offset_ns"] - 3 * S) <= clock["uncertainty_ns"] + 1_000
     assert result.summary["requests_total"] == 40
     check_exact_merge(result, tmp_path / "out")
+
+
+def test_ctrl_c_ends_every_worker_and_keeps_what_finished(tmp_path):
+    import signal
+
+    out = tmp_path / "sigint"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytps", "run", "--concurrency", "4", "--duration", "30", "--workers", "2",
+         "--output-tokens", "32", "--emu-ttft-ms", "2", "--emu-itl-us", "2000", "--out", str(out), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(out.glob("workers/*/requests.jsonl"))) < 2:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    results = load_results(out)
+    assert results["metadata"]["interrupted"] is True
+    assert all(w["interrupted"] for w in results["metadata"]["scale"]["per_worker"])
+    assert results["summary"]["requests_total"] == len([j for j in load_journal(out) if not j["warmup"]]) > 0
+    assert results["summary"]["measured_window_s"] < 10

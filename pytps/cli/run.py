@@ -43,6 +43,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.config:
         from .matrix_run import run_matrix
 
+        if scale_options(args) is not None:
+            from ..errors import ConfigError
+
+            raise ConfigError("--workers and --backend ray do not apply to a matrix (-c FILE) yet; run each cell alone")
+
         return run_matrix(args, "run")
     from ..event_loop import run_coroutine
     from ..results import load_results

@@ -51,8 +51,8 @@ class WorkerJob:
     driver, so every worker builds the same requests), its share, and its results folder."""
 
     base_url: str
-    settings: dict[str, Any]
-    share: Share
+    settings: dict[str, Any] = field(repr=False)  # holds the API key
+    share: Share = field(default_factory=lambda: Share(0, 1, 0, None, 0, None))
     skew_ns: int = 0  # tests: pretend this worker's clock is off by this much
 
 
