@@ -52,7 +52,7 @@ class WorkerJob:
 
     base_url: str
     settings: dict[str, Any] = field(repr=False)  # holds the API key
-    share: Share = field(default_factory=lambda: Share(0, 1, 0, None, 0, None))
+    share: Share
     skew_ns: int = 0  # tests: pretend this worker's clock is off by this much
 
 
