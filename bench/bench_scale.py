@@ -13,7 +13,8 @@ these loads, so on a 2-core host one core is left for the workers, and a second 
 with the first rather than adding a core: the figures say what one host of this size does, and
 a host with more cores than workers + 1 is the setting where N workers scale.
 
-    python bench/bench_scale.py [--seconds 2] [--bisect 2] [--workers 1,2]
+    python bench/bench_scale.py [--seconds 2] [--bisect 2] [--workers 1,2]   (0: the plain in-process
+                                                                            Runner, as a baseline)
 """
 
 from __future__ import annotations
@@ -23,11 +24,16 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import pytps
+from pytps.config import make_config
+from pytps.event_loop import run_coroutine
+from pytps.finalize import RunResult
 from pytps.results import load_journal
+from pytps.runner import Runner
 from pytps.scale import ScaledRun, ScaleOptions
 
 LAG_LIMIT_S = 1e-3
@@ -49,20 +55,24 @@ def busy_share() -> float:
     return 1.0 - (i1 - i0) / max(1, t1 - t0)
 
 
+def measure(base_url: str, workers: int, settings: dict[str, Any]) -> RunResult:
+    """A run with `workers` worker processes; 0: the plain Runner in this process (a baseline)."""
+    if workers == 0:
+        return run_coroutine(Runner(make_config(base_url, **settings)).run())
+    return ScaledRun(base_url, settings, ScaleOptions(workers=workers)).run()
+
+
 def rate_trial(workers: int, rate: float, seconds: float) -> tuple[bool, str]:
     with pytps.Emulator(ttft_ms=1, itl_us=100, keep_truth=False) as emu, tempfile.TemporaryDirectory() as tmp:
-        result = ScaledRun(
-            emu.base_url,
-            {
-                "rate": rate,
-                "duration": seconds,
-                "warmup": 2 * workers,
-                "output_tokens": 4,
-                "input_tokens": 16,
-                "out": Path(tmp) / "out",
-            },
-            ScaleOptions(workers=workers),
-        ).run()
+        settings = {
+            "rate": rate,
+            "duration": seconds,
+            "warmup": 2 * max(1, workers),
+            "output_tokens": 4,
+            "input_tokens": 16,
+            "out": Path(tmp) / "out",
+        }
+        result = measure(emu.base_url, workers, settings)
     s = result.summary
     lag = s["schedule_lag_s"]["p99"]
     sent = s["requests_total"]
@@ -77,18 +87,15 @@ def token_trial(workers: int, concurrency: int, seconds: float) -> tuple[bool, s
     requests = max(2 * concurrency, int(concurrency * seconds / 0.26))
     with pytps.Emulator(ttft_ms=5, itl_us=1000, keep_truth=True) as emu, tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
-        result = ScaledRun(
-            emu.base_url,
-            {
-                "concurrency": concurrency,
-                "requests": requests,
-                "warmup": concurrency,
-                "output_tokens": tokens,
-                "input_tokens": 16,
-                "out": out,
-            },
-            ScaleOptions(workers=workers),
-        ).run()
+        settings = {
+            "concurrency": concurrency,
+            "requests": requests,
+            "warmup": concurrency,
+            "output_tokens": tokens,
+            "input_tokens": 16,
+            "out": out,
+        }
+        result = measure(emu.base_url, workers, settings)
         lines = [j for j in load_journal(out) if j["ok"] and not j["warmup"]]
         truth = {t["id"]: t for t in emu.wait_truth(len(load_journal(out)), timeout_s=10)}
     errors = np.asarray(
@@ -163,7 +170,7 @@ def main() -> None:
 
         def tokens_ok(concurrency: float, n: int = n, best_tps: dict[float, float] = best_tps) -> bool:
             c = int(concurrency)
-            if c < n:
+            if c < max(1, n):
                 return True
             ok, detail, tps = token_trial(n, c, args.seconds)
             best_tps[c] = tps
