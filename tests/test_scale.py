@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from pytps.event_log import read_chunks
 from pytps.metrics import PERCENTILE_KEYS, distribution, itl_samples
 from pytps.results import load_journal, load_results
 from pytps.scale import ScaledRun, ScaleOptions, auto_workers, parse_workers
+from pytps.scale import clock as clock_module
 from pytps.scale.clock import ClockReading, measure_offset
 from pytps.scale.share import divide
 from pytps.schedule import LoadPlan, arrival_offsets_ns
@@ -223,18 +225,20 @@ def test_auto_rule_and_flag():
         parse_workers("0")
 
 
-def test_offset_takes_the_tightest_round_trip():
-    # A worker 2 s behind; its answers come after uneven delays: the tightest try bounds it best.
-    delays = iter([0.004, 0.0005, 0.002] * 2)
+def test_offset_takes_the_tightest_round_trip(monkeypatch):
+    # The driver's clock, read before and after each of three exchanges with a worker 2 s behind;
+    # the worker read its clock somewhere inside each round trip.
+    driver = iter([0, 4_000, 10_000, 10_500, 20_000, 22_000])
+    worker_reads = iter([1_000, 10_200, 21_900])  # on the driver's clock
+    monkeypatch.setattr(clock_module, "_core", types.SimpleNamespace(now_ns=lambda: next(driver)))
 
     def ask():
-        time.sleep(next(delays) / 2)
-        reading = ClockReading(pytps._core.now_ns() - 2 * S, time.time_ns(), None)
-        time.sleep(0.0001)
-        return reading
+        return ClockReading(next(worker_reads) - 2 * S, time.time_ns(), None)
 
-    off = measure_offset(ask, tries=6)
-    assert off.method == "round trip" and off.round_trip_ns < 2_000_000
+    off = measure_offset(ask, tries=3)
+    # The second exchange, 500 ns: offset = (10,000 + 10,500) / 2 - (10,200 - 2 s), within ± 250 ns.
+    assert (off.method, off.round_trip_ns, off.uncertainty_ns) == ("round trip", 500, 250)
+    assert off.offset_ns == 2 * S + 50
     assert abs(off.offset_ns - 2 * S) <= off.uncertainty_ns
 
 
