@@ -296,27 +296,56 @@ def test_cli_workers_flag(tmp_path):
     assert "each worker needs a slot" in bad.stderr
 
 
-@pytest.mark.scale
-def test_ray_backend_on_a_local_cluster(tmp_path, monkeypatch):
-    # Loopback only and no usage statistics: set before Ray is imported (pytps.scale.ray_backend).
+@pytest.fixture
+def local_ray(monkeypatch):
+    """A Ray cluster on this machine, loopback only, no dashboard, no usage statistics."""
+    # Set before Ray is imported: Ray reads them then (pytps.scale.ray_backend).
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "pytps[ray]"; CI step 70-scale)')
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     assert ray.util.get_node_ip_address() == "127.0.0.1"
-    try:
-        with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
-            result = scaled(
-                emu, tmp_path, ScaleOptions(workers=2, backend="ray", skew_ns={1: -3 * S}), concurrency=4,
-                requests=40, warmup=2,
-            )
-    finally:
-        ray.shutdown()
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.scale
+def test_ray_backend_on_a_local_cluster(tmp_path, local_ray):
+    with pytps.Emulator(ttft_ms=5, itl_us=300, keep_truth=False) as emu:
+        result = scaled(
+            emu, tmp_path, ScaleOptions(workers=2, backend="ray", skew_ns={1: -3 * S}), concurrency=4,
+            requests=40, warmup=2,
+        )
     scale = result.metadata["scale"]
     assert scale["backend"] == "ray" and scale["failures"] == []
     clock = scale["per_worker"][1]["clock"]
     assert abs(clock["offset_ns"] - 3 * S) <= clock["uncertainty_ns"] + 1_000
     assert result.summary["requests_total"] == 40
+    check_exact_merge(result, tmp_path / "out")
+
+
+@pytest.mark.scale
+def test_ray_actor_killed_keeps_what_was_copied(tmp_path, local_ray):
+    def kill_actor_1(handles):
+        def watch():
+            while (handles[1].snapshot() or {}).get("finished", 0) < 6:
+                time.sleep(0.01)
+            time.sleep(0.2)  # the driver copies the actor's files every 50 ms
+            handles[1].kill()
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    with pytps.Emulator(ttft_ms=2, itl_us=2000, keep_truth=False) as emu:
+        result = ScaledRun(
+            emu.base_url,
+            {"out": tmp_path / "out", "concurrency": 2, "requests": 60, "output_tokens": 16, "input_tokens": 16},
+            ScaleOptions(workers=2, backend="ray"),
+            worker_hook=kill_actor_1,
+        ).run()
+    [failure] = result.metadata["scale"]["failures"]
+    assert failure["worker"] == "1" and "Ray actor failed" in failure["error"]
+    assert 6 <= failure["requests_kept"] < 30
+    assert result.summary["requests_total"] == 30 + failure["requests_kept"]
     check_exact_merge(result, tmp_path / "out")
 
 
