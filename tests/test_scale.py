@@ -90,6 +90,9 @@ def test_two_workers_merge_exactly(tmp_path):
     assert all(w["clock"]["method"] == "same clock" and w["failed"] is None for w in per_worker)
     indices = sorted(j["index"] for j in load_journal(out))
     assert indices == list(range(62))  # one process's indices, each sent once
+    # Each worker's transport numbers its own connections; merged, they are apart.
+    conns = {(j["index"] % 2, j["connection_id"]) for j in load_journal(out)}
+    assert len({c for _, c in conns}) == len(conns) >= 4
     check_exact_merge(result, out)
 
 

@@ -53,9 +53,10 @@ class MergePart:
     histograms: dict[str, bytes] | None
 
 
-def _journal(part: MergePart) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def _journal(part: MergePart, parts: int) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(finish on the driver's clock, worker, line) of a worker's journal, in its order (which
-    is finish order); a torn last line (the worker died mid-write) is left out."""
+    is finish order); a torn last line (the worker died mid-write) is left out. Connection ids,
+    numbered by each worker's transport, become unique within the run: id × parts + worker."""
     path = part.directory / "requests.jsonl"
     if not path.exists():
         return
@@ -68,6 +69,8 @@ def _journal(part: MergePart) -> Iterator[tuple[int, int, dict[str, Any]]]:
             for name in JOURNAL_TIMES:
                 if line.get(name) is not None:
                     line[name] += part.offset_ns
+            if line.get("connection_id") is not None:
+                line["connection_id"] = line["connection_id"] * parts + part.worker
             done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
             yield (done if done is not None else line["t_send_ns"]), part.worker, line
 
@@ -121,7 +124,7 @@ def merge_results(
     known: dict[int, list[int]] = {p.worker: [] for p in parts}
     counted: dict[int, list[int]] = {p.worker: [] for p in parts}
     with open(out_dir / "requests.jsonl", "w", encoding="utf-8") as journal:
-        for _, worker, line in heapq.merge(*(_journal(p) for p in parts), key=lambda t: (t[0], t[1])):
+        for _, worker, line in heapq.merge(*(_journal(p, len(parts)) for p in parts), key=lambda t: (t[0], t[1])):
             journal.write(json.dumps(line, separators=(",", ":")) + "\n")
             summary.add_journaled(line)
             known[worker].append(line["index"])
