@@ -38,6 +38,11 @@ class Runner:
     """One run of cfg. transport: a Transport of the caller's (left open at the end), or None for
     the one pytps.transport.select picks (closed at the end)."""
 
+    # Hooks for a runner that is one worker of a scaled run (pytps.scale.worker): the index of
+    # the request sent alone first, and the results folder's writer.
+    probe_index = 0
+    output_type: type[RunOutput] = RunOutput
+
     def __init__(
         self,
         cfg: RunConfig,
@@ -155,7 +160,7 @@ class Runner:
     async def _first_request(self, model: str, output: RunOutput, warmup: bool) -> None:
         """Sends request 0 alone, to fail fast on a wrong key, path or model, and to learn
         whether the server accepts the usage request (retried once without it)."""
-        rec = await self.transport.send(self._spec(0, model, warmup))
+        rec = await self.transport.send(self._spec(self.probe_index, model, warmup))
         if (
             self._include_usage
             and rec.status is not None
@@ -163,7 +168,7 @@ class Runner:
         ):
             self._include_usage = False
             self._usage_note = "the server rejected stream_options.include_usage; retried without it"
-            rec = await self.transport.send(self._spec(0, model, warmup))
+            rec = await self.transport.send(self._spec(self.probe_index, model, warmup))
         if rec.status in (401, 403):
             raise EndpointError(
                 f"the endpoint refused the API key (HTTP {rec.status}); set --api-key-env "
@@ -172,7 +177,7 @@ class Runner:
         if rec.status == 404:
             raise EndpointError(
                 f"{request_formats.describe_error(404, rec.error_detail or '', self._secrets)} for "
-                f"{self.cfg.base_url}{self._spec(0, model, warmup).path}: wrong --base-url or --api, "
+                f"{self.cfg.base_url}{self._spec(self.probe_index, model, warmup).path}: wrong --base-url or --api, "
                 f"or unknown model '{model}'"
             )
         if rec.error in ("connect",):
@@ -292,7 +297,9 @@ class Runner:
         try:
             model = await self._resolve_model()
             out_dir = cfg.out_dir or default_out_dir(model)
-            output = self._output = RunOutput(out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records)
+            output = self._output = self.output_type(
+                out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
+            )
             metadata = run_metadata(cfg, model, self.transport)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None

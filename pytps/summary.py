@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -98,22 +99,44 @@ class RunSummary:
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
         verdict = verdict or self.judge.verdict(rec, m)
+        if self._add_scalars(m, finish_ns(rec), rec.retries, verdict, rec.usage, rec.turn):
+            self.add_token_figures(rec.output_times_ns, layout, rec.output_kernel_times_ns)
+
+    def add_journaled(self, line: dict[str, Any]) -> None:
+        """One finished request from its journal line (results.Journal) instead of its record: the
+        same scalars, so a summary of journals merged from several workers (pytps.scale.merge) is
+        the one a single process would have built. Its per-token figures come separately:
+        merge_token_histograms, or add_token_figures from its event rows."""
+        m = RequestMetrics(**{f.name: line[f.name] for f in fields(RequestMetrics)})
+        done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
+        verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"])
+        self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"])
+
+    def _add_scalars(
+        self,
+        m: RequestMetrics,
+        done: int | None,
+        retries: int,
+        verdict: Verdict,
+        usage: dict[str, Any],
+        turn: int | None,
+    ) -> bool:
+        """The request's columns and counts; True when its per-token figures count (measured, ok)."""
         self.tokens_read += m.output_tokens
-        measured = not rec.warmup
+        measured = not m.warmup
         ok = measured and m.ok
         for name, col in self._seconds.items():
             value = getattr(m, name)
             col.append(math.nan if value is None else value)
-        self._index.append(rec.index)
-        self._t_send.append(rec.t_send_ns)
-        done = finish_ns(rec)
+        self._index.append(m.index)
+        self._t_send.append(m.t_send_ns)
         self._finish.append(_NO_NS if done is None else done)
         self._measured.append(measured)
         self._ok.append(ok)
         if not measured:
-            return
+            return False
         self.requests_measured += 1
-        self.requests_retried += rec.retries > 0
+        self.requests_retried += retries > 0
         if verdict.cost is not None:
             self.cost_total += verdict.cost
         if verdict.useful:
@@ -122,14 +145,14 @@ class RunSummary:
         elif verdict.why_not is not None:
             kind = verdict.why_not.split(":")[0]  # error / slo / validation
             self._why_not[kind] = self._why_not.get(kind, 0) + 1
-        if self._first is None or rec.t_send_ns < self._first[0]:
-            self._first = (rec.t_send_ns, math.nan if m.ttft_s is None else m.ttft_s)
+        if self._first is None or m.t_send_ns < self._first[0]:
+            self._first = (m.t_send_ns, math.nan if m.ttft_s is None else m.ttft_s)
         if not ok:
             assert m.error is not None
             self._errors[m.error] = self._errors.get(m.error, 0) + 1
-            return
+            return False
         self.requests_ok += 1
-        self.workload.add(rec, m)
+        self.workload.add(usage, turn, m)
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
@@ -138,12 +161,26 @@ class RunSummary:
             self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
             for name, col in self._server.items():
                 col.append(math.nan if st[name] is None else st[name])
-        self._itl.record_many(itl_token_samples_ns(rec.output_times_ns, layout))
-        if len(rec.output_times_ns) > 1:
-            self._gaps.record_many(np.maximum(1, np.diff(rec.output_times_ns)))
-        if len(rec.output_kernel_times_ns):
+        return True
+
+    def add_token_figures(self, times_ns: np.ndarray, layout: np.ndarray, kernel_times_ns: np.ndarray) -> None:
+        """A measured, successful request's per-token figures: ITL, chunk gaps, kernel lag."""
+        self._itl.record_many(itl_token_samples_ns(times_ns, layout))
+        if len(times_ns) > 1:
+            self._gaps.record_many(np.maximum(1, np.diff(times_ns)))
+        if len(kernel_times_ns):
             # A read's kernel stamp can follow pytps's by a few ns on loopback: floor at 1 ns.
-            self._kernel_lag.record_many(np.maximum(1, rec.output_times_ns - rec.output_kernel_times_ns))
+            self._kernel_lag.record_many(np.maximum(1, times_ns - kernel_times_ns))
+
+    def token_histograms(self) -> dict[str, bytes]:
+        """The per-token histograms as Histogram.to_bytes, to travel to another process."""
+        return {"itl": self._itl.to_bytes(), "gaps": self._gaps.to_bytes(), "kernel_lag": self._kernel_lag.to_bytes()}
+
+    def merge_token_histograms(self, blobs: dict[str, bytes]) -> None:
+        """Adds another summary's token_histograms(): the merge is exact bucket for bucket."""
+        self._itl.merge(_core.Histogram.from_bytes(blobs["itl"]))
+        self._gaps.merge(_core.Histogram.from_bytes(blobs["gaps"]))
+        self._kernel_lag.merge(_core.Histogram.from_bytes(blobs["kernel_lag"]))
 
     def _column(self, name: str, ok_only: bool) -> np.ndarray:
         values = np.frombuffer(self._seconds[name], dtype=np.float64)

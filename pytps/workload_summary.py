@@ -16,18 +16,17 @@ from typing import Any
 import numpy as np
 
 from .metrics import RequestMetrics, distribution
-from .records import RequestRecord
 
 #: A request is "mostly cached" when the server reported at least this share of its prompt as
 #: cached tokens (docs/metrics.md).
 MOSTLY_CACHED = 0.5
 
 
-def cache_counts(rec: RequestRecord, prompt_includes_cached: bool) -> tuple[int | None, int | None]:
-    """(prompt tokens, cached tokens) as the server reported them, the prompt counting cache reads
-    too (Anthropic's input_tokens leave them out); None where not reported."""
-    prompt = rec.usage.get("prompt_tokens")
-    cached = rec.usage.get("cached_tokens")
+def cache_counts(usage: dict[str, Any], prompt_includes_cached: bool) -> tuple[int | None, int | None]:
+    """(prompt tokens, cached tokens) as the server reported them (a record's usage), the prompt
+    counting cache reads too (Anthropic's input_tokens leave them out); None where not reported."""
+    prompt = usage.get("prompt_tokens")
+    cached = usage.get("cached_tokens")
     if prompt is not None and not prompt_includes_cached:
         prompt += cached or 0
     return prompt, cached
@@ -63,16 +62,16 @@ class WorkloadFigures:
         self._session_start = array("q")
         self._session_end = array("q")
 
-    def add(self, rec: RequestRecord, m: RequestMetrics) -> None:
-        """One successful measured request."""
-        prompt, cached = cache_counts(rec, self.prompt_includes_cached)
+    def add(self, usage: dict[str, Any], turn: int | None, m: RequestMetrics) -> None:
+        """One successful measured request: its usage and turn (a record's, or a journal line's)."""
+        prompt, cached = cache_counts(usage, self.prompt_includes_cached)
         self._ttft.append(math.nan if m.ttft_s is None else m.ttft_s)
         self._e2e.append(math.nan if m.e2e_s is None else m.e2e_s)
         self._decode.append(math.nan if m.decode_tps is None else m.decode_tps)
         self._prompt.append(-1 if prompt is None else prompt)
         self._cached.append(-1 if cached is None else cached)
         self._output.append(m.output_tokens)
-        self._turn.append(-1 if rec.turn is None else rec.turn)
+        self._turn.append(-1 if turn is None else turn)
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
         """A measured session, from its first turn's send to its last turn's finish."""

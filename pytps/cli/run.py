@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from ._help import add_command
 from .report import add_html_argument, check_html_available, write_html
-from .run_args import add_run_arguments, build_config, endpoint_url
+from .run_args import add_run_arguments, build_config, endpoint_url, flag_settings
+from .scale_args import add_scale_arguments, scale_options
 
 if TYPE_CHECKING:
     pass
@@ -22,6 +23,7 @@ EXAMPLES = """examples:
             --input-tokens 512 --output-tokens 256 --concurrency 16 --requests 200 --warmup 4
   pytps run --base-url http://127.0.0.1:8000 --rate 8 --arrival poisson --duration 60
   pytps run --base-url https://api.example.com --api-key-env MY_KEY --dataset prompts.jsonl
+  pytps run --base-url http://127.0.0.1:8000 --rate 2000 --duration 60 --workers 4
 """
 
 
@@ -36,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_run_arguments(p)
     add_html_argument(p, "the run's report")
+    add_scale_arguments(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -45,6 +48,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         if args.html is not None:
             raise ConfigError("--html draws one run: with -c FILE, use pytps report CELL_DIR --html on a cell")
+        if scale_options(args) is not None:
+            raise ConfigError("--workers and --backend ray do not apply to a matrix (-c FILE) yet; run each cell alone")
         return run_matrix(args, "run")
     if args.html is not None:
         check_html_available()
@@ -53,7 +58,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..runner import Progress, Runner
 
     with ExitStack() as stack:
-        cfg = build_config(args, endpoint_url(args, stack, "benchmarking"))
+        scale = scale_options(args)
+        base_url = endpoint_url(args, stack, "benchmarking")
+        cfg = build_config(args, base_url)
         progress = Progress()
         if sys.stderr.isatty():
             # A live bar only for a person watching; rich is imported only then (and for the table).
@@ -62,7 +69,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress = RichProgress()
         runner = Runner(cfg, progress)
         try:
-            result = run_coroutine(runner.run())
+            if scale is not None:
+                from ..scale import run_scaled
+
+                # The workers' progress is shown as one, and Ctrl-C ends the run as a whole.
+                result = run_scaled(base_url, flag_settings(args), scale, progress)
+            else:
+                result = run_coroutine(runner.run())
             interrupted = result.interrupted
         except KeyboardInterrupt:
             interrupted = True

@@ -50,9 +50,18 @@ def collect(results: dict[str, Any]) -> list[str]:
     rate = summary.get("error_rate")
     if rate:
         out.append(f"{rate:.1%} of requests failed; they are left out of the latency figures.")
-    cpu = meta.get("client_cpu") or {}
-    wall = cpu.get("wall_s") or 0.0
-    if wall > 1.0:
+    scale = meta.get("scale") or {}
+    for failure in scale.get("failures") or []:
+        out.append(
+            f"Worker {failure['worker']} failed: {failure['error']}. Its {failure.get('requests_kept', 0)} "
+            "finished requests are in the results; the requests it had yet to send were not sent."
+        )
+    # A scaled run: each worker's threads (their sums over the run's wall time would mislead).
+    cpus = [w["client_cpu"] for w in scale.get("per_worker") or [] if w.get("client_cpu")] if scale else []
+    for cpu in cpus or [meta.get("client_cpu") or {}]:
+        wall = cpu.get("wall_s") or 0.0
+        if wall <= 1.0:
+            continue
         # A thread busy most of the run answers late: its stamps (asyncio, httpx: the loop stamps
         # reads) or its sends (rate mode) drift from the wire. 0.7: well before it saturates.
         for key, name, hint in (
@@ -61,7 +70,7 @@ def collect(results: dict[str, Any]) -> list[str]:
                 "event loop",
                 "use --transport native (reads are stamped off the loop), or run fewer connections per process",
             ),
-            ("engine_thread_s", "native engine thread", "run fewer connections per process, or several processes"),
+            ("engine_thread_s", "native engine thread", "spread the load over more processes (--workers N)"),
         ):
             busy = (cpu.get(key) or 0.0) / wall
             if busy > 0.7:

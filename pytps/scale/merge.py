@@ -1,0 +1,152 @@
+"""The exact merge of a scaled run: the workers' results folders made into one, as if a single
+process had measured everything (docs/scale.md, "The merge").
+
+- Per-request figures come from the workers' journals, value for value: each line goes to the
+  merged journal and to one RunSummary (RunSummary.add_journaled), so request-level percentiles
+  are exact, as in one process.
+- Per-token figures (ITL, chunk gaps, kernel lag) come as each worker's histograms
+  (Histogram.to_bytes) and are merged bucket for bucket; a worker that died sent none, so its
+  histograms are rebuilt from its event log, with the same code as a live run's.
+- Every absolute time (journal and event log) is moved onto the driver's clock by the worker's
+  measured offset, so throughput, the windows and the time series have one time base.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..event_log import ROW, read_chunks, write_npz
+from ..finalize import EVENT_LOG, RunResult, write_results
+from ..metrics import client_cpu_us_per_token
+from ..schedule import LoadPlan
+from ..slo import Judge
+from ..summary import RunSummary
+
+#: The journal's absolute times (results.Journal): moved by a worker's clock offset.
+JOURNAL_TIMES = (
+    "t_send_ns",
+    "t_done_ns",
+    "t_sched_ns",
+    "t_headers_ns",
+    "first_output_ns",
+    "first_answer_ns",
+    "last_output_ns",
+    "end_ns",
+)
+
+
+@dataclass
+class MergePart:
+    """One worker's results folder, its clock offset, and its histograms (None: rebuild them)."""
+
+    worker: int
+    directory: Path
+    offset_ns: int
+    histograms: dict[str, bytes] | None
+
+
+def _journal(part: MergePart, parts: int) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(finish on the driver's clock, worker, line) of a worker's journal, in its order (which
+    is finish order); a torn last line (the worker died mid-write) is left out. Connection ids,
+    numbered by each worker's transport, become unique within the run: id × parts + worker."""
+    path = part.directory / "requests.jsonl"
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        for text in f:
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            for name in JOURNAL_TIMES:
+                if line.get(name) is not None:
+                    line[name] += part.offset_ns
+            if line.get("connection_id") is not None:
+                line["connection_id"] = line["connection_id"] * parts + part.worker
+            done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
+            yield (done if done is not None else line["t_send_ns"]), part.worker, line
+
+
+def _shifted_rows(part: MergePart, known: np.ndarray) -> Iterator[np.ndarray]:
+    """A worker's event rows on the driver's clock, only of requests its journal has."""
+    log = part.directory / EVENT_LOG
+    if not log.exists():
+        return
+    for chunk in read_chunks(log):
+        rows = chunk[np.isin(chunk["request_index"], known)].copy()
+        rows["t_ns"] += part.offset_ns
+        stamped = rows["t_kernel_ns"] >= 0
+        rows["t_kernel_ns"][stamped] += part.offset_ns
+        yield rows
+
+
+def _rebuild_histograms(summary: RunSummary, part: MergePart, counted: np.ndarray) -> None:
+    """A dead worker's per-token histograms from its event log: each request's rows are
+    contiguous (one write per request), possibly split across two chunks."""
+    pending = np.zeros(0, dtype=ROW)
+    for rows in _shifted_rows(part, counted):
+        rows = np.concatenate((pending, rows)) if len(pending) else rows
+        if not len(rows):
+            continue
+        # Every request but the last of this chunk is whole; the last may go on in the next.
+        starts = np.flatnonzero(np.r_[True, rows["request_index"][1:] != rows["request_index"][:-1]])
+        bounds = [*starts.tolist(), len(rows)]
+        for a, b in itertools.pairwise(bounds[:-1]):
+            _add_request_rows(summary, rows[a:b])
+        pending = rows[bounds[-2] :]
+    if len(pending):
+        _add_request_rows(summary, pending)
+
+
+def _add_request_rows(summary: RunSummary, rows: np.ndarray) -> None:
+    kernel = rows["t_kernel_ns"]
+    summary.add_token_figures(
+        np.ascontiguousarray(rows["t_ns"]),
+        np.ascontiguousarray(rows["layout"]).astype(np.int64),
+        np.ascontiguousarray(kernel) if (kernel >= 0).all() else np.zeros(0, dtype=np.int64),
+    )
+
+
+def merge_results(
+    out_dir: Path, parts: list[MergePart], *, plan: LoadPlan, judge: Judge, metadata: dict[str, Any]
+) -> RunResult:
+    """results.json, requests.jsonl and events.npz of the whole run in out_dir, from the parts."""
+    target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+    summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=judge)
+    known: dict[int, list[int]] = {p.worker: [] for p in parts}
+    counted: dict[int, list[int]] = {p.worker: [] for p in parts}
+    with open(out_dir / "requests.jsonl", "w", encoding="utf-8") as journal:
+        for _, worker, line in heapq.merge(*(_journal(p, len(parts)) for p in parts), key=lambda t: (t[0], t[1])):
+            journal.write(json.dumps(line, separators=(",", ":")) + "\n")
+            summary.add_journaled(line)
+            known[worker].append(line["index"])
+            if line["ok"] and not line["warmup"]:
+                counted[worker].append(line["index"])
+    log = out_dir / EVENT_LOG
+    kernel_stamps = False
+    with open(log, "wb") as f:
+        for part in parts:
+            for rows in _shifted_rows(part, np.asarray(known[part.worker], dtype=np.int64)):
+                kernel_stamps |= bool((rows["t_kernel_ns"] >= 0).any())
+                f.write(rows.tobytes())
+            if part.histograms is not None:
+                summary.merge_token_histograms(part.histograms)
+            else:
+                _rebuild_histograms(summary, part, np.asarray(counted[part.worker], dtype=np.int64))
+    result = summary.finish(read_chunks(log))
+    cpu = metadata.get("client_cpu")
+    per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
+    if per_token is not None:
+        result["client_cpu_us_per_token"] = per_token
+    write_results(out_dir, metadata, result)
+    write_npz(log, out_dir / "events.npz", kernel_stamps=kernel_stamps)
+    log.unlink()
+    return RunResult(out_dir=out_dir, metadata=metadata, summary=result, records=[])
