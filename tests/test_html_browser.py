@@ -110,8 +110,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_a_run_report_loads_clean_and_every_plot_is_drawn(browser: Any, runs: dict[str, Path]) -> None:
     page = write_report(runs["a"])
     names = check_clean_and_drawn(browser, page)
-    # 3 CDFs, the timeline, throughput, in flight, errors.
-    assert len(names) == 7
+    # 3 CDFs, the timeline, throughput, in flight, TTFT against prompt and E2E against output tokens, errors.
+    assert len(names) == 9
 
 
 def test_a_sweep_report_loads_clean_with_its_curve(browser: Any, runs: dict[str, Path]) -> None:
