@@ -18,6 +18,7 @@ from ._native import _core
 from .config import RunConfig
 from .endpoint import Endpoint
 from .errors import EndpointError
+from .calibrate.envelope import load_envelope
 from .finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
 from .records import RequestRecord
 from .transport.base import RequestSpec, Transport
@@ -271,6 +272,7 @@ class Runner:
             out_dir = cfg.out_dir or default_out_dir(model)
             output = self._output = RunOutput(out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records)
             metadata = run_metadata(cfg, model, self.transport)
+            envelope = load_envelope(self.transport.name)  # this host's, from pytps calibrate (or None)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             self.progress.start(total, cfg.plan.duration_s)
@@ -305,7 +307,7 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
-        result = output.finish(metadata)
+        result = output.finish(metadata, envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
         return result
