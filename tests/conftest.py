@@ -6,6 +6,11 @@
   the tests are never loosened for a busy machine. Run: `pytest -m timing` (.ci/steps/40-timing.sh).
 - `stress`: long randomized runs (SIGINT at random moments under a CPU hog). Run:
   `pytest -m stress` (.ci/steps/50-stress.sh).
+- `calibrate_full`: `pytps calibrate` as shipped (--quick, and the full ladder with --baseline).
+  Run: `pytest -m calibrate_full` (.ci/steps/45-calibrate.sh).
+
+Every test sees its own PYTPS_ENVELOPE_DIR, so no run reads the trust envelope saved by the
+user's own `pytps calibrate`.
 """
 
 from __future__ import annotations
@@ -58,6 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # Also registered here, for runs from a copy of tests/ without pyproject.toml (.ci/steps/30-*).
     config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
     config.addinivalue_line("markers", "stress: long randomized runs under load")
+    config.addinivalue_line("markers", "calibrate_full: the full pytps calibrate ladder (minutes)")
+
+
+@pytest.fixture(autouse=True)
+def _own_envelope_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope")))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

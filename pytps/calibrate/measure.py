@@ -19,6 +19,8 @@ from .figures import ClientStream
 from .ladder import Cell
 
 PROMPT = "Count slowly. " * 8
+#: A warm-up request's output: one event, told apart from measured requests in the truth by it.
+WARMUP_TOKENS = 1
 
 
 def read_floor_us_per_event(cell: Cell, duration_s: float) -> float | None:
@@ -103,50 +105,65 @@ def chat_body(output_tokens: int) -> dict[str, Any]:
 
 def measure_client(
     base_url: str, client: Client, cell: Cell, output_tokens: int, *, rounds: int = 1
-) -> tuple[list[ClientStream], float]:
+) -> tuple[list[ClientStream], float, int]:
     """One cell with another client: `concurrency` workers (threads for a sync client, tasks for
-    an async one), each sending `rounds` requests; stamps taken when on_chunk is called. CPU is
-    this whole process's while the cell ran (the emulator runs in another)."""
+    an async one), each sending one warm-up request (one event: imports, the SDK's client and its
+    connections are made before anything is timed) and then `rounds` measured ones; stamps taken
+    when on_chunk is called. CPU is this whole process's over the measured requests (the emulator
+    runs in another). Returns the measured streams, the CPU and how many requests were sent."""
     now = _core.now_ns
     streams: list[ClientStream] = []
     lock = threading.Lock()
+    warm_body = chat_body(WARMUP_TOKENS)
 
-    def one_sync() -> None:
+    def one_sync(measured: bool) -> None:
         stamps: list[int] = []
         t_send = now()
         ok = True
         try:
-            client.fn(base_url, chat_body(output_tokens), lambda _text: stamps.append(now()))
+            client.fn(base_url, chat_body(output_tokens) if measured else warm_body, lambda _t: stamps.append(now()))
         except Exception:
             ok = False
-        with lock:
+        if measured:
+            with lock:
+                streams.append(ClientStream(t_send, np.asarray(stamps, dtype=np.int64), ok=ok))
+
+    async def one_async(measured: bool) -> None:
+        stamps: list[int] = []
+        t_send = now()
+        ok = True
+        try:
+            body = chat_body(output_tokens) if measured else warm_body
+            await client.fn(base_url, body, lambda _t: stamps.append(now()))
+        except Exception:
+            ok = False
+        if measured:
             streams.append(ClientStream(t_send, np.asarray(stamps, dtype=np.int64), ok=ok))
 
-    async def one_async() -> None:
-        stamps: list[int] = []
-        t_send = now()
-        ok = True
-        try:
-            await client.fn(base_url, chat_body(output_tokens), lambda _text: stamps.append(now()))
-        except Exception:
-            ok = False
-        streams.append(ClientStream(t_send, np.asarray(stamps, dtype=np.int64), ok=ok))
-
-    cpu0 = time.process_time()
+    cpu_s = 0.0
     if client.is_async:
         from ..event_loop import run_coroutine
 
-        async def worker() -> None:
-            for _ in range(rounds):
-                await one_async()
+        async def all_workers() -> float:
+            await asyncio.gather(*(one_async(False) for _ in range(cell.concurrency)))
+            cpu0 = time.process_time()
 
-        async def all_workers() -> None:
+            async def worker() -> None:
+                for _ in range(rounds):
+                    await one_async(True)
+
             await asyncio.gather(*(worker() for _ in range(cell.concurrency)))
+            return time.process_time() - cpu0
 
-        reset_clients()
-        run_coroutine(all_workers())
-        reset_clients()
+        reset_clients()  # async SDK clients belong to one event loop: this cell's
+        try:
+            cpu_s = run_coroutine(all_workers())
+        finally:
+            reset_clients()
     else:
         with ThreadPoolExecutor(max_workers=cell.concurrency) as pool:
-            list(pool.map(lambda _: [one_sync() for _ in range(rounds)], range(cell.concurrency)))
-    return streams, time.process_time() - cpu0
+            list(pool.map(lambda _: one_sync(False), range(cell.concurrency)))
+            cpu0 = time.process_time()
+            list(pool.map(lambda _: [one_sync(True) for _ in range(rounds)], range(cell.concurrency)))
+            cpu_s = time.process_time() - cpu0
+    return streams, cpu_s, cell.concurrency * (rounds + 1)

@@ -53,16 +53,19 @@ HEADERS = [
 
 def print_report(data: dict[str, Any], console: Any = None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    # Wide enough for the table when the output is not a terminal (a log, a README).
-    console = console or Console(width=max(Console().width, 150))
+    # Wide enough for the table when the output is not a terminal (a log, a README); a client
+    # named module:function is no emoji code.
+    console = console or Console(width=max(Console().width, 180), emoji=False)
     limit_us = data["thresholds"]["stamp_p99_ms"] * 1e3
     t = Table(title="pytps calibrate: each client's error against the emulator's truth", title_justify="left")
     for h in HEADERS:
-        t.add_column(h, justify="left" if h in ("client", "verdict") else "right")
+        t.add_column(h, justify="left" if h in ("client", "verdict") else "right", no_wrap=h == "client")
     for c, row in zip(data["cells"], cell_rows(data)):
         style = heat_style(c["figures"]["stamp_delay_p99_us"], limit_us)
+        row[0] = escape(row[0])
         row[5] = f"[{style}]{row[5]}[/]"
         row[-1] = f"[green]{row[-1]}[/]" if c["figures"]["passed"] else f"[red]{row[-1]}[/]"
         t.add_row(*row)
@@ -73,7 +76,7 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
         if not cells:
             continue
         concs = sorted({c["concurrency"] for c in cells})
-        g = Table(title=f"{name}: p99 stamp delay µs (✓ inside the envelope)", title_justify="left")
+        g = Table(title=f"{escape(name)}: p99 stamp delay µs (✓ passed)", title_justify="left")
         g.add_column("events/s/stream (tok/ev)", justify="right")
         for n in concs:
             g.add_column(f"x{n}", justify="right")
@@ -92,11 +95,11 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
         console.print(g)
     for s in data.get("stopped", []):
         console.print(
-            f"[yellow]{s['client']}: row {s['rate_tps']:,.0f} tok/s x {s['tokens_per_event']} tok/ev stopped "
+            f"[yellow]{escape(s['client'])}: row {s['rate_tps']:,.0f} tok/s x {s['tokens_per_event']} tok/ev stopped "
             f"at concurrency {s['concurrency']}: {s['why']}[/]"
         )
     for s in data.get("skipped", []):
-        console.print(f"[yellow]skipped {s['client']}: {s['why']}[/]")
+        console.print(f"[yellow]skipped {escape(s['client'])}: {escape(s['why'])}[/]")
     console.print(f"[dim]{data['lower_bound']}[/]")
 
 

@@ -63,8 +63,11 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                         )  # fmt: skip
                     else:
                         assert who.client is not None
-                        streams, cpu = measure_client(emu.base_url, who.client, cell, n_out, rounds=ladder.rounds)
-                    truth = emu.take_truth(len(streams))
+                        streams, cpu, sent = measure_client(
+                            emu.base_url, who.client, cell, n_out, rounds=ladder.rounds
+                        )
+                    truth = emu.take_truth(sent if who.client is not None else len(streams))
+                    truth = [t for t in truth if t["planned_events"] > 1]  # not the clients' warm-ups
                     fig = cell_figures(
                         streams, truth, events_per_s=cell.events_per_s, cpu_s=cpu, thresholds=s.thresholds,
                         read_floor_us_per_event=floor,

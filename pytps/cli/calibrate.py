@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--quick", action="store_true", help="a small ladder (native only): under a minute")
     p.add_argument(
         "--transports", default=None, help="pytps transports to measure, comma-separated "
-        "(default: native,asyncio,httpx; --quick: native)",
+        "(default: native,asyncio,httpx; --quick: native; none: only --client)",
     )  # fmt: skip
     p.add_argument(
         "--client", action="append", default=[], metavar="NAME",
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("calibrate: --rounds, --stream-s, --rates and --concurrency must be positive")
     names = args.transports or ("native" if args.quick else "native,asyncio,httpx")
     who = []
-    for t in (x.strip() for x in names.split(",") if x.strip()):
+    for t in (x.strip() for x in names.split(",") if x.strip() and x.strip() != "none"):
         check_transport(t)
         if t == "auto":
             raise ConfigError("calibrate --transports: name transports (native, asyncio, httpx), not auto")
