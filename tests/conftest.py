@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -64,6 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
     config.addinivalue_line("markers", "stress: long randomized runs under load")
     config.addinivalue_line("markers", "calibrate_full: the full pytps calibrate ladder (minutes)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_envelope(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Session-wide first, so that module fixtures (runs made once per module) see it too.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope-session")))
+        yield
 
 
 @pytest.fixture(autouse=True)

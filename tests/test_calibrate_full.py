@@ -33,10 +33,10 @@ def test_full_ladder_with_baseline(tmp_path):
     p, took = calibrate("--baseline", "--json", str(tmp_path / "full.json"), timeout=3000)
     assert p.returncode == 0, p.stderr
     data = json.loads((tmp_path / "full.json").read_text())
-    assert data["clients"] == ["native", "asyncio", "httpx", "httpx (client)"]
+    assert data["clients"] == ["native", "asyncio", "httpx", "httpx+json"]
     for who in data["clients"]:
         cells = [c for c in data["cells"] if c["client"] == who]
-        # Every row starts at concurrency 1; a row stops only where the emulator fell behind.
+        # Every row starts at concurrency 1 (a row stops where the emulator or the client fell behind).
         rows = {(c["rate_tps"], c["tokens_per_event"]) for c in cells}
         assert len(rows) == 7, (who, rows)
         assert all(any(c["concurrency"] == 1 for c in cells if (c["rate_tps"], c["tokens_per_event"]) == r)

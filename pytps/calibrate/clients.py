@@ -19,7 +19,8 @@ from typing import Any
 from ..errors import ConfigError
 
 OnChunk = Callable[[str], None]
-#: The built-in names; ``openai`` measures the SDK's sync and async clients, as two rows.
+#: The built-in names; ``openai`` measures the SDK's sync and async clients, as two rows;
+#: ``httpx`` (also --baseline) is plain httpx + json.loads, shown as ``httpx+json``.
 CLIENT_NAMES = ("openai", "anthropic", "httpx", "aiohttp")
 
 
@@ -133,7 +134,7 @@ def resolve_clients(name: str) -> list[Client]:
         return [Client("anthropic", _anthropic_sync, False)]
     if name == "httpx":
         _need("httpx")
-        return [Client("httpx", _httpx_plain, True)]
+        return [Client("httpx+json", _httpx_plain, True)]
     if name == "aiohttp":
         _need("aiohttp")
         return [Client("aiohttp", _aiohttp_plain, True)]

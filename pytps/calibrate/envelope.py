@@ -161,6 +161,7 @@ def run_verdict(env: dict[str, Any] | None, metadata: dict[str, Any], summary: d
     out["run_events_per_s"], out["run_concurrency"] = events, conc
     inside: bool | None = None
     reason = None
+    out["cell"] = None
     if events is None or conc is None:
         reason = "the run measured no per-stream speed or concurrency"
     else:

@@ -14,6 +14,10 @@ QUICK_CONCURRENCY = (1, 8, 32)
 #: token per event 20k tok/s would be an event every 50 µs per stream.
 MULTI_TOKEN_FROM_TPS = 20_000.0
 MULTI_TOKENS_PER_EVENT = 4
+#: At most this many events in one cell (all its streams): at 512 streams x 50k events/s a
+#: one-second stream would be 25M events, minutes for a slow client to read.
+MAX_CELL_EVENTS = 100_000
+MIN_STREAM_EVENTS = 20
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class Ladder:
         return [(r, t) for r in self.rates_tps for t in self.tpes(r)]
 
     def output_tokens(self, cell: Cell) -> int:
-        """Tokens per request: the stream lasts about stream_s, at least 20 events."""
-        events = max(20, round(cell.events_per_s * self.stream_s))
-        return events * cell.tokens_per_event
+        """Tokens per request: the stream lasts about stream_s, with at most MAX_CELL_EVENTS in the
+        cell and at least MIN_STREAM_EVENTS per stream."""
+        events = min(round(cell.events_per_s * self.stream_s), MAX_CELL_EVENTS // (cell.concurrency * self.rounds))
+        return max(MIN_STREAM_EVENTS, events) * cell.tokens_per_event

@@ -85,14 +85,24 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                     cells.append(entry)
                     if on_cell:
                         on_cell(entry)
-                    if not fig.emulator_kept_schedule:
+                    if fig.emulator_kept_schedule and not fig.kept_up:
+                        # The client fell behind its streams: more of them is only later (and slow).
+                        done.add(who.name)
+                        stopped.append({
+                            "client": who.name, "rate_tps": rate, "tokens_per_event": tpe,
+                            "concurrency": cell.concurrency,
+                            "why": f"the client fell behind (its stamp delay grew {fig.delay_growth_us:,.0f} µs "
+                            "over a stream)",
+                        })  # fmt: skip
+                    elif not fig.emulator_kept_schedule:
                         # Higher concurrency would only be later: the cells would not test the rate they name.
                         done.add(who.name)
                         stopped.append({
                             "client": who.name, "rate_tps": rate, "tokens_per_event": tpe,
                             "concurrency": cell.concurrency,
-                            "why": f"the emulator fell behind its schedule (p99 lateness "
-                            f"{fig.emulator_late_p99_us:,.0f} µs, {fig.emulator_rate_share:.0%} of the event rate)",
+                            "why": f"the emulator fell behind its schedule (median lateness "
+                            f"{fig.emulator_late_p50_us:,.0f} µs, p99 {fig.emulator_late_p99_us:,.0f} µs, "
+                            f"{fig.emulator_rate_share:.0%} of the event rate)",
                         })  # fmt: skip
     return {
         "format": FORMAT,

@@ -92,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
     for name in wanted:
         try:
             for c in resolve_clients(name):
-                # A client named like a transport is shown apart from it.
-                who.append(Who(f"{c.name} (client)" if c.name in names.split(",") else c.name, client=c))
+                who.append(Who(c.name, client=c))
         except ClientUnavailable as exc:
             print(f"pytps calibrate: skipping --client {name}: {exc}", file=sys.stderr)
             skipped.append({"client": name, "why": str(exc)})
