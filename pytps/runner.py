@@ -15,10 +15,10 @@ import time
 
 from . import request_formats
 from ._native import _core
+from .calibrate.envelope import load_envelope
 from .config import RunConfig
 from .endpoint import Endpoint
 from .errors import EndpointError
-from .calibrate.envelope import load_envelope
 from .finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
 from .records import RequestRecord
 from .transport.base import RequestSpec, Transport

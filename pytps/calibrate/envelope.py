@@ -145,7 +145,9 @@ def run_point(metadata: dict[str, Any], summary: dict[str, Any]) -> tuple[float 
     return events, conc
 
 
-def run_verdict(env: dict[str, Any] | None, metadata: dict[str, Any], summary: dict[str, Any] | None) -> dict | None:
+def run_verdict(
+    env: dict[str, Any] | None, metadata: dict[str, Any], summary: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The envelope as results.json records it (key ``envelope``), with this run's verdict: inside
     when the ladder cell that covers the run's point (the next rung up on both axes) was measured
     and passed. None without a saved envelope."""
@@ -172,7 +174,9 @@ def run_verdict(env: dict[str, Any] | None, metadata: dict[str, Any], summary: d
         if up_rate is None or up_conc is None:
             inside, reason = False, "beyond the calibrated ladder"
         else:
-            cover = [c for c in env["cells"] if float(c["events_per_s"]) == up_rate and int(c["concurrency"]) == up_conc]
+            cover = [
+                c for c in env["cells"] if float(c["events_per_s"]) == up_rate and int(c["concurrency"]) == up_conc
+            ]
             if not cover:
                 inside, reason = False, f"the cell {up_rate:g} events/s x {up_conc} was not measured"
             else:

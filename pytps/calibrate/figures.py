@@ -78,20 +78,24 @@ def _pct(a: np.ndarray, q: float) -> float:
     return float(np.percentile(a, q, method="inverted_cdf")) if len(a) else math.nan
 
 
-def match_truth(streams: Sequence[ClientStream], truth: Sequence[dict[str, Any]]) -> list[tuple[ClientStream, dict]]:
+def match_truth(
+    streams: Sequence[ClientStream], truth: Sequence[dict[str, Any]]
+) -> list[tuple[ClientStream, dict[str, Any]]]:
     """Each client stream with its truth record: by response id when the client knew it, else by
     order (the n-th first event the client saw belongs to the n-th first event written). Every
     stream of a cell has the same schedule, so a swap under the order rule costs at most the
     spread of the requests' receipts."""
     by_id = {t["id"]: t for t in truth}
-    pairs: list[tuple[ClientStream, dict]] = []
-    unnamed = [s for s in streams if s.ok and len(s.stamps_ns) and (s.response_id is None or s.response_id not in by_id)]
+    pairs: list[tuple[ClientStream, dict[str, Any]]] = []
+    unnamed = [
+        s for s in streams if s.ok and len(s.stamps_ns) and (s.response_id is None or s.response_id not in by_id)
+    ]
     for s in streams:
         if s.ok and s.response_id is not None and s.response_id in by_id:
             pairs.append((s, by_id.pop(s.response_id)))
     rest = sorted((t for t in by_id.values() if len(t["sent_ns"])), key=lambda t: t["sent_ns"][0])
     unnamed.sort(key=lambda s: int(s.stamps_ns[0]))
-    pairs.extend(zip(unnamed, rest))
+    pairs.extend(zip(unnamed, rest, strict=False))  # more truth than streams: failed requests
     return pairs
 
 

@@ -140,6 +140,10 @@ def measure_client(
         if measured:
             streams.append(ClientStream(t_send, np.asarray(stamps, dtype=np.int64), ok=ok))
 
+    def all_rounds() -> None:
+        for _ in range(rounds):
+            one_sync(True)
+
     cpu_s = 0.0
     if client.is_async:
         from ..event_loop import run_coroutine
@@ -164,6 +168,6 @@ def measure_client(
         with ThreadPoolExecutor(max_workers=cell.concurrency) as pool:
             list(pool.map(lambda _: one_sync(False), range(cell.concurrency)))
             cpu0 = time.process_time()
-            list(pool.map(lambda _: [one_sync(True) for _ in range(rounds)], range(cell.concurrency)))
+            list(pool.map(lambda _: all_rounds(), range(cell.concurrency)))
             cpu_s = time.process_time() - cpu0
     return streams, cpu_s, cell.concurrency * (rounds + 1)

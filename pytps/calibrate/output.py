@@ -34,7 +34,7 @@ def cell_rows(data: dict[str, Any]) -> list[list[str]]:
         rows.append([
             c["client"], f"{c['rate_tps']:,.0f}", str(c["tokens_per_event"]), f"{c['events_per_s']:,.0f}",
             str(c["concurrency"]),
-            f"{_n(f['stamp_delay_p50_us'], '.0f')}/{_n(f['stamp_delay_p99_us'], '.0f')}/{_n(f['stamp_delay_max_us'], '.0f')}",
+            "/".join(_n(f[k], ".0f") for k in ("stamp_delay_p50_us", "stamp_delay_p99_us", "stamp_delay_max_us")),
             kernel,
             f"{_n(f['ttft_error_mean_ms'], '.3f')} ({_n(f['ttft_error_signed_ms'], '+.3f')})",
             _n(f["tpot_error_pct"], ".3f"),
@@ -64,7 +64,7 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
     t = Table(title="pytps calibrate: each client's error against the emulator's truth", title_justify="left")
     for h in HEADERS:
         t.add_column(h, justify="left" if h in ("client", "verdict") else "right", no_wrap=h == "client")
-    for c, row in zip(data["cells"], cell_rows(data)):
+    for c, row in zip(data["cells"], cell_rows(data), strict=True):
         style = heat_style(c["figures"]["stamp_delay_p99_us"], limit_us)
         row[0] = escape(row[0])
         row[5] = f"[{style}]{row[5]}[/]"
@@ -92,7 +92,9 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
                     continue
                 f = c["figures"]
                 mark = "✓" if f["passed"] else "✗"
-                row.append(f"[{heat_style(f['stamp_delay_p99_us'], limit_us)}]{_n(f['stamp_delay_p99_us'], '.0f')} {mark}[/]")
+                row.append(
+                    f"[{heat_style(f['stamp_delay_p99_us'], limit_us)}]{_n(f['stamp_delay_p99_us'], '.0f')} {mark}[/]"
+                )
             g.add_row(*row)
         console.print(g)
     for s in data.get("stopped", []):
@@ -120,7 +122,7 @@ def write_heatmap(data: dict[str, Any], path: str | Path) -> Path:
     names = [n for n in data["clients"] if any(c["client"] == n for c in data["cells"])]
     fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.5 * max(1, len(names)), 4), squeeze=False)
     limit_us = data["thresholds"]["stamp_p99_ms"] * 1e3
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(axes[0], names, strict=False):
         cells = [c for c in data["cells"] if c["client"] == name]
         rows = sorted({(c["events_per_s"], c["tokens_per_event"]) for c in cells})
         concs = sorted({c["concurrency"] for c in cells})

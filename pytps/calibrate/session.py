@@ -63,9 +63,7 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                         )  # fmt: skip
                     else:
                         assert who.client is not None
-                        streams, cpu, sent = measure_client(
-                            emu.base_url, who.client, cell, n_out, rounds=ladder.rounds
-                        )
+                        streams, cpu, sent = measure_client(emu.base_url, who.client, cell, n_out, rounds=ladder.rounds)
                     truth = emu.take_truth(sent if who.client is not None else len(streams))
                     truth = [t for t in truth if t["planned_events"] > 1]  # not the clients' warm-ups
                     fig = cell_figures(

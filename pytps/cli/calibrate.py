@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ._help import add_command
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         skipped=skipped,
     )  # fmt: skip
 
-    def progress(c: dict) -> None:
+    def progress(c: dict[str, Any]) -> None:
         f = c["figures"]
         print(
             f"  {c['client']:<14} {c['rate_tps']:>8,.0f} tok/s x{c['tokens_per_event']} x{c['concurrency']:<4} "
