@@ -79,9 +79,9 @@ def test_every_figure_comes_from_the_measured_events(monkeypatch):
     real_take = session_mod.EmulatorProcess.take_truth
 
     def measure(*args, **kw):
-        streams, cpu = real_measure(*args, **kw)
+        streams, cpu, sent = real_measure(*args, **kw)
         seen.append({"streams": streams, "cpu": cpu})
-        return streams, cpu
+        return streams, cpu, sent
 
     def take(self, n, timeout_s=10.0):
         truth = real_take(self, n, timeout_s)
@@ -96,6 +96,8 @@ def test_every_figure_comes_from_the_measured_events(monkeypatch):
     for cell, raw, row in zip(data["cells"], seen, rows):
         f = cell["figures"]
         truth = {t["id"]: t for t in raw["truth"]}
+        assert len(truth) == len(raw["streams"]) + 1  # and the one-token warm-up, left out
+        assert sum(t["planned_events"] == 1 for t in truth.values()) == 1
         delays, ttft, tpot = [], [], []
         for s in raw["streams"]:
             t = truth[s.response_id]
@@ -154,7 +156,12 @@ def test_a_slowed_client_shows_larger_stamp_error_and_a_smaller_envelope():
     """The test hook: every native read stamped 1.5 ms late (busy-waited in the engine thread)."""
     ladder = small_ladder(rates=(1000.0,), concurrency=(1, 4))
     who = [Who("native", transport="native")]
-    normal = run_calibration(Settings(ladder, who, dict(THRESHOLDS)))
+    for _ in range(3):
+        # Unslowed, the native client passes at least its lightest cell here (p99 ~20-200 µs); a
+        # host busy with other work can spoil a round, so a round with no passing cell is redone.
+        normal = run_calibration(Settings(ladder, who, dict(THRESHOLDS)))
+        if any(c["figures"]["passed"] for c in normal["cells"]):
+            break
     slowed = run_calibration(Settings(ladder, who, dict(THRESHOLDS), read_delay_ns=1_500_000))
     by_cell = {(c["events_per_s"], c["concurrency"]): c["figures"] for c in normal["cells"]}
     compared = 0
@@ -163,8 +170,8 @@ def test_a_slowed_client_shows_larger_stamp_error_and_a_smaller_envelope():
         if base is None:
             continue
         compared += 1
-        assert c["figures"]["stamp_delay_p50_us"] >= base["stamp_delay_p50_us"] + 1400
-        assert c["figures"]["stamp_delay_p99_us"] > base["stamp_delay_p99_us"]
+        assert c["figures"]["stamp_delay_p50_us"] >= base["stamp_delay_p50_us"] + 1400, (c, base)
+        assert c["figures"]["stamp_delay_p99_us"] >= 1500, (c, base)
     assert compared >= 1
     region = envelope_mod.passing_region(build_envelope("native", normal["cells"], THRESHOLDS))
     slow_region = envelope_mod.passing_region(build_envelope("native", slowed["cells"], THRESHOLDS))

@@ -4,6 +4,8 @@ through its ``f(base_url, body, on_chunk)`` face, against the emulator process."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import shutil
 import tempfile
 import threading
@@ -45,9 +47,12 @@ def measure_transport(
     rounds: int = 1,
     kernel_timestamps: bool = False,
     read_delay_ns: int = 0,
-) -> tuple[list[ClientStream], float | None]:
-    """One cell with pytps's own client (the Runner, as `pytps run` measures): the streams and
-    the client's CPU while it measured (event-loop thread + the transport's own thread)."""
+) -> tuple[list[ClientStream], float, int]:
+    """One cell with pytps's own client (the Runner, as `pytps run` measures): the measured
+    streams, the client's CPU (event-loop thread + the transport's own thread) and how many
+    requests were sent. The Runner's first request goes alone (its probe): here it is a warm-up
+    of one token (ShortWarmup), so that the `concurrency` measured requests all run together
+    and the CPU is theirs."""
     from ..config import make_config
     from ..event_loop import run_coroutine
     from ..runner import Progress, Runner
@@ -58,7 +63,7 @@ def measure_transport(
         cfg = make_config(
             base_url, model="m", concurrency=cell.concurrency, requests=cell.concurrency * rounds,
             output_tokens=str(output_tokens), input_tokens="32", transport=transport,
-            kernel_timestamps=kernel_timestamps, out=out, timeout=60.0,
+            kernel_timestamps=kernel_timestamps, out=out, timeout=60.0, warmup=1,
         )  # fmt: skip
         if transport == "native":
             from ..transport.native_transport import NativeTransport
@@ -72,7 +77,7 @@ def measure_transport(
 
         async def go() -> Any:
             try:
-                return await Runner(cfg, Progress(), tr, keep_records=True).run()
+                return await Runner(cfg, Progress(), ShortWarmup(tr), keep_records=True).run()
             finally:
                 await tr.aclose()
 
@@ -89,8 +94,29 @@ def measure_transport(
             ok=r.ok,
         )
         for r in result.records
+        if not r.warmup
     ]
-    return streams, cpu
+    return streams, cpu, len(result.records)
+
+
+class ShortWarmup:
+    """A transport that sends the warm-up request with max_tokens 1, and is otherwise the one it
+    wraps (the Runner sees its name, send, aclose...)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, spec: Any) -> Any:
+        if spec.warmup:
+            body = json.loads(spec.body)
+            for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+                if key in body:
+                    body[key] = WARMUP_TOKENS
+            spec = dataclasses.replace(spec, body=json.dumps(body).encode(), max_tokens=WARMUP_TOKENS)
+        return await self._inner.send(spec)
 
 
 def chat_body(output_tokens: int) -> dict[str, Any]:

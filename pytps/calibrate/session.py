@@ -56,7 +56,7 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                     if who.name in done:
                         continue
                     if who.transport is not None:
-                        streams, cpu = measure_transport(
+                        streams, cpu, sent = measure_transport(
                             emu.base_url, who.transport, cell, n_out, rounds=ladder.rounds,
                             kernel_timestamps=s.kernel_timestamps and who.transport == "native",
                             read_delay_ns=s.read_delay_ns if who.transport == "native" else 0,
@@ -64,8 +64,8 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                     else:
                         assert who.client is not None
                         streams, cpu, sent = measure_client(emu.base_url, who.client, cell, n_out, rounds=ladder.rounds)
-                    truth = emu.take_truth(sent if who.client is not None else len(streams))
-                    truth = [t for t in truth if t["planned_events"] > 1]  # not the clients' warm-ups
+                    truth = emu.take_truth(sent)
+                    truth = [t for t in truth if t["planned_events"] > 1]  # not the warm-ups
                     fig = cell_figures(
                         streams, truth, events_per_s=cell.events_per_s, cpu_s=cpu, thresholds=s.thresholds,
                         read_floor_us_per_event=floor,
