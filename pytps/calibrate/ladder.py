@@ -54,7 +54,7 @@ class Ladder:
 
     @classmethod
     def quick(cls) -> Ladder:
-        return cls(QUICK_RATES_TPS, QUICK_CONCURRENCY, stream_s=0.4)
+        return cls(QUICK_RATES_TPS, QUICK_CONCURRENCY, stream_s=1.0)
 
     def tpes(self, rate_tps: float) -> tuple[int, ...]:
         """Tokens per event at this rate: 1, and 4 where the rate needs it (>= 20k tok/s)."""
