@@ -82,6 +82,8 @@ def measure_transport(
                 await tr.aclose()
 
         result = run_coroutine(go())
+        if result.interrupted:
+            raise KeyboardInterrupt  # a Ctrl-C the Runner caught: the cell is not whole
         cpu = result.metadata["client_cpu"]["loop_thread_s"] + (tr.thread_cpu_s or 0.0)
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -42,6 +42,40 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
     cells: list[dict[str, Any]] = []
     stopped: list[dict[str, Any]] = []
     ladder = s.ladder
+    interrupted = False
+    try:
+        _run_rows(s, cells, stopped, on_cell)
+    except KeyboardInterrupt:
+        interrupted = True  # the cells measured so far are kept, shown and saved
+    return {
+        "format": FORMAT,
+        **host_facts(),
+        "thresholds": dict(s.thresholds),
+        "lower_bound": LOWER_BOUND_NOTE,
+        "reference_stamp": "the emulator's stamp taken when the write() of the event returned (truth sent_ns)",
+        "ladder": {
+            "rates_tps": list(ladder.rates_tps),
+            "concurrency": list(ladder.concurrency),
+            "stream_s": ladder.stream_s,
+            "rounds": ladder.rounds,
+        },
+        "kernel_timestamps": s.kernel_timestamps,
+        "read_delay_us": s.read_delay_ns / 1e3,
+        "clients": [w.name for w in s.who],
+        "skipped": s.skipped,
+        "stopped": stopped,
+        "interrupted": interrupted,
+        "cells": cells,
+    }
+
+
+def _run_rows(
+    s: Settings,
+    cells: list[dict[str, Any]],
+    stopped: list[dict[str, Any]],
+    on_cell: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    ladder = s.ladder
     for rate, tpe in ladder.rows():
         done: set[str] = set()
         row_cells = [Cell(rate, tpe, n) for n in ladder.concurrency]
@@ -102,22 +136,3 @@ def run_calibration(s: Settings, on_cell: Callable[[dict[str, Any]], None] | Non
                             f"{fig.emulator_late_p50_us:,.0f} µs, p99 {fig.emulator_late_p99_us:,.0f} µs, "
                             f"{fig.emulator_rate_share:.0%} of the event rate)",
                         })  # fmt: skip
-    return {
-        "format": FORMAT,
-        **host_facts(),
-        "thresholds": dict(s.thresholds),
-        "lower_bound": LOWER_BOUND_NOTE,
-        "reference_stamp": "the emulator's stamp taken when the write() of the event returned (truth sent_ns)",
-        "ladder": {
-            "rates_tps": list(ladder.rates_tps),
-            "concurrency": list(ladder.concurrency),
-            "stream_s": ladder.stream_s,
-            "rounds": ladder.rounds,
-        },
-        "kernel_timestamps": s.kernel_timestamps,
-        "read_delay_us": s.read_delay_ns / 1e3,
-        "clients": [w.name for w in s.who],
-        "skipped": s.skipped,
-        "stopped": stopped,
-        "cells": cells,
-    }

@@ -140,4 +140,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"heat map: {write_heatmap(data, args.plot)}", file=sys.stderr)
     for t, path in (data.get("envelopes") or {}).items():
         print(f"envelope ({t}) saved to {path}", file=sys.stderr)
+    if data["interrupted"]:
+        print("pytps calibrate: interrupted; the cells above were measured before it", file=sys.stderr)
+        return 130
     return 0
