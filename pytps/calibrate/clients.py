@@ -9,6 +9,7 @@ receives it. The stamp is taken inside on_chunk: what an application built on th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import json
@@ -85,10 +86,8 @@ async def _httpx_plain(base_url: str, body: dict[str, Any], on_chunk: OnChunk) -
 async def _aiohttp_plain(base_url: str, body: dict[str, Any], on_chunk: OnChunk) -> None:
     import aiohttp
 
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(base_url + "/v1/chat/completions", json=body) as resp,
-    ):
+    session = _cached("aiohttp", base_url, aiohttp.ClientSession)
+    async with session.post(base_url + "/v1/chat/completions", json=body) as resp:
         async for raw in resp.content:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -113,6 +112,16 @@ def _cached(kind: str, base_url: str, make: Callable[[], Any]) -> Any:
 
 
 def reset_clients() -> None:
+    _CACHE.clear()
+
+
+async def close_async_clients() -> None:
+    """Closes the cached clients of this event loop (their pools), then forgets every client."""
+    for client in list(_CACHE.values()):
+        close = getattr(client, "aclose", None) or getattr(client, "close", None)
+        if close is not None and inspect.iscoroutinefunction(close):
+            with contextlib.suppress(Exception):
+                await close()
     _CACHE.clear()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._native import _core
-from .clients import Client, reset_clients
+from .clients import Client, close_async_clients, reset_clients
 from .figures import ClientStream
 from .ladder import Cell
 
@@ -185,7 +185,9 @@ def measure_client(
                     await one_async(True)
 
             await asyncio.gather(*(worker() for _ in range(cell.concurrency)))
-            return time.process_time() - cpu0
+            cpu = time.process_time() - cpu0
+            await close_async_clients()
+            return cpu
 
         reset_clients()  # async SDK clients belong to one event loop: this cell's
         try:
