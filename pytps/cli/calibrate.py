@@ -10,7 +10,7 @@ from typing import Any
 from ._help import add_command
 
 EXAMPLES = """examples:
-  pytps calibrate --quick                  # under a minute: the native transport, 2 rates x 2 concurrencies
+  pytps calibrate --quick                  # under a minute: the native transport, 3 rates x 3 concurrencies
   pytps calibrate                          # the full ladder, every transport; saves each envelope
   pytps calibrate --baseline               # and a plain httpx + json.loads client beside pytps
   pytps calibrate --quick --client openai --client mypkg.client:stream --json cal.json --plot cal.png
@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--baseline", action="store_true", help="the same as --client httpx (plain httpx + json.loads)")
     p.add_argument("--rates", type=_floats, default=None, metavar="TPS,...", help="per-stream tok/s rungs")
     p.add_argument("--concurrency", type=_ints, default=None, metavar="N,...", help="concurrency rungs")
-    p.add_argument("--stream-s", type=float, default=None, help="seconds each stream lasts (default 1, --quick 0.4)")
+    p.add_argument("--stream-s", type=float, default=None, help="seconds each stream lasts (default 1)")
     p.add_argument("--rounds", type=int, default=1, help="requests per stream slot in each cell (default 1)")
     p.add_argument("--kernel-timestamps", action="store_true", help="also show the kernel's share (native)")
     p.add_argument("--max-ttft-error-ms", type=float, default=0.5, help="a cell passes within this (default 0.5)")
