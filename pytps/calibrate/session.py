@@ -10,7 +10,7 @@ from typing import Any
 from .clients import Client
 from .emulator_process import EmulatorProcess
 from .envelope import LOWER_BOUND_NOTE, host_facts
-from .figures import cell_figures
+from .figures import CellFigures, cell_figures
 from .ladder import Cell, Ladder
 from .measure import measure_client, measure_transport, read_floor_us_per_event
 
@@ -117,22 +117,24 @@ def _run_rows(
                     cells.append(entry)
                     if on_cell:
                         on_cell(entry)
-                    if fig.emulator_kept_schedule and not fig.kept_up:
-                        # The client fell behind its streams: more of them is only later (and slow).
+                    why = why_the_row_stops(fig)
+                    if why is not None:
                         done.add(who.name)
                         stopped.append({
                             "client": who.name, "rate_tps": rate, "tokens_per_event": tpe,
-                            "concurrency": cell.concurrency,
-                            "why": f"the client fell behind (its stamp delay grew {fig.delay_growth_us:,.0f} µs "
-                            "over a stream)",
+                            "concurrency": cell.concurrency, "why": why,
                         })  # fmt: skip
-                    elif not fig.emulator_kept_schedule:
-                        # Higher concurrency would only be later: the cells would not test the rate they name.
-                        done.add(who.name)
-                        stopped.append({
-                            "client": who.name, "rate_tps": rate, "tokens_per_event": tpe,
-                            "concurrency": cell.concurrency,
-                            "why": f"the emulator fell behind its schedule (median lateness "
-                            f"{fig.emulator_late_p50_us:,.0f} µs, p99 {fig.emulator_late_p99_us:,.0f} µs, "
-                            f"{fig.emulator_rate_share:.0%} of the event rate)",
-                        })  # fmt: skip
+
+
+def why_the_row_stops(fig: CellFigures) -> str | None:
+    """Why a row goes no higher in concurrency for this client after this cell, or None."""
+    if not fig.emulator_kept_schedule:
+        # Higher concurrency would only be later: the cells would not test the rate they name.
+        return (
+            f"the emulator fell behind its schedule (median lateness {fig.emulator_late_p50_us:,.0f} µs, "
+            f"p99 {fig.emulator_late_p99_us:,.0f} µs, {fig.emulator_rate_share:.0%} of the event rate)"
+        )
+    if not fig.kept_up:
+        # The client built up a backlog: more streams would only be later, and take longer.
+        return f"the client fell behind (its stamp delay grew {fig.delay_growth_us:,.0f} µs over a stream)"
+    return None
