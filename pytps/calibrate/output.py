@@ -47,7 +47,7 @@ def cell_rows(data: dict[str, Any]) -> list[list[str]]:
 
 
 HEADERS = [
-    "client", "tok/s", "tok/ev", "ev/s", "conc", "delay µs p50/p99/max", "kernel µs", "TTFT err ms (signed)",
+    "client", "tok/s/stream", "tok/ev", "ev/s", "conc", "delay µs p50/p99/max", "kernel µs", "TTFT err ms (signed)",
     "TPOT %", "CPU µs/tok", "floor µs/ev", "kept up", "emu late µs p50/p99", "verdict",
 ]  # fmt: skip
 
