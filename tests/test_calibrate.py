@@ -298,3 +298,18 @@ def test_a_client_not_installed_is_skipped_with_a_reason(monkeypatch):
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp now raises ImportError
     with pytest.raises(ClientUnavailable, match=r"aiohttp is not installed \(pip install 'pytps\[clients\]'\)"):
         resolve_clients("aiohttp")
+
+
+def test_heat_map_svg_and_a_wrong_suffix(tmp_path):
+    from pytps.calibrate.output import write_heatmap
+
+    cells = [
+        {"client": "native", "events_per_s": e, "tokens_per_event": 1, "concurrency": n,
+         "figures": {"stamp_delay_p99_us": 100.0 * n}}
+        for e in (1000.0, 5000.0) for n in (1, 8)
+    ]  # fmt: skip
+    data = {"clients": ["native"], "cells": cells, "thresholds": dict(THRESHOLDS)}
+    svg = write_heatmap(data, tmp_path / "h.svg")
+    assert "<svg" in svg.read_text()[:500]
+    with pytest.raises(pytps.PytpsError, match="png or .svg"):
+        write_heatmap(data, tmp_path / "h.jpg")
