@@ -104,6 +104,10 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
         )
     for s in data.get("skipped", []):
         console.print(f"[yellow]skipped {escape(s['client'])}: {escape(s['why'])}[/]")
+    console.print(
+        "[dim]Delay = the client's stamp of an event - the emulator's stamp when its write() of that event "
+        "returned; signed (a loopback read can complete before the write returns). docs/calibrate.md[/]"
+    )
     console.print(f"[dim]{data['lower_bound']}[/]")
 
 
