@@ -18,6 +18,9 @@ MULTI_TOKENS_PER_EVENT = 4
 #: one-second stream would be 25M events, minutes for a slow client to read.
 MAX_CELL_EVENTS = 100_000
 MIN_STREAM_EVENTS = 20
+#: At least this many events in a cell (longer streams at low rates and concurrency), so that its
+#: p99 is not simply its largest delay: at 100 tok/s one stream of one second is 100 events.
+MIN_CELL_EVENTS = 300
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,9 @@ class Ladder:
         return [(r, t) for r in self.rates_tps for t in self.tpes(r)]
 
     def output_tokens(self, cell: Cell) -> int:
-        """Tokens per request: the stream lasts about stream_s, with at most MAX_CELL_EVENTS in the
-        cell and at least MIN_STREAM_EVENTS per stream."""
-        events = min(round(cell.events_per_s * self.stream_s), MAX_CELL_EVENTS // (cell.concurrency * self.rounds))
+        """Tokens per request: the stream lasts about stream_s, with at least MIN_CELL_EVENTS and
+        at most MAX_CELL_EVENTS in the cell, and at least MIN_STREAM_EVENTS per stream."""
+        streams = cell.concurrency * self.rounds
+        events = max(round(cell.events_per_s * self.stream_s), -(-MIN_CELL_EVENTS // streams))
+        events = min(events, MAX_CELL_EVENTS // streams)
         return max(MIN_STREAM_EVENTS, events) * cell.tokens_per_event
