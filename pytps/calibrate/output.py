@@ -41,7 +41,7 @@ def cell_rows(data: dict[str, Any]) -> list[list[str]]:
             _n(f["cpu_us_per_token"], ".2f"), _n(f["read_floor_us_per_event"], ".2f"),
             "yes" if f["kept_up"] else "NO",
             f"{_n(f['emulator_late_p50_us'], '.0f')}/{_n(f['emulator_late_p99_us'], '.0f')}",
-            "pass" if f["passed"] else "FAIL " + ",".join(k for k, ok in f["flags"].items() if not ok),
+            "pass" if f["passed"] else "FAIL " + ", ".join(k for k, ok in f["flags"].items() if not ok),
         ])  # fmt: skip
     return rows
 
@@ -63,7 +63,9 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
     limit_us = data["thresholds"]["stamp_p99_ms"] * 1e3
     t = Table(title="pytps calibrate: each client's error against the emulator's truth", title_justify="left")
     for h in HEADERS:
-        t.add_column(h, justify="left" if h in ("client", "verdict") else "right", no_wrap=h == "client")
+        t.add_column(
+            h, justify="left" if h in ("client", "verdict") else "right", no_wrap=h == "client", overflow="fold"
+        )
     for c, row in zip(data["cells"], cell_rows(data), strict=True):
         style = heat_style(c["figures"]["stamp_delay_p99_us"], limit_us)
         row[0] = escape(row[0])
@@ -105,8 +107,8 @@ def print_report(data: dict[str, Any], console: Any = None) -> None:
     for s in data.get("skipped", []):
         console.print(f"[yellow]skipped {escape(s['client'])}: {escape(s['why'])}[/]")
     console.print(
-        "[dim]Delay = the client's stamp of an event - the emulator's stamp when its write() of that event "
-        "returned; signed (a loopback read can complete before the write returns). docs/calibrate.md[/]"
+        "[dim]Delay = the client's stamp of an event - the emulator's stamp when its write() of it returned; "
+        "signed: a loopback read can complete before the write returns.[/]"
     )
     console.print(f"[dim]{data['lower_bound']}[/]")
 
