@@ -127,7 +127,7 @@ def test_every_figure_comes_from_the_measured_events(monkeypatch):
         again = cell_figures(
             raw["streams"], shifted, events_per_s=cell["events_per_s"], cpu_s=raw["cpu"], thresholds=THRESHOLDS
         ).as_dict()
-        for key in ("stamp_delay_p50_us", "stamp_delay_p99_us", "ttft_error_mean_ms", "tpot_error_pct", "passed"):
+        for key in ("stamp_delay_p50_us", "stamp_delay_p99_us", "ttft_error_mean_ms", "tpot_error_pct", "flags"):
             assert again[key] == f[key]
         assert again["emulator_late_p99_us"] == pytest.approx(f["emulator_late_p99_us"] + 3000)
         assert again["emulator_late_p50_us"] == pytest.approx(f["emulator_late_p50_us"] + 3000)
@@ -146,10 +146,14 @@ def test_figures_are_signed_and_against_the_writes():
     assert np.isclose(f.stamp_delay_p99_us, 30.0)
     assert f.ttft_error_signed_ms == pytest.approx(0.130)  # 100 µs send lead + 30 µs read
     assert f.emulator_late_p99_us == pytest.approx(2000.0) and not f.emulator_kept_schedule  # late, yet exact
-    assert f.passed and f.kept_up
+    assert all(f.flags.values()) and f.kept_up
+    assert not f.passed  # but the emulator was 2 ms late throughout: the cell did not test its rate
     # Order matching (a client that does not know the response id) pairs the same events.
     g = cell_figures([ClientStream(-100_000, stamps)], truth, events_per_s=1000, cpu_s=0.001, thresholds=THRESHOLDS)
     assert g.stamp_delay_p50_us == f.stamp_delay_p50_us
+    on_time = [{**truth[0], "scheduled_ns": (sent - 20_000).tolist()}]
+    assert cell_figures([ClientStream(-100_000, stamps, "a")], on_time, events_per_s=1000, cpu_s=0.001,
+                        thresholds=THRESHOLDS).passed  # fmt: skip
 
 
 def test_a_slowed_client_shows_larger_stamp_error_and_a_smaller_envelope():

@@ -186,7 +186,8 @@ def run_verdict(
                 failed = sorted({f for c in cover for f, ok in (c.get("flags") or {}).items() if not ok})
                 inside = all(c["passed"] for c in cover)
                 if not inside:
-                    reason = f"the cell {up_rate:g} events/s x {up_conc} failed: {', '.join(failed)}"
+                    why = ", ".join(failed) or "the emulator could not keep its schedule there"
+                    reason = f"the cell {up_rate:g} events/s x {up_conc} failed: {why}"
                 out["cell"] = {"events_per_s": up_rate, "concurrency": up_conc}
     out["inside"], out["reason"] = inside, reason
     return out
