@@ -476,6 +476,7 @@ class ClientEngine:
         ca_file: str | None = None,
         verify: bool = True,
         addresses: Sequence[str] | None = None,
+        test_read_delay_ns: int = 0,
     ) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
         connect/idle timeout, an unreadable ca_file, tls=True without TLS_AVAILABLE, or
@@ -487,7 +488,9 @@ class ClientEngine:
         address) and checked against the certificate; ca_file is a PEM CA bundle trusted instead
         of the system's; verify=False checks neither. Every address the host resolves to is tried
         in getaddrinfo's order until one connects (new connections then start at it); addresses:
-        IP literals to use instead of resolving host (ValueError when empty)."""
+        IP literals to use instead of resolving host (ValueError when empty). test_read_delay_ns: a
+        test hook (pytps calibrate's slowed client): busy-wait this long after each read before
+        stamping it."""
     def submit(
         self, id: int, request_bytes: bytes | bytearray | memoryview, dialect: str, t_sched_ns: int | None = None
     ) -> None:

@@ -43,6 +43,7 @@ class RunResult:
     records: list[RequestRecord]
     interrupted: bool = False
     stopped_reason: str | None = None
+    envelope: dict[str, Any] | None = None  # the trust envelope and this run's verdict (results.json)
 
     def __repr__(self) -> str:
         # Short on purpose: asyncio formats a finished task's result with repr (on Python 3.11
@@ -120,10 +121,14 @@ def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, 
     }
 
 
-def write_results(out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None) -> None:
-    """results.json, whole or not at all (docs/results.md)."""
+def write_results(
+    out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None, envelope: dict[str, Any] | None = None
+) -> None:
+    """results.json, whole or not at all (docs/results.md). envelope: the trust envelope with this
+    run's verdict (pytps.calibrate.run_verdict), None without a saved one."""
     write_json_atomic(
-        out_dir / "results.json", {"schema_version": SCHEMA_VERSION, "metadata": metadata, "summary": summary}
+        out_dir / "results.json",
+        {"schema_version": SCHEMA_VERSION, "metadata": metadata, "summary": summary, "envelope": envelope},
     )
 
 
@@ -159,8 +164,11 @@ class RunOutput:
         self.finished += 1
         return m
 
-    def finish(self, metadata: dict[str, Any]) -> RunResult:
-        """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C."""
+    def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
+        """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C.
+        envelope: the saved trust envelope of this host and transport (pytps calibrate), if any."""
+        from .calibrate.envelope import run_verdict
+
         self.journal.close()
         self.events.close()
         log = self.out_dir / EVENT_LOG
@@ -169,7 +177,10 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
-        write_results(self.out_dir, metadata, summary)
+        verdict = run_verdict(envelope, metadata, summary)
+        write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
         log.unlink()
-        return RunResult(out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [])
+        return RunResult(
+            out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [], envelope=verdict
+        )

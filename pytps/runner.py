@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from . import request_formats
 from ._native import _core
+from .calibrate.envelope import load_envelope
 from .config import RunConfig
 from .endpoint import Endpoint
 from .errors import EndpointError
@@ -301,6 +302,7 @@ class Runner:
                 out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
             )
             metadata = run_metadata(cfg, model, self.transport)
+            envelope = load_envelope(self.transport.name)  # this host's, from pytps calibrate (or None)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             self.progress.start(total, cfg.plan.duration_s)
@@ -341,7 +343,7 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
-        result = output.finish(metadata)
+        result = output.finish(metadata, envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
         return result

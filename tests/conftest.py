@@ -10,12 +10,18 @@
   (.ci/steps/60-browser.sh, which installs Debian's chromium when missing).
 - `real_server`: against llama.cpp's `llama-server`, built from source on first use and cached
   (tests/real_servers/). Run: `pytest -m real_server` (.ci/steps/45-llama-server.sh).
+- `calibrate_full`: `pytps calibrate` as shipped (--quick, and the full ladder with --baseline).
+  Run: `pytest -m calibrate_full` (.ci/steps/48-calibrate.sh).
+
+Every test sees its own PYTPS_ENVELOPE_DIR, so no run reads the trust envelope saved by the
+user's own `pytps calibrate`.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -64,6 +70,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stress: long randomized runs under load")
     config.addinivalue_line("markers", "browser: the HTML report in real headless Chromium")
     config.addinivalue_line("markers", "real_server: against a real llama.cpp llama-server")
+    config.addinivalue_line("markers", "calibrate_full: the full pytps calibrate ladder (minutes)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_envelope(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Session-wide first, so that module fixtures (runs made once per module) see it too.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope-session")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_envelope_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope")))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import pytps
+from pytps.calibrate.envelope import THRESHOLDS, build_envelope, save_envelope
 from pytps.config import make_config
 from pytps.event_loop import run_coroutine
 from pytps.results import SCHEMA_VERSION, load_journal, load_results
@@ -81,12 +82,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         dict(trace=trace, trace_format="mooncake", trace_block_size=16, max_output_tokens=8, trace_speedup=10.0),
     ]
     outs = []
-    with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu:
+    with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu, pytest.MonkeyPatch.context() as mp:
         for i, s in enumerate(settings):
+            # The first run has a saved trust envelope (its results' `envelope`), the second none.
+            mp.setenv("PYTPS_ENVELOPE_DIR", str(base / f"envelope{i}"))
+            if i == 0:
+                save_envelope(build_envelope("native", [envelope_cell(5000.0, n) for n in (1, 8)], THRESHOLDS))
             out = base / f"run{i}"
             run_coroutine(Runner(make_config(emu.base_url, out=out, **s)).run())
             outs.append(out)
     return outs
+
+
+def envelope_cell(events_per_s: float, concurrency: int) -> dict[str, Any]:
+    figures = {"passed": True, "flags": {"ttft": True}, "stamp_delay_p50_us": 1.0, "stamp_delay_p99_us": 2.0,
+               "ttft_error_mean_ms": 0.0, "tpot_error_pct": 0.0, "cpu_us_per_event": 1.0, "kept_up": True}  # fmt: skip
+    return {"events_per_s": events_per_s, "rate_tps": events_per_s, "tokens_per_event": 1,
+            "concurrency": concurrency, "figures": figures}  # fmt: skip
 
 
 def test_results_json_keys_are_documented_and_written(runs: list[Path]) -> None:

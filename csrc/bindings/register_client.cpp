@@ -125,11 +125,14 @@ void register_client(py::module_& m) {
         "host) is sent as SNI and checked against the certificate; ca_file: a PEM CA bundle instead\n"
         "of the system's; verify=False checks neither chain nor name.\n\n"
         "Every address host resolves to is tried in getaddrinfo's order until one connects (new\n"
-        "connections then start at it); addresses: IP literals to use instead of resolving host.")
+        "connections then start at it); addresses: IP literals to use instead of resolving host.\n"
+        "test_read_delay_ns: a test hook (pytps calibrate): busy-wait this long after each read before\n"
+        "stamping it, a client slowed on purpose.")
         .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
                          long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
                          long long max_response_bytes, long long spin_ns, bool kernel_timestamps, bool tls,
-                         py::object server_name, py::object ca_file, bool verify, py::object addresses) {
+                         py::object server_name, py::object ca_file, bool verify, py::object addresses,
+                         long long test_read_delay_ns) {
                  if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
                  if (max_connections < 1)
                      throw py::value_error("max_connections must be >= 1, got " + std::to_string(max_connections));
@@ -144,6 +147,7 @@ void register_client(py::module_& m) {
                  o.max_response_bytes = static_cast<size_t>(max_response_bytes);
                  o.spin_ns = timeout_arg("spin_ns", spin_ns, true);
                  o.kernel_timestamps = kernel_timestamps;
+                 o.test_read_delay_ns = timeout_arg("test_read_delay_ns", test_read_delay_ns, true);
                  if (!tls && (!server_name.is_none() || !ca_file.is_none()))
                      throw py::value_error("server_name and ca_file are for TLS: pass tls=True");
                  if (tls && !pytps::tls_available())
@@ -167,7 +171,7 @@ void register_client(py::module_& m) {
              py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0,
              py::arg("kernel_timestamps") = false, py::arg("tls") = false,
              py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(), py::arg("verify") = true,
-             py::arg("addresses") = py::none())
+             py::arg("addresses") = py::none(), py::arg("test_read_delay_ns") = 0)
         .def(
             "submit",
             [](ClientEngine& self, unsigned long long id, py::handle request, const std::string& dialect,

@@ -208,11 +208,19 @@ void Connection::track_head() {
     if (state_ == ConnState::reading_head && job_->http->parser().headers_done()) set_state(ConnState::reading_body);
 }
 
+int64_t Connection::delayed_stamp(int64_t read_ns) {
+    const int64_t until = read_ns + cfg_.options->test_read_delay_ns;
+    int64_t now = ops_.now();
+    while (now < until) now = ops_.now();
+    return now;
+}
+
 Outcome Connection::read_ready() {
     const bool kernel_stamps = cfg_.options->kernel_timestamps;
     for (;;) {
-        const IoResult r = ops_.recv(fd_, cfg_.buf, cfg_.buf_len, kernel_stamps);
+        IoResult r = ops_.recv(fd_, cfg_.buf, cfg_.buf_len, kernel_stamps);
         if (r.n > 0) {
+            if (cfg_.options->test_read_delay_ns > 0) r.t_ns = delayed_stamp(r.t_ns);
             if (cfg_.reads) cfg_.reads->store(cfg_.reads->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             const size_t n = static_cast<size_t>(r.n);
             if (r.kernel_real_ns != IoResult::kNoTime && job_ &&

@@ -172,6 +172,8 @@ private:
     Outcome write() { return tls_ ? tls_write() : plain_write(); }
     Outcome plain_write();
     Outcome read_ready();
+    // The test hook test_read_delay_ns: the stamp of a read taken that much later (busy-waited).
+    int64_t delayed_stamp(int64_t read_ns);
     Outcome plain_bytes(size_t n, int64_t t);
     Outcome eof(ssize_t n, int err, int64_t t);
     Outcome send_failed(int err);

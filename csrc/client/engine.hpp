@@ -44,6 +44,10 @@ struct ClientOptions {
     // Also take the kernel's software receive stamp of every read (SO_TIMESTAMPING), moved
     // onto CLOCK_MONOTONIC; kept beside the engine's own stamp, never instead of it.
     bool kernel_timestamps = false;
+    // A test hook (pytps calibrate's slowed client): busy-wait this long after each read before
+    // stamping it, as a client with a slow read path would. 0 (always, outside that test): one
+    // untaken branch per read.
+    int64_t test_read_delay_ns = 0;
     // TLS (https://). The handshake counts against connect_timeout_ns.
     bool tls = false;
     std::string server_name;  // for SNI and certificate name checks; "": the host

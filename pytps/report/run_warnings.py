@@ -78,6 +78,15 @@ def collect(results: dict[str, Any]) -> list[str]:
                     f"The client's {name} was busy {busy:.0%} of the run: the client itself may have "
                     f"delayed stamps or sends. Hint: {hint}."
                 )
+    env = results.get("envelope") or {}
+    if env.get("inside") is False:
+        events, conc = env.get("run_events_per_s"), env.get("run_concurrency")
+        where = f"{events:,.0f} events/s per stream x {conc:,.0f} concurrent" if events and conc else "This load"
+        out.append(
+            f"Outside the trust envelope: {where} is beyond what pytps calibrate measured as exact for the "
+            f"{env.get('transport')} transport on this host ({env.get('reason')}). TTFT, ITL and TPOT may "
+            "carry the client's own error. Hint: fewer streams per process, or run pytps calibrate again."
+        )
     lag = summary.get("schedule_lag_s") or {}
     if lag.get("p99") is not None and lag["p99"] > 0.005:
         out.append(

@@ -78,9 +78,12 @@ class NativeTransport:
         spin_ns: int = 0,
         ca_file: str | None = None,
         verify: bool = True,
+        test_read_delay_ns: int = 0,
     ) -> None:
         """https:// needs _core.TLS_AVAILABLE. ca_file: a PEM CA bundle trusted instead of the
-        system's; verify=False checks neither the certificate nor the host name."""
+        system's; verify=False checks neither the certificate nor the host name.
+        test_read_delay_ns: a test hook (pytps calibrate's slowed client), each read stamped that
+        much later."""
         self._target = Http1Target(base_url, self.name, tls_ok=True)
         if self._target.tls and not _core.TLS_AVAILABLE:
             raise ValueError(NO_TLS)
@@ -110,6 +113,7 @@ class NativeTransport:
             ca_file=str(ca_file) if tls and ca_file else None,
             verify=verify,
             addresses=addresses,
+            test_read_delay_ns=test_read_delay_ns,
         )
         self.kernel_timestamps = kernel_timestamps
         self._ids = itertools.count(1)

@@ -316,6 +316,19 @@ void kernel_stamps_pair_each_read() {
     CHECK(d->job()->recv_kernel_ns.empty());
 }
 
+// The slowed-client test hook (pytps calibrate): each read is stamped test_read_delay_ns after
+// it returned (busy-waited on the clock), and every event it completed carries that stamp.
+void test_read_delay_stamps_later() {
+    const Response r = sse_response(3);
+    Env e;
+    e.opt.test_read_delay_ns = 50'000;  // the fake clock ticks 1 µs per call: exactly reached
+    e.ops.recvs = {bytes(r.bytes, 2'000'000'000)};
+    auto c = e.make();
+    e.open(*c, job(request()));
+    CHECK_EQ(e.pump(*c).kind, K::completed_keep);
+    CHECK_EQ(c->job()->http->recorder().output_times_ns(), std::vector<int64_t>(3, 2'000'050'000));
+}
+
 }  // namespace
 
 const std::vector<Case> read_cases = {
@@ -331,6 +344,7 @@ const std::vector<Case> read_cases = {
     {"responses_that_end_the_connection", responses_that_end_the_connection},
     {"response_larger_than_the_cap", response_larger_than_the_cap},
     {"kernel_stamps_pair_each_read", kernel_stamps_pair_each_read},
+    {"test_read_delay_stamps_later", test_read_delay_stamps_later},
 };
 
 }  // namespace harness

@@ -1,0 +1,10 @@
+"""`pytps calibrate`: how exact pytps (or any other streaming client) is on this host, measured
+against the emulator in a separate process, and the trust envelope that `pytps run` checks
+(docs/calibrate.md)."""
+
+from __future__ import annotations
+
+from .envelope import THRESHOLDS, envelope_dir, envelope_path, load_envelope, run_verdict
+from .ladder import Cell, Ladder
+
+__all__ = ["THRESHOLDS", "Cell", "Ladder", "envelope_dir", "envelope_path", "load_envelope", "run_verdict"]

@@ -1,0 +1,146 @@
+"""`pytps calibrate`: how exact pytps (and any other streaming client) is on this host."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ._help import add_command
+
+EXAMPLES = """examples:
+  pytps calibrate --quick                  # under a minute: the native transport, 3 rates x 3 concurrencies
+  pytps calibrate                          # the full ladder, every transport; saves each envelope
+  pytps calibrate --baseline               # and a plain httpx + json.loads client beside pytps
+  pytps calibrate --quick --client openai --client mypkg.client:stream --json cal.json --plot cal.png
+"""
+
+
+def _floats(s: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in s.split(",") if x.strip())
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in s.split(",") if x.strip())
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
+        "calibrate",
+        EXAMPLES,
+        help="measure how exact pytps (or another client) is on this host: the trust envelope",
+        description="Run the emulator in a separate process on 127.0.0.1 and measure a client against "
+        "its ground truth over a ladder of per-stream rates x concurrency: stamp delay (client stamp - "
+        "emulator write), TTFT and TPOT error, CPU per token beside the read floor. The cells that pass "
+        "make the trust envelope, saved per host and transport for `pytps run` to check. See docs/calibrate.md.",
+    )
+    p.add_argument("--quick", action="store_true", help="a small ladder (native only): under a minute")
+    p.add_argument(
+        "--transports", default=None, help="pytps transports to measure, comma-separated "
+        "(default: native,asyncio,httpx; --quick: native; none: only --client)",
+    )  # fmt: skip
+    p.add_argument(
+        "--client", action="append", default=[], metavar="NAME",
+        help="also measure another client: openai (sync and async SDK), anthropic, httpx, aiohttp, or "
+        "module:function (def f(base_url, body, on_chunk)); repeatable",
+    )  # fmt: skip
+    p.add_argument("--baseline", action="store_true", help="the same as --client httpx (plain httpx + json.loads)")
+    p.add_argument("--rates", type=_floats, default=None, metavar="TPS,...", help="per-stream tok/s rungs")
+    p.add_argument("--concurrency", type=_ints, default=None, metavar="N,...", help="concurrency rungs")
+    p.add_argument("--stream-s", type=float, default=None, help="seconds each stream lasts (default 1)")
+    p.add_argument("--rounds", type=int, default=1, help="requests per stream slot in each cell (default 1)")
+    p.add_argument("--kernel-timestamps", action="store_true", help="also show the kernel's share (native)")
+    p.add_argument("--max-ttft-error-ms", type=float, default=0.5, help="a cell passes within this (default 0.5)")
+    p.add_argument("--max-tpot-error-pct", type=float, default=0.5, help="a cell passes within this (default 0.5)")
+    p.add_argument("--max-stamp-p99-ms", type=float, default=1.0, help="a cell passes within this (default 1)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
+    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs pytps[plot])")
+    p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
+    # The slowed-client test hook: each native read stamped this much later (tests only).
+    p.add_argument("--test-read-delay-us", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..calibrate.clients import ClientUnavailable, resolve_clients
+    from ..calibrate.envelope import build_envelope, save_envelope
+    from ..calibrate.ladder import Ladder
+    from ..calibrate.output import print_report, write_heatmap
+    from ..calibrate.session import Settings, Who, run_calibration
+    from ..config import check_transport
+    from ..errors import ConfigError
+
+    ladder = Ladder.quick() if args.quick else Ladder.full()
+    if args.rates:
+        ladder.rates_tps = args.rates
+    if args.concurrency:
+        ladder.concurrency = args.concurrency
+    if args.stream_s is not None:
+        ladder.stream_s = args.stream_s
+    if args.rounds < 1 or ladder.stream_s <= 0 or min(ladder.concurrency) < 1 or min(ladder.rates_tps) <= 0:
+        raise ConfigError("calibrate: --rounds, --stream-s, --rates and --concurrency must be positive")
+    names = args.transports or ("native" if args.quick else "native,asyncio,httpx")
+    who = []
+    for t in (x.strip() for x in names.split(",") if x.strip() and x.strip() != "none"):
+        check_transport(t)
+        if t == "auto":
+            raise ConfigError("calibrate --transports: name transports (native, asyncio, httpx), not auto")
+        who.append(Who(t, transport=t))
+    skipped = []
+    wanted = [*args.client, *(["httpx"] if args.baseline and "httpx" not in args.client else [])]
+    for name in wanted:
+        try:
+            for c in resolve_clients(name):
+                who.append(Who(c.name, client=c))
+        except ClientUnavailable as exc:
+            print(f"pytps calibrate: skipping --client {name}: {exc}", file=sys.stderr)
+            skipped.append({"client": name, "why": str(exc)})
+    if not who:
+        raise ConfigError("calibrate: nothing to measure (no transport, and every --client was skipped)")
+    thresholds = {
+        "ttft_error_ms": args.max_ttft_error_ms,
+        "tpot_error_pct": args.max_tpot_error_pct,
+        "stamp_p99_ms": args.max_stamp_p99_ms,
+    }
+    settings = Settings(
+        ladder, who, thresholds, kernel_timestamps=args.kernel_timestamps,
+        read_delay_ns=int(args.test_read_delay_us * 1e3), read_floor_s=0.2 if args.quick else 0.4,
+        skipped=skipped,
+    )  # fmt: skip
+
+    def progress(c: dict[str, Any]) -> None:
+        f = c["figures"]
+        print(
+            f"  {c['client']:<14} {c['rate_tps']:>8,.0f} tok/s x{c['tokens_per_event']} x{c['concurrency']:<4} "
+            f"p99 {f['stamp_delay_p99_us'] or float('nan'):>8,.0f} µs  {'pass' if f['passed'] else 'FAIL'}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    data = run_calibration(settings, on_cell=progress)
+    if args.save:
+        saved = {}
+        for w in who:
+            if w.transport is None:
+                continue
+            env = build_envelope(w.transport, [c for c in data["cells"] if c["client"] == w.name], thresholds)
+            env["read_delay_us"] = data["read_delay_us"]
+            saved[w.transport] = str(save_envelope(env))
+        data["envelopes"] = saved
+    if args.json == "-":
+        print(json.dumps(data, indent=1))
+    else:
+        print_report(data)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1)
+    if args.plot:
+        print(f"heat map: {write_heatmap(data, args.plot)}", file=sys.stderr)
+    for t, path in (data.get("envelopes") or {}).items():
+        print(f"envelope ({t}) saved to {path}", file=sys.stderr)
+    if data["interrupted"]:
+        print("pytps calibrate: interrupted; the cells above were measured before it", file=sys.stderr)
+        return 130
+    return 0
