@@ -121,7 +121,7 @@ def test_the_envelope_is_shown_when_results_have_one(run_with_errors: Path, tmp_
     copy = tmp_path / "run"
     shutil.copytree(run_with_errors, copy)
     results = json.loads((copy / "results.json").read_text())
-    assert "envelope" not in results
+    assert results["envelope"] is None  # no envelope saved for this host (tests/conftest.py)
     assert "Calibration envelope" not in write_report(copy, tmp_path / "a.html").read_text()
     results["envelope"] = {"floor_s": {"ttft": 0.000012}, "host": "h<1>", "trusted": True}
     (copy / "results.json").write_text(json.dumps(results))

@@ -146,7 +146,12 @@ def merge_results(
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
     if per_token is not None:
         result["client_cpu_us_per_token"] = per_token
-    write_results(out_dir, metadata, result)
+    from ..calibrate.envelope import load_envelope, run_verdict
+
+    # The whole run against this host's envelope, as one process's would be (its concurrency is the
+    # run's, not a worker's share: the stricter reading).
+    envelope = run_verdict(load_envelope(str(metadata.get("transport"))), metadata, result)
+    write_results(out_dir, metadata, result, envelope)
     write_npz(log, out_dir / "events.npz", kernel_stamps=kernel_stamps)
     log.unlink()
-    return RunResult(out_dir=out_dir, metadata=metadata, summary=result, records=[])
+    return RunResult(out_dir=out_dir, metadata=metadata, summary=result, records=[], envelope=envelope)

@@ -90,7 +90,8 @@ class WorkerOutput(RunOutput):
             shift_record(rec, self.skew_ns)
         return super().add(rec)
 
-    def finish(self, metadata: dict[str, Any]) -> RunResult:
+    def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
+        # A worker's envelope verdict is the driver's to give, on the merged run (scale.merge).
         self.journal.close()
         self.events.close()
         summary = self.summary.finish(read_chunks(self.out_dir / EVENT_LOG))
