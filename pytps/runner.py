@@ -35,6 +35,17 @@ class Progress:
     def stop(self) -> None: ...
 
 
+async def sleep_until_ns(t_ns: int) -> None:
+    """Returns at CLOCK_MONOTONIC t_ns or just after, never before: the event loop's timers are
+    ms-grained (uvloop's end up to a millisecond early), so the last stretch yields to the loop
+    until the time has come. Rate mode hands every request over through this."""
+    delay = (t_ns - _now_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
+    while _now_ns() < t_ns:
+        await asyncio.sleep(0)
+
+
 class Runner:
     """One run of cfg. transport: a Transport of the caller's (left open at the end), or None for
     the one pytps.transport.select picks (closed at the end)."""
@@ -265,13 +276,7 @@ class Runner:
             t_sched = t0 + int(offset)
             if deadline is not None and t_sched >= deadline:
                 break
-            delay = (t_sched - lead_ns - _now_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
-            # The event loop's timers are ms-grained (uvloop's end up to a millisecond early): never
-            # hand a request over before its time, so yield to the loop until it has come.
-            while _now_ns() < t_sched - lead_ns:
-                await asyncio.sleep(0)
+            await sleep_until_ns(t_sched - lead_ns)
             task = asyncio.create_task(one(i, t_sched))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

@@ -25,7 +25,7 @@ from ..event_log import read_chunks
 from ..finalize import EVENT_LOG, RunOutput, RunResult, write_results
 from ..metrics import RequestMetrics
 from ..records import RequestRecord
-from ..runner import Runner
+from ..runner import Runner, sleep_until_ns
 from .clock import ClockReading, read_clocks
 from .share import Share
 
@@ -204,9 +204,8 @@ class WorkerRunner(Runner):
             t_sched = t0 + int(offset)
             if self._stop or (deadline is not None and t_sched >= deadline):
                 break
-            delay = (t_sched - lead_ns - _now_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
+            if t_sched - lead_ns > _now_ns():
+                await sleep_until_ns(t_sched - lead_ns)
                 if self.stop_requested():  # set by the driver's thread while this slept
                     break
             task = asyncio.create_task(one(i, t_sched))
