@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
-from .results import load_journal, load_results
+from .results import SavedResults, load_saved
 
 # Per-request metrics, from the journals: (key, label, display scale, display unit).
 REQUEST_METRICS = (
@@ -34,31 +34,8 @@ STATS = ("mean", "p50")
 BLOCK_VALUES = 4_000_000
 
 
-@dataclass
-class Run:
-    path: Path
-    results: dict[str, Any]
-    journal: list[dict[str, Any]]
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.results.get("metadata") or {}
-        return out
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.results.get("summary") or {}
-        return out
-
-    def values(self, key: str) -> np.ndarray:
-        """The metric over measured requests: not warm-up, succeeded, with a value."""
-        vals = [
-            line.get(key)
-            for line in self.journal
-            if line.get("ok") and not line.get("warmup") and isinstance(line.get(key), (int, float))
-        ]
-        arr = np.asarray(vals, dtype=np.float64)
-        return arr[np.isfinite(arr)]
+class Run(SavedResults):
+    """One saved run: its results.json and journal."""
 
 
 @dataclass
@@ -74,15 +51,7 @@ class Side:
 
 
 def load_run(path: str | Path) -> Run:
-    p = Path(path)
-    if not (p / "results.json").is_file():
-        raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
-    if not (p / "requests.jsonl").is_file():
-        raise ConfigError(f"{p} has no requests.jsonl: its per-request figures are needed to compare it")
-    try:
-        return Run(p, load_results(p), load_journal(p))
-    except ValueError as exc:  # JSONDecodeError: a results.json cut short or not pytps's
-        raise ConfigError(f"{p}/results.json is not valid JSON: {exc}") from exc
+    return Run(*load_saved(path, need_journal=True))
 
 
 def load_side(spec: str, label: str) -> Side:

@@ -109,3 +109,52 @@ def load_journal(directory: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return out
+
+
+class SavedResults:
+    """A results folder read back: results.json and the journal's lines, with the views every
+    report of saved runs takes (pytps report --html, pytps compare)."""
+
+    def __init__(self, path: Path, results: dict[str, Any], journal: list[dict[str, Any]]) -> None:
+        self.path = path
+        self.results = results
+        self.journal = journal
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.results.get("metadata") or {}
+        return out
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.results.get("summary") or {}
+        return out
+
+    def measured(self) -> list[dict[str, Any]]:
+        """Journal lines of measured (not warm-up) requests: what the summary covers."""
+        return [line for line in self.journal if not line.get("warmup")]
+
+    def values(self, key: str) -> np.ndarray:
+        """A per-request figure over successful measured requests that have it, as the summary's
+        distributions take it."""
+        vals = [line.get(key) for line in self.measured() if line.get("ok")]
+        arr = np.asarray([v for v in vals if isinstance(v, (int, float))], dtype=np.float64)
+        return arr[np.isfinite(arr)]
+
+
+def load_saved(directory: str | Path, need_journal: bool) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
+    """(path, results.json, journal lines) of a results folder, with a one-line error naming what
+    is missing; no journal is an empty one unless `need_journal`."""
+    from .errors import ConfigError
+
+    p = Path(directory)
+    if not (p / "results.json").is_file():
+        raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
+    has_journal = (p / "requests.jsonl").is_file()
+    if need_journal and not has_journal:
+        raise ConfigError(f"{p} has no requests.jsonl: its per-request figures are needed here")
+    try:
+        results = load_results(p)
+    except ValueError as exc:  # JSONDecodeError: a results.json cut short or not pytps's
+        raise ConfigError(f"{p}/results.json is not valid JSON: {exc}") from exc
+    return p, results, load_journal(p) if has_journal else []

@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
 from ..event_log import load_saved_events
 from ..metrics import NS_PER_S, finish_of, in_flight_at, itl_token_samples_ns, token_layout
-from ..results import load_journal, load_results
+from ..results import SavedResults, load_saved
 
 #: A CDF is drawn through at most this many points (quantiles evenly spaced in probability), so a
 #: million ITL samples cost as little on the page as a thousand.
@@ -33,32 +32,14 @@ SCATTER_MAX_POINTS = 5000
 TIMELINE_MAX_TICKS = 40_000
 
 
-@dataclass
-class SavedRun:
-    path: Path
-    results: dict[str, Any]
-    journal: list[dict[str, Any]]
-    events: dict[str, np.ndarray] | None
+class SavedRun(SavedResults):
+    """A saved run with its events (None without events.npz), as the HTML report draws it."""
 
-    @property
-    def meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.results.get("metadata") or {}
-        return out
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.results.get("summary") or {}
-        return out
-
-    def measured(self) -> list[dict[str, Any]]:
-        """Journal lines of measured (not warm-up) requests: what the summary covers."""
-        return [line for line in self.journal if not line.get("warmup")]
-
-    def values(self, key: str) -> np.ndarray:
-        """A per-request figure over successful measured requests, as the summary's distributions."""
-        vals = [line.get(key) for line in self.measured() if line.get("ok")]
-        arr = np.asarray([v for v in vals if isinstance(v, (int, float))], dtype=np.float64)
-        return arr[np.isfinite(arr)]
+    def __init__(
+        self, path: Path, results: dict[str, Any], journal: list[dict[str, Any]], events: dict[str, np.ndarray] | None
+    ) -> None:
+        super().__init__(path, results, journal)
+        self.events = events
 
     def pairs(self, x_key: str, y_key: str, limit: int = SCATTER_MAX_POINTS) -> tuple[np.ndarray, np.ndarray, int]:
         """(x, y) of successful measured requests that have both figures, at most `limit` of them
@@ -194,14 +175,7 @@ def timeline(run: SavedRun, max_rows: int = TIMELINE_MAX_ROWS, max_ticks: int = 
 
 
 def load_saved_run(path: str | Path) -> SavedRun:
-    p = Path(path)
-    if not (p / "results.json").is_file():
-        raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
-    try:
-        results = load_results(p)
-    except ValueError as exc:  # JSONDecodeError: a results.json cut short or not pytps's
-        raise ConfigError(f"{p}/results.json is not valid JSON: {exc}") from exc
-    journal = load_journal(p) if (p / "requests.jsonl").is_file() else []
+    p, results, journal = load_saved(path, need_journal=False)
     return SavedRun(p, results, journal, load_saved_events(p))
 
 
