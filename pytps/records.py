@@ -35,6 +35,14 @@ def response_too_large_detail(limit: int) -> str:
     return f"the response is larger than max_response_bytes ({limit})"
 
 
+def closed_early(exc: BaseException) -> bool:
+    """Whether an HTTP library's protocol error is the peer closing early (truncation, or no
+    response) rather than bytes it could not parse: h11 (under httpx, httpcore and the SDKs) says
+    so only in its messages."""
+    text = str(exc).lower()
+    return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed", "without sending"))
+
+
 def no_response_detail(how: str, resent: bool) -> str:
     """Error class no_response's detail, in the same words on every transport (the native
     engine's are in csrc/client/connection.cpp). how: "the server closed the connection",

@@ -11,6 +11,7 @@ from ..records import (
     ERROR_PROTOCOL,
     ERROR_TIMEOUT,
     ERROR_TRUNCATED,
+    closed_early,
 )
 
 _TIMEOUT = {"TimeoutException", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutError", "ServerTimeoutError"}
@@ -29,12 +30,6 @@ _ENDED = {
 }
 
 
-def _closed_early(exc: BaseException) -> bool:
-    # h11 says "the peer closed" only in its messages (as pytps.transport.httpx_transport reads them).
-    text = str(exc).lower()
-    return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed", "without sending"))
-
-
 def error_class(exc: BaseException, *, response_started: bool) -> str:
     """timeout, connect, no_response (ended before any byte of a response), truncated (ended
     while the body came), protocol (bytes that could not be parsed), else client."""
@@ -44,7 +39,7 @@ def error_class(exc: BaseException, *, response_started: bool) -> str:
     if names & _TIMEOUT:
         return ERROR_TIMEOUT
     if names & _ENDED:
-        if "RemoteProtocolError" in names and not _closed_early(exc):
+        if "RemoteProtocolError" in names and not closed_early(exc):
             return ERROR_PROTOCOL
         return ERROR_TRUNCATED if response_started else ERROR_NO_RESPONSE
     return ERROR_CLIENT

@@ -39,6 +39,7 @@ from ..records import (
     ERROR_TRUNCATED,
     MAX_RESPONSE_BYTES,
     RequestRecord,
+    closed_early,
     no_response_detail,
     response_too_large_detail,
 )
@@ -295,13 +296,6 @@ class _PhaseTrace:
         return out
 
 
-def _closed_early(exc: BaseException) -> bool:
-    """Whether h11/httpcore's protocol error is the peer closing early (truncation) rather than
-    bytes it could not parse. h11 says so only in its messages."""
-    text = str(exc).lower()
-    return any(s in text for s in ("peer closed", "disconnected", "incomplete", "connection closed"))
-
-
 class ResponseTooLarge(Exception):
     """The response went past MAX_RESPONSE_BYTES: the client stopped reading it."""
 
@@ -324,7 +318,7 @@ def classify_exception(exc: BaseException) -> str:
         return ERROR_TIMEOUT
     if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError, ConnectionRefusedError)):
         return ERROR_CONNECT
-    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)) and not _closed_early(exc):
+    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)) and not closed_early(exc):
         return ERROR_PROTOCOL  # h11 could not parse what the server sent
     if isinstance(
         exc,
