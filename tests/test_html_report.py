@@ -243,3 +243,14 @@ def test_the_length_scatter_samples_evenly_past_its_cap(run_with_errors: Path) -
     run = load_saved_run(run_with_errors)
     x, _, total = run.pairs("output_tokens", "e2e_s", limit=5)
     assert total > 5 and len(x) == 5
+
+
+def test_a_run_outside_its_envelope_says_so_on_the_page(run_with_errors: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run_with_errors, copy)
+    results = json.loads((copy / "results.json").read_text())
+    results["envelope"] = {"transport": "native", "inside": False, "reason": "the cell 5000 events/s x 32 failed",
+                           "run_events_per_s": 4000.0, "run_concurrency": 32.0, "region": []}
+    (copy / "results.json").write_text(json.dumps(results))
+    text = write_report(copy, tmp_path / "out.html").read_text()
+    assert "Outside the trust envelope" in text and "5000 events/s x 32 failed" in text

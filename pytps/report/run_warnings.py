@@ -85,7 +85,7 @@ def collect(results: dict[str, Any]) -> list[str]:
         out.append(
             f"Outside the trust envelope: {where} is beyond what pytps calibrate measured as exact for the "
             f"{env.get('transport')} transport on this host ({env.get('reason')}). TTFT, ITL and TPOT may "
-            "carry the client's own error. Hint: fewer streams per process, or run pytps calibrate again."
+            "carry the client's own error. Hint: fewer streams per process (--workers N), or run pytps calibrate again."
         )
     lag = summary.get("schedule_lag_s") or {}
     if lag.get("p99") is not None and lag["p99"] > 0.005:
