@@ -20,6 +20,7 @@ user's own `pytps calibrate`.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -65,6 +66,11 @@ def _quiet_or_why() -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and an ignored
+    # signal is inherited through exec: the Ctrl-C tests' `pytps run` children would never see
+    # their SIGINT. A handler (not SIG_IGN) is reset to the default on exec, so they get Python's.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # Also registered here, for runs from a copy of tests/ without pyproject.toml (.ci/steps/30-*).
     config.addinivalue_line("markers", "timing: asserts sub-millisecond lags; needs a quiet machine")
     config.addinivalue_line("markers", "stress: long randomized runs under load")
