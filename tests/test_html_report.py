@@ -254,3 +254,15 @@ def test_a_run_outside_its_envelope_says_so_on_the_page(run_with_errors: Path, t
     (copy / "results.json").write_text(json.dumps(results))
     text = write_report(copy, tmp_path / "out.html").read_text()
     assert "Outside the trust envelope" in text and "5000 events/s x 32 failed" in text
+
+
+def test_the_servers_own_timings_are_rows_of_every_table(run_with_errors: Path, tmp_path: Path) -> None:
+    # The emulator reports llama.cpp's `timings` on its OpenAI routes: HTML, Markdown and CSV show
+    # them under pytps's own rows, as the console does (report/console.table_rows).
+    from pytps.report.tables import csv_text, markdown
+
+    results = json.loads((run_with_errors / "results.json").read_text())
+    assert results["summary"]["server_timings"]["requests"] == results["summary"]["requests_ok"]
+    page = write_report(run_with_errors, tmp_path / "s.html").read_text()
+    for text in (page, markdown(results), csv_text(results)):
+        assert "server TPOT [ms]" in text and "server prompt [ms]" in text

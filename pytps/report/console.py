@@ -96,6 +96,12 @@ def server_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any],
     return out
 
 
+def table_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
+    """Every row of the summary table: pytps's own figures, then the server's when it reported
+    them. The console, the HTML report and the Markdown/CSV tables all print these."""
+    return summary_rows(summary) + server_rows(summary)
+
+
 def throughput_sparkline(summary: dict[str, Any], width: int = 60) -> str | None:
     """Output tokens per second over the run as one line of blocks, or None for a run under 2 s.
 
@@ -140,7 +146,7 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     table = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("metric", "mean ± σ", "p50", "p90", "p99", "min … max", "n"):
         table.add_column(col, justify="right" if col != "metric" else "left")
-    for i, (label, unit, d, scale) in enumerate(summary_rows(s) + server_rows(s)):
+    for i, (label, unit, d, scale) in enumerate(table_rows(s)):
         if i == len(summary_rows(s)) and i:
             table.add_section()
         table.add_row(

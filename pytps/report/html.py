@@ -13,7 +13,7 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError
 from . import run_warnings
-from .console import summary_rows
+from .console import table_rows
 from .numbers import fmt
 from .saved_run import TIMELINE_MAX_ROWS, TIMELINE_MAX_TICKS, SavedRun, load_saved_run, timeline
 
@@ -181,10 +181,11 @@ def _header(run: SavedRun) -> str:
 
 
 def summary_table(summary: dict[str, Any]) -> str:
-    """The console's table (report/console.summary_rows), every figure with its unit."""
+    """The console's table (report/console.table_rows: pytps's figures, then the server's own
+    timings when it reported them), every figure with its unit."""
     head = "".join(f"<th>{c}</th>" for c in ("metric [unit]", "mean", "± σ", "p50", "p90", "p99", "min", "max", "n"))
     rows = []
-    for label, unit, d, scale in summary_rows(summary):
+    for label, unit, d, scale in table_rows(summary):
         cells = [
             fmt(None if d.get(k) is None else d[k] * scale, unit)
             for k in ("mean", "stddev", "p50", "p90", "p99", "min", "max")

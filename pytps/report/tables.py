@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from .console import summary_rows
+from .console import table_rows
 from .numbers import fmt
 
 COLUMNS = ("metric", "unit", "mean", "stddev", "p50", "p90", "p99", "min", "max", "n")
@@ -17,7 +17,7 @@ STATS = ("mean", "stddev", "p50", "p90", "p99", "min", "max")
 def markdown(results: dict[str, Any]) -> str:
     """A GitHub-flavoured Markdown table, numbers as the console prints them."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "| --- | --- |" + " ---: |" * (len(COLUMNS) - 2)]
-    for label, unit, d, scale in summary_rows(results.get("summary") or {}):
+    for label, unit, d, scale in table_rows(results.get("summary") or {}):
         cells = [f"{label} [{unit}]", unit]
         cells += [fmt(None if d.get(k) is None else d[k] * scale, unit) for k in STATS]
         cells.append(str(d["count"]))
@@ -31,7 +31,7 @@ def csv_text(results: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    for label, unit, d, scale in summary_rows(results.get("summary") or {}):
+    for label, unit, d, scale in table_rows(results.get("summary") or {}):
         values = ["" if d.get(k) is None else f"{d[k] * scale:.10g}" for k in STATS]
         writer.writerow([f"{label} [{unit}]", unit, *values, d["count"]])
     return out.getvalue()
