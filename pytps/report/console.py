@@ -75,25 +75,24 @@ def _fmt(value: float | None, scale: float, unit: str) -> str:
     return fmt(None if value is None else value * scale, unit)
 
 
-def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
-    """(label, unit, stats, scale) of each distribution the run has, in report order."""
+def _present(stats: dict[str, Any], spec: Any) -> list[tuple[str, str, dict[str, Any], float]]:
+    """(label, unit, stats, scale) of each (key, label, scale, unit) of `spec` with samples in `stats`."""
     out = []
-    for key, label, scale, unit in ROWS:
-        d = summary.get(key)
+    for key, label, scale, unit in spec:
+        d = stats.get(key)
         if d and d.get("count"):
             out.append((label, unit, d, scale))
     return out
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
+    """(label, unit, stats, scale) of each distribution the run has, in report order."""
+    return _present(summary, ROWS)
 
 
 def server_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
     """(label, unit, stats, scale) of the server's own timings, when it reported them."""
-    st = summary.get("server_timings") or {}
-    out = []
-    for key, label, scale, unit in SERVER_ROWS:
-        d = st.get(key)
-        if d and d.get("count"):
-            out.append((label, unit, d, scale))
-    return out
+    return _present(summary.get("server_timings") or {}, SERVER_ROWS)
 
 
 def table_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
