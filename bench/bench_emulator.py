@@ -37,7 +37,6 @@ import numpy as np
 
 import pytps
 
-
 ALL_CPUS = sorted(os.sched_getaffinity(0))
 
 

@@ -22,8 +22,7 @@ import time
 
 import pytps
 
-WORDS = ("the quick brown fox jumps over a lazy dog while tokens stream fast and "
-         "benchmarks measure every gap between events sent by the server").split()
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "tokens", "stream", "fast", "and", "benchmarks", "measure", "every", "gap", "between", "events", "sent", "by", "the", "server"]
 
 
 def make_events(n: int, seed: int = 1) -> list[bytes]:

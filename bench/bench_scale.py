@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 import pytps
-from pytps.config import make_config
-from pytps.event_loop import run_coroutine
-from pytps.finalize import RunResult
-from pytps.results import load_journal
-from pytps.runner import Runner
+from pytps.results.folder import load_journal
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.finalize import RunResult
+from pytps.runner.loop import Runner
 from pytps.scale import ScaledRun, ScaleOptions
 
 LAG_LIMIT_S = 1e-3

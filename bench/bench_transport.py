@@ -33,9 +33,9 @@ from pytps.calibrate.envelope import THRESHOLDS
 from pytps.calibrate.ladder import Ladder
 from pytps.calibrate.output import print_report
 from pytps.calibrate.session import Settings, Who, run_calibration
-from pytps.config import make_config
-from pytps.event_loop import run_coroutine
-from pytps.runner import Runner
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
 
 
 def calibrate_cells(transports: list[str], rungs: list[tuple[int, int]], stream_s: float) -> list[dict[str, Any]]:

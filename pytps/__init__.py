@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
+from pytps.errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
 
 if TYPE_CHECKING:
-    from ._core import (
+    from pytps._core import (
         DIALECTS,
         KIND_CONTENT,
         KIND_REASONING,
@@ -29,19 +29,19 @@ if TYPE_CHECKING:
         clock_info,
         now_ns,
     )
-    from .config import RunConfig
-    from .embed.collector import BoundedCollector, Collector
-    from .embed.context import collecting, tag
-    from .embed.instrument import instrument
-    from .embed.record import Record
-    from .embed.timer import StreamTimer, time_stream
-    from .emulator import Emulator
-    from .finalize import RunResult
-    from .library import arun, run
-    from .metrics import RequestMetrics, request_metrics
-    from .records import RequestRecord
-    from .summary import summarize
-    from .transport.base import Transport
+    from pytps.embed.collector import BoundedCollector, Collector
+    from pytps.embed.context import collecting, tag
+    from pytps.embed.instrument import instrument
+    from pytps.embed.timer import StreamTimer, time_stream
+    from pytps.emulator import Emulator
+    from pytps.library import arun, run
+    from pytps.measure.metrics import RequestMetrics, request_metrics
+    from pytps.measure.records import RequestRecord
+    from pytps.measure.summary import summarize
+    from pytps.results.record import Record
+    from pytps.runner.config import RunConfig
+    from pytps.runner.finalize import RunResult
+    from pytps.transport.base import Transport
 
     __version__: str
 
@@ -50,18 +50,18 @@ _LAZY = {
     "run": ("library", "run"),
     "arun": ("library", "arun"),
     "Emulator": ("emulator", "Emulator"),
-    "RunConfig": ("config", "RunConfig"),
-    "RunResult": ("finalize", "RunResult"),
-    "RequestRecord": ("records", "RequestRecord"),
-    "RequestMetrics": ("metrics", "RequestMetrics"),
-    "request_metrics": ("metrics", "request_metrics"),
-    "summarize": ("summary", "summarize"),
+    "RunConfig": ("runner.config", "RunConfig"),
+    "RunResult": ("runner.finalize", "RunResult"),
+    "RequestRecord": ("measure.records", "RequestRecord"),
+    "RequestMetrics": ("measure.metrics", "RequestMetrics"),
+    "request_metrics": ("measure.metrics", "request_metrics"),
+    "summarize": ("measure.summary", "summarize"),
     "Transport": ("transport.base", "Transport"),
     # Embedding (docs/embedding.md).
     "instrument": ("embed.instrument", "instrument"),
     "Collector": ("embed.collector", "Collector"),
     "BoundedCollector": ("embed.collector", "BoundedCollector"),
-    "Record": ("embed.record", "Record"),
+    "Record": ("results.record", "Record"),
     "tag": ("embed.context", "tag"),
     "collecting": ("embed.context", "collecting"),
     "time_stream": ("embed.timer", "time_stream"),

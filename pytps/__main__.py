@@ -3,7 +3,7 @@
 import sys
 
 try:
-    from .cli import main
+    from pytps.cli import main
 except KeyboardInterrupt:  # Ctrl-C in the first instant of start-up
     print("pytps: interrupted", file=sys.stderr)
     sys.exit(130)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .errors import BuildError
+from pytps.errors import BuildError
 
 try:
-    from . import _core
+    from pytps import _core
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
         # A Ctrl-C while the module initialised (pybind11 reports it as a failed import).

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._native import _core
+from pytps._native import _core
 
 __all__ = ["FAULT_KINDS", "Emulator", "parse_fault"]
 

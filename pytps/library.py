@@ -6,8 +6,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from .finalize import RunResult
-from .runner import Progress
+from pytps.runner.finalize import RunResult
+from pytps.runner.loop import Progress
 
 
 def run(
@@ -25,14 +25,14 @@ def run(
 
     Without base_url, starts pytps.Emulator (with the `emulator` settings) and benchmarks it.
     workers, backend, ray_address, on_worker_failure: scale-out (docs/scale.md); the defaults
-    run in this process. The other keyword arguments are pytps.config.make_config()'s, named
+    run in this process. The other keyword arguments are pytps.runner.config.make_config()'s, named
     like the CLI flags. Runs its own event loop: inside a running one (Jupyter, an async test),
     await arun().
     """
     import asyncio
 
-    from .errors import ConfigError
-    from .event_loop import run_coroutine
+    from pytps.errors import ConfigError
+    from pytps.runner.event_loop import run_coroutine
 
     try:
         asyncio.get_running_loop()
@@ -41,7 +41,7 @@ def run(
     else:
         raise ConfigError("pytps.run() was called inside a running event loop: use `await pytps.arun(...)` there")
     if workers != 1 or backend != "local":
-        from .scale import ScaleOptions, run_scaled
+        from pytps.scale import ScaleOptions, run_scaled
 
         with ExitStack() as stack:
             # The driver runs the workers' processes (or Ray actors) and its own loop: not a coroutine.
@@ -55,7 +55,7 @@ def _endpoint(stack: ExitStack, base_url: str | None, emulator: dict[str, Any] |
     """base_url, or the built-in emulator's (started with the `emulator` settings, closed with the stack)."""
     if base_url is not None:
         return base_url
-    from .emulator import Emulator
+    from pytps.emulator import Emulator
 
     # The truth is not kept unless asked for: nothing here reads it, and it grows with the run.
     url: str = stack.enter_context(Emulator(**{"keep_truth": False, **(emulator or {})})).base_url
@@ -74,8 +74,8 @@ async def arun(
 ) -> RunResult:
     """pytps.run() as a coroutine, on the caller's event loop (the same arguments and result), in
     this process: a scaled run (workers, backend) is pytps.run()'s."""
-    from .config import make_config
-    from .runner import Runner
+    from pytps.runner.config import make_config
+    from pytps.runner.loop import Runner
 
     with ExitStack() as stack:
         cfg = make_config(_endpoint(stack, base_url, emulator), **settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pytps._native import _core
-from pytps.records import RequestRecord
+from pytps.measure.records import RequestRecord
 from pytps.transport.base import RequestSpec
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytps
-
 from sse_reference import DEFAULT_MAX_LINE_BYTES, parse
+
+import pytps
 
 Event = tuple[str, str, str, "int | None"]
 # Per feed: (events completed by it, whether it raised ProtocolError).

@@ -22,10 +22,10 @@ from pytps.calibrate.figures import ClientStream, cell_figures
 from pytps.calibrate.ladder import Ladder
 from pytps.calibrate.output import cell_rows
 from pytps.calibrate.session import Settings, Who, run_calibration
-from pytps.config import make_config
 from pytps.report.run_warnings import collect
-from pytps.results import load_results
-from pytps.runner import Runner
+from pytps.results.folder import load_results
+from pytps.runner.config import make_config
+from pytps.runner.loop import Runner
 
 TESTS = Path(__file__).parent
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pytps
-from pytps.results import load_journal, load_results
+from pytps.results.folder import load_journal, load_results
 
 
 def pytps_cli(*args, timeout=120, env=None):
@@ -111,10 +111,10 @@ def test_a_base_url_that_is_not_http_gives_one_clear_line():
 
 
 class _Refuses(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self._deny()
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self._deny()
 
     def _deny(self):
@@ -177,7 +177,7 @@ class _NoStreamOptions(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if "stream_options" in body:
             err = b'{"error": {"message": "Unrecognized request argument supplied: stream_options"}}'

@@ -334,9 +334,9 @@ def test_native_transport_survives_a_cancelled_send():
 
 
 def test_native_is_the_default_for_plain_http_without_a_proxy(monkeypatch):
-    from pytps.config import make_config
     from pytps.errors import ConfigError
-    from pytps.transport.select import choose_transport
+    from pytps.runner.config import make_config
+    from pytps.transport.registry import choose_transport
 
     for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(var, raising=False)

@@ -10,8 +10,8 @@ import pytest
 
 import pytps
 from pytps.cli import main
-from pytps.compare import Run, Side, bootstrap_diff, compare, comparability_warnings, resample
 from pytps.errors import ConfigError
+from pytps.report.compare import Run, Side, bootstrap_diff, comparability_warnings, compare, resample
 
 
 def test_intervals_cover_a_known_shift_92_to_97_percent_of_the_time():

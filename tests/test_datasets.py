@@ -1,13 +1,12 @@
-"""pytps.datasets and DatasetWorkload: JSONL and ShareGPT files, replay order, clear errors."""
+"""pytps.workload.datasets and DatasetWorkload: JSONL and ShareGPT files, replay order, clear errors."""
 
 import json
 
 import pytest
 
-from pytps.datasets import estimate_tokens
 from pytps.errors import ConfigError
-from pytps.workload import DatasetWorkload, LengthSpec
-
+from pytps.workload.datasets import estimate_tokens
+from pytps.workload.synthetic import DatasetWorkload, LengthSpec
 
 # ---- estimate_tokens -------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import pytps
-from pytps.results import load_journal
+from pytps.results.folder import load_journal
 
 pytest_plugins = ["pytester"]
 
@@ -32,7 +32,7 @@ def _chat_body(tokens: int = 16) -> dict:
 
 
 def test_exports_are_typed_and_lazy():
-    from pytps.finalize import RunResult
+    from pytps.runner.finalize import RunResult
     from pytps.transport.base import Transport
 
     assert pytps.RunResult is RunResult and pytps.Transport is Transport

@@ -9,11 +9,11 @@ import sys
 import time
 
 import pytest
+from emu_raw import call
 
 import pytps
 from pytps.cli import build_parser
 from pytps.emulator import parse_fault
-from emu_raw import call
 
 
 @pytest.mark.parametrize("kwargs,needle", [
@@ -65,9 +65,8 @@ def test_lifecycle_and_base_url():
 
 
 def test_port_in_use_is_a_clear_error():
-    with pytps.Emulator() as a:
-        with pytest.raises(ValueError, match="pick another port"):
-            pytps.Emulator(port=a.port).start()
+    with pytps.Emulator() as a, pytest.raises(ValueError, match="pick another port"):
+        pytps.Emulator(port=a.port).start()
 
 
 def test_serve_parser_has_the_documented_options():

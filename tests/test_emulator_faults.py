@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from emu_raw import Conn, call
 
 import pytps
-from emu_raw import Conn, call
 
 MSG = [{"role": "user", "content": "hi"}]
 CHAT = {"messages": MSG, "stream": True}

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from emu_raw import call, normalize
 
 import pytps
-from emu_raw import call, normalize
 
 CORPUS = Path(__file__).parent / "emulator_corpus"
 REGEN = os.environ.get("PYTPS_REGEN_CORPUS") == "1"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from emu_raw import Conn, call
 
 import pytps
-from emu_raw import Conn, call
 
 MSG = [{"role": "user", "content": "hi"}]
 

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 import pytest
+from emu_raw import Conn, call
 
 import pytps
-from emu_raw import Conn, call
 
 MSG = [{"role": "user", "content": "hi"}]
 

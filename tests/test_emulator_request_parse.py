@@ -8,9 +8,9 @@ import socket
 import time
 
 import pytest
+from emu_raw import Conn
 
 import pytps
-from emu_raw import Conn
 
 
 def _dribble(port: int, data: bytes, piece: int) -> Conn:

@@ -12,9 +12,9 @@ import sys
 import textwrap
 
 import pytest
+from emu_raw import call
 
 import pytps
-from emu_raw import call
 from pytps import _core
 
 WAIT_NS = 300_000  # below epoll_wait's millisecond: the case the old fallback busy-polled
@@ -27,7 +27,7 @@ def test_the_build_says_which_wait_it_has():
     # CI's fallback step says which one it built; elsewhere either is right.
     expected = os.environ.get("PYTPS_EXPECT_EPOLL_WAIT")
     if expected:
-        assert _core.EPOLL_WAIT == expected
+        assert expected == _core.EPOLL_WAIT
 
 
 @pytest.mark.parametrize("spin_ns", [60_000, 0], ids=lambda s: f"{_core.EPOLL_WAIT}-spin{s // 1000}us")

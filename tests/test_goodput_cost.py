@@ -12,11 +12,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from pytps.config import make_config
 from pytps.errors import ConfigError
-from pytps.event_loop import run_coroutine
-from pytps.results import load_journal
-from pytps.runner import Runner
+from pytps.results.folder import load_journal
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 3, "total_tokens": 103, "prompt_tokens_details": {"cached_tokens": 40}}
 ANSWER = ['{"answer": ', "42", "}"]  # three chunks, one token each
@@ -32,10 +32,10 @@ def serving(slow_every: int = 0, slow_s: float = 0.0) -> Iterator[str]:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._send(b'{"data": [{"id": "m"}]}', "application/json")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             nonlocal count
             self.rfile.read(int(self.headers["content-length"]))
             with lock:

@@ -9,11 +9,10 @@ import resource
 import time
 
 import pytest
-
-from pytps.config import make_config
-from pytps.runner import Runner
-
 from test_client_engine import SSE_HEAD, ScriptServer, drip, half_chunk
+
+from pytps.runner.config import make_config
+from pytps.runner.loop import Runner
 
 TRANSPORTS = ("native", "asyncio", "httpx")
 MEMORY_CAP_BYTES = 64 << 20  # growth of the process's peak RSS allowed for one hostile request

@@ -110,7 +110,7 @@ def test_errors_name_the_key_and_its_line(tmp_path, text, line, needle):
 
 
 def test_the_shipped_example_parses_and_names_its_cells():
-    from pytps.matrix import Matrix
+    from pytps.sweep.matrix import Matrix
 
     m = Matrix(ROOT / "examples" / "bench.toml")
     assert [(c.endpoint, c.workload) for c in m.cells] == [

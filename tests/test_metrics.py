@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytps.summary import summarize
-from pytps.metrics import (
+from pytps.measure.metrics import (
     decode_span,
     distribution,
     event_tokens,
@@ -17,7 +16,8 @@ from pytps.metrics import (
     steady_intervals_of,
     trusted_event_counts,
 )
-from pytps.records import RequestRecord
+from pytps.measure.records import RequestRecord
+from pytps.measure.summary import summarize
 
 MS = 1_000_000
 
@@ -192,7 +192,7 @@ def test_the_window_ends_at_the_terminal_marker_not_the_transports_close():
 
 
 def test_client_cpu_per_token_counts_every_token_the_client_read():
-    from pytps.metrics import client_cpu_us_per_token
+    from pytps.measure.metrics import client_cpu_us_per_token
 
     warm = make(index=0, times_ms=[1, 2], usage={"completion_tokens": 2}, warmup=True)
     measured = make(index=1, times_ms=[3, 4], usage={"completion_tokens": 2})

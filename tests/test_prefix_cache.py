@@ -7,10 +7,10 @@ import httpx
 import pytest
 
 import pytps
-from pytps.config import make_config
-from pytps.event_loop import run_coroutine
-from pytps.results import load_journal
-from pytps.runner import Runner
+from pytps.results.folder import load_journal
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
 
 WORD = "abcdefg "  # 8 bytes: 2 emulator tokens
 

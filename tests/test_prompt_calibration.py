@@ -13,12 +13,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from pytps.config import make_config
-from pytps.event_loop import run_coroutine
 from pytps.report.run_warnings import collect
-from pytps.results import load_results
-from pytps.runner import Runner
-from pytps.workload import SyntheticWorkload
+from pytps.results.folder import load_results
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
+from pytps.workload.synthetic import SyntheticWorkload
 
 
 def _handler(prompt_tokens: Callable[[int], int], sizes: list[int]) -> type[http.server.BaseHTTPRequestHandler]:
@@ -26,10 +26,10 @@ def _handler(prompt_tokens: Callable[[int], int], sizes: list[int]) -> type[http
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # head and body are two writes: no 40 ms delayed-ACK stall
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._send(200, b'{"data": [{"id": "m"}]}', "application/json")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
             sizes.append(len(body))
             usage = {"prompt_tokens": prompt_tokens(len(body)), "completion_tokens": 2, "total_tokens": 0}

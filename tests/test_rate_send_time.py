@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import pytps
-from pytps.results import load_journal
+from pytps.results.folder import load_journal
 
 
 @pytest.mark.parametrize("transport", ["native", "asyncio", "httpx"])

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recorder_framing import chunk_of, frame_events
 
 import pytps
-from recorder_framing import chunk_of, frame_events
 
 CORPUS = Path(__file__).parent / "corpus"
 CASES = sorted(CORPUS.glob("*/*.txt"))

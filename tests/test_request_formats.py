@@ -1,11 +1,12 @@
-"""pytps.request_formats: request bodies per API, auth headers, model lists, error messages and redaction."""
+"""pytps.workload.request_formats: request bodies per API, auth headers, model lists, error messages and redaction."""
 
 import json
 
 import pytest
 
 import pytps
-from pytps.request_formats import (
+from pytps.errors import ConfigError, ProtocolError
+from pytps.workload.request_formats import (
     ANTHROPIC_VERSION,
     API_NAMES,
     auth_headers,
@@ -17,8 +18,7 @@ from pytps.request_formats import (
     redact,
     rejects_usage_request,
 )
-from pytps.errors import ConfigError, ProtocolError
-from pytps.workload import Prompt
+from pytps.workload.synthetic import Prompt
 
 KEY = "sk-test-4f9a1c77e2b0d3aa"
 P = Prompt(0, None, "Tell me a story.", 5, 64)
@@ -26,7 +26,7 @@ USER = [{"role": "user", "content": "Tell me a story."}]
 
 
 def test_api_names_match_the_recorder_dialects():
-    assert API_NAMES == tuple(pytps.DIALECTS)
+    assert tuple(pytps.DIALECTS) == API_NAMES
     for api in API_NAMES:
         pytps.StreamRecorder(api)
 

@@ -13,10 +13,10 @@ import pytest
 
 import pytps
 from pytps.calibrate.envelope import THRESHOLDS, build_envelope, save_envelope
-from pytps.config import make_config
-from pytps.event_loop import run_coroutine
-from pytps.results import SCHEMA_VERSION, load_journal, load_results
-from pytps.runner import Runner
+from pytps.results.folder import SCHEMA_VERSION, load_journal, load_results
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|", re.M)

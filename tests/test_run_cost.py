@@ -11,9 +11,9 @@ from pathlib import Path
 
 from canned_transport import CannedTransport
 
-from pytps.config import make_config
-from pytps.records import RequestRecord
-from pytps.runner import Runner
+from pytps.measure.records import RequestRecord
+from pytps.runner.config import make_config
+from pytps.runner.loop import Runner
 from pytps.transport.base import RequestSpec
 
 
@@ -38,7 +38,7 @@ def calls(tmp_path: Path, requests: int) -> int:
     runner = Runner(cfg, transport=Watched())
     count = 0
 
-    def profile(frame, event, arg):  # noqa: ARG001
+    def profile(frame, event, arg):
         nonlocal count
         if event == "call":
             count += 1

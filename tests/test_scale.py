@@ -17,14 +17,14 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.event_log import read_chunks
-from pytps.metrics import PERCENTILE_KEYS, distribution, itl_samples
-from pytps.results import load_journal, load_results
+from pytps.measure.metrics import PERCENTILE_KEYS, distribution, itl_samples
+from pytps.results.event_log import read_chunks
+from pytps.results.folder import load_journal, load_results
+from pytps.runner.schedule import LoadPlan, arrival_offsets_ns
 from pytps.scale import ScaledRun, ScaleOptions, auto_workers, parse_workers
 from pytps.scale import clock as clock_module
 from pytps.scale.clock import ClockReading, measure_offset
 from pytps.scale.share import divide
-from pytps.schedule import LoadPlan, arrival_offsets_ns
 
 S = 1_000_000_000
 REL_ERR = 1e-3  # the per-token histograms' stated error (3 significant digits, docs/histogram.md)

@@ -1,4 +1,4 @@
-"""pytps.schedule: arrival processes (statistics, exactness, determinism) and LoadPlan validation."""
+"""pytps.runner.schedule: arrival processes (statistics, exactness, determinism) and LoadPlan validation."""
 
 import itertools
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytps.errors import ConfigError
-from pytps.schedule import ARRIVALS, LoadPlan, arrival_offsets_ns, iter_arrival_offsets_ns
+from pytps.runner.schedule import ARRIVALS, LoadPlan, arrival_offsets_ns, iter_arrival_offsets_ns
 
 N = 20_001  # 20k gaps
 

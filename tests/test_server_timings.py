@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import pytps
-from pytps import server_timings
-from pytps.records import RequestRecord
-from pytps.results import load_journal, load_results
+from pytps.measure import server_timings
+from pytps.measure.records import RequestRecord
+from pytps.results.folder import load_journal, load_results
 
 RECORDED = Path(__file__).parent / "recorded_streams"
 

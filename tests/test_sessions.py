@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 import pytps
-from pytps.config import make_config
 from pytps.errors import ConfigError
-from pytps.event_loop import run_coroutine
-from pytps.records import RequestRecord
-from pytps.results import load_journal, load_results
-from pytps.runner import Runner
-from pytps.sessions import ThinkTime
+from pytps.measure.records import RequestRecord
+from pytps.results.folder import load_journal, load_results
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
 from pytps.transport.base import RequestSpec
-from pytps.transport.select import make_transport
+from pytps.transport.registry import make_transport
+from pytps.workload.sessions import ThinkTime
 
 
 class Recording:

@@ -6,10 +6,10 @@ test_sse_parser_properties.py."""
 from __future__ import annotations
 
 import pytest
-
-import pytps
 from sse_harness import E, flatten, run_native, run_reference
 from sse_reference import DEFAULT_MAX_LINE_BYTES, RefParser, RefProtocolError, parse
+
+import pytps
 
 
 def check(stream: bytes, expected, *, max_line_bytes=DEFAULT_MAX_LINE_BYTES, incomplete=False, error=False,

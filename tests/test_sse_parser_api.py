@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import array
 import os
-import textwrap
-import sys
 import subprocess
+import sys
+import textwrap
 
 import pytest
+from sse_harness import E
 
 import pytps
-from sse_harness import E
 
 STREAM = b"id: 1\nretry: 5\nevent: x\ndata: a\ndata: \xc3\xa9\n\ndata: b\n\n"
 EXPECTED = [E("a\n\u00e9", event="x", id="1", retry=5), E("b", id="1", retry=5)]

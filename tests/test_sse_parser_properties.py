@@ -8,10 +8,10 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytps
 from sse_harness import flatten, run_native, run_reference, split
 from sse_reference import DEFAULT_MAX_LINE_BYTES
+
+import pytps
 
 TERMINATOR = st.sampled_from([b"\n", b"\r", b"\r\n"])
 # Bytes that are not valid UTF-8 (or are BOMs/NUL) to sprinkle into values.

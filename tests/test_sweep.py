@@ -12,7 +12,7 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.sweep import knee, parse_axis
+from pytps.sweep.cells import knee, parse_axis
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 

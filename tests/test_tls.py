@@ -27,14 +27,15 @@ trustme = pytest.importorskip("trustme", reason="trustme makes the test CA: pip 
 
 from test_client_engine import chat_request  # noqa: E402
 from test_client_engine import wait_results as engine_results  # noqa: E402
-from pytps.config import make_config  # noqa: E402
+from tls_proxy import TlsProxy  # noqa: E402
+
 from pytps.errors import ConfigError  # noqa: E402
-from pytps.runner import Runner  # noqa: E402
-from pytps.transport.select import choose_transport  # noqa: E402
+from pytps.runner.config import make_config  # noqa: E402
+from pytps.runner.loop import Runner  # noqa: E402
 from pytps.transport.base import RequestSpec  # noqa: E402
 from pytps.transport.httpx_transport import HttpxTransport  # noqa: E402
 from pytps.transport.native_transport import NativeTransport  # noqa: E402
-from tls_proxy import TlsProxy  # noqa: E402
+from pytps.transport.registry import choose_transport  # noqa: E402
 
 SECOND = 1_000_000_000
 
@@ -98,7 +99,7 @@ class RawServer:
         finally:
             conn.close()
 
-    def __enter__(self) -> "RawServer":
+    def __enter__(self) -> RawServer:
         self.thread.start()
         return self
 

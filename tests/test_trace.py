@@ -14,7 +14,7 @@ import pytest
 
 import pytps
 from pytps.cli import main
-from pytps.results import load_journal
+from pytps.results.folder import load_journal
 
 TRANSPORTS = ("asyncio", "httpx", "native")
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import pytps
-from pytps.config import make_config
 from pytps.errors import ConfigError
-from pytps.event_loop import run_coroutine
-from pytps.results import load_journal
-from pytps.runner import Runner
-from pytps.traces import TraceError, TraceWorkload, azure_time_ns, load_trace
+from pytps.results.folder import load_journal
+from pytps.runner.config import make_config
+from pytps.runner.event_loop import run_coroutine
+from pytps.runner.loop import Runner
+from pytps.workload.traces import TraceError, TraceWorkload, azure_time_ns, load_trace
 
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 BURST_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"

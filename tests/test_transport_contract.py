@@ -11,8 +11,8 @@ import pytest
 from canned_transport import CannedTransport
 
 import pytps
-from pytps.config import make_config
-from pytps.runner import Runner
+from pytps.runner.config import make_config
+from pytps.runner.loop import Runner
 from pytps.transport.base import TRANSPORT_NAMES, Transport
 
 TRANSPORT_DIR = Path(pytps.__file__).parent / "transport"

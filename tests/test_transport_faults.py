@@ -25,8 +25,8 @@ from fault_servers import (
     stale_on_reuse,
 )
 
-from pytps.event_loop import run_coroutine
-from pytps.records import RequestRecord
+from pytps.measure.records import RequestRecord
+from pytps.runner.event_loop import run_coroutine
 from pytps.transport import RequestSpec
 
 TRANSPORTS = ("native", "asyncio", "httpx")

@@ -1,4 +1,4 @@
-"""pytps.workload: length specs, synthetic prompts and their calibration."""
+"""pytps.workload.synthetic: length specs, synthetic prompts and their calibration."""
 
 import json
 import random
@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pytps
-from pytps._words import WORDS
 from pytps.errors import ConfigError
-from pytps.workload import LengthSpec, Prompt, SyntheticWorkload
+from pytps.workload.synthetic import LengthSpec, Prompt, SyntheticWorkload
+from pytps.workload.words import WORDS
 
 # ---- LengthSpec ------------------------------------------------------------------------------
 

@@ -68,7 +68,7 @@ class TlsProxy:
         except (ConnectionError, ssl.SSLError, OSError):
             pass
 
-    def __enter__(self) -> "TlsProxy":
+    def __enter__(self) -> TlsProxy:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the TLS proxy did not start")

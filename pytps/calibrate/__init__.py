@@ -4,7 +4,7 @@ against the emulator in a separate process, and the trust envelope that `pytps r
 
 from __future__ import annotations
 
-from .envelope import THRESHOLDS, envelope_dir, envelope_path, load_envelope, run_verdict
-from .ladder import Cell, Ladder
+from pytps.calibrate.envelope import THRESHOLDS, envelope_dir, envelope_path, load_envelope, run_verdict
+from pytps.calibrate.ladder import Cell, Ladder
 
 __all__ = ["THRESHOLDS", "Cell", "Ladder", "envelope_dir", "envelope_path", "load_envelope", "run_verdict"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from pytps.errors import ConfigError
 
 OnChunk = Callable[[str], None]
 #: The built-in names; ``openai`` measures the SDK's sync and async clients, as two rows;

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import PytpsError
+from pytps.errors import PytpsError
 
 
 class CalibrationError(PytpsError):

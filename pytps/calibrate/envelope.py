@@ -56,7 +56,7 @@ def cpu_model() -> str | None:
 
 
 def host_facts() -> dict[str, Any]:
-    from .. import __version__
+    from pytps import __version__
 
     return {
         "host": platform.node(),

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .._native import _core
-from .clients import Client, close_async_clients, reset_clients
-from .figures import ClientStream
-from .ladder import Cell
+from pytps._native import _core
+from pytps.calibrate.clients import Client, close_async_clients, reset_clients
+from pytps.calibrate.figures import ClientStream
+from pytps.calibrate.ladder import Cell
 
 PROMPT = "Count slowly. " * 8
 #: A warm-up request's output: one event, told apart from measured requests in the truth by it.
@@ -53,10 +53,10 @@ def measure_transport(
     requests were sent. The Runner's first request goes alone (its probe): here it is a warm-up
     of one token (ShortWarmup), so that the `concurrency` measured requests all run together
     and the CPU is theirs."""
-    from ..config import make_config
-    from ..event_loop import run_coroutine
-    from ..runner import Progress, Runner
-    from ..transport.select import make_transport
+    from pytps.runner.config import make_config
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Progress, Runner
+    from pytps.transport.registry import make_transport
 
     out = tempfile.mkdtemp(prefix="pytps-calibrate-run-")
     try:
@@ -66,7 +66,7 @@ def measure_transport(
             kernel_timestamps=kernel_timestamps, out=out, timeout=60.0, warmup=1,
         )  # fmt: skip
         if transport == "native":
-            from ..transport.native_transport import NativeTransport
+            from pytps.transport.native_transport import NativeTransport
 
             tr: Any = NativeTransport(
                 cfg.base_url, max_connections=max(cell.concurrency, 100), read_timeout_s=60.0,
@@ -174,7 +174,7 @@ def measure_client(
 
     cpu_s = 0.0
     if client.is_async:
-        from ..event_loop import run_coroutine
+        from pytps.runner.event_loop import run_coroutine
 
         async def all_workers() -> float:
             await asyncio.gather(*(one_async(False) for _ in range(cell.concurrency)))

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from pytps.errors import ConfigError
 
 
 def _n(v: Any, fmt: str) -> str:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clients import Client
-from .emulator_process import EmulatorProcess
-from .envelope import LOWER_BOUND_NOTE, host_facts
-from .figures import CellFigures, cell_figures
-from .ladder import Cell, Ladder
-from .measure import measure_client, measure_transport, read_floor_us_per_event
+from pytps.calibrate.clients import Client
+from pytps.calibrate.emulator_process import EmulatorProcess
+from pytps.calibrate.envelope import LOWER_BOUND_NOTE, host_facts
+from pytps.calibrate.figures import CellFigures, cell_figures
+from pytps.calibrate.ladder import Cell, Ladder
+from pytps.calibrate.measure import measure_client, measure_transport, read_floor_us_per_event
 
 FORMAT = "pytps-calibration/1"
 

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
-    from .. import __version__
-    from . import calibrate, clock, compare, report, run, serve, sweep
+    from pytps import __version__
+    from pytps.cli import calibrate, clock, compare, report, run, serve, sweep
 
     parser = argparse.ArgumentParser(
         prog="pytps",
@@ -65,7 +65,7 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
 def _dispatch(argv: list[str] | None) -> int:
     import os
 
-    from ..errors import PytpsError
+    from pytps.errors import PytpsError
 
     # pytps does no linear algebra: one OpenBLAS thread, not one per core started at numpy's
     # import (~50 ms of CPU that every run would pay). A user's own setting wins.

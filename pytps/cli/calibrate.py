@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ._help import add_command
+from pytps.cli._help import add_command
 
 EXAMPLES = """examples:
   pytps calibrate --quick                  # under a minute: the native transport, 3 rates x 3 concurrencies
@@ -64,13 +64,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..calibrate.clients import ClientUnavailable, resolve_clients
-    from ..calibrate.envelope import build_envelope, save_envelope
-    from ..calibrate.ladder import Ladder
-    from ..calibrate.output import print_report, write_heatmap
-    from ..calibrate.session import Settings, Who, run_calibration
-    from ..config import check_transport
-    from ..errors import ConfigError
+    from pytps.calibrate.clients import ClientUnavailable, resolve_clients
+    from pytps.calibrate.envelope import build_envelope, save_envelope
+    from pytps.calibrate.ladder import Ladder
+    from pytps.calibrate.output import print_report, write_heatmap
+    from pytps.calibrate.session import Settings, Who, run_calibration
+    from pytps.errors import ConfigError
+    from pytps.transport.registry import check_transport
 
     ladder = Ladder.quick() if args.quick else Ladder.full()
     if args.rates:

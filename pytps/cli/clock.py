@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._help import add_command
+from pytps.cli._help import add_command
 
 EXAMPLES = """examples:
   pytps clock                      # clock and a 1 s read-floor measurement at 32 connections
@@ -37,8 +37,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import clock_info
-    from .._native import _core
+    from pytps import clock_info
+    from pytps._native import _core
 
     out = {"clock": clock_info()}
     if args.read_floor:

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ._help import add_command
+from pytps.cli._help import add_command
 
 EXAMPLES = """examples:
   pytps compare results/before/ results/after/
@@ -59,8 +59,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import compare, load_side, side_labels
-    from ..errors import ConfigError
+    from pytps.errors import ConfigError
+    from pytps.report.compare import compare, load_side, side_labels
 
     if len(args.runs) < 2:
         raise ConfigError("compare needs at least two runs (or run lists): a baseline and one to set against it")
@@ -74,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.html:
         import sys
 
-        from ..report.html import write_compare
+        from pytps.report.html import write_compare
 
         written = write_compare(result, [[str(r.path) for r in side.runs] for side in sides], args.html)
         print(f"report: {written}", file=sys.stderr)
@@ -86,7 +86,7 @@ def render(result: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ..report.numbers import fmt, fmt_signed
+    from pytps.report.numbers import fmt, fmt_signed
 
     console = Console()
     for side in result["sides"]:

@@ -1,5 +1,5 @@
 """`pytps run -c FILE` and `pytps sweep -c FILE`: every endpoint x workload cell of a matrix file
-(pytps.matrix) into one results folder, indexed by matrix.json."""
+(pytps.sweep.matrix) into one results folder, indexed by matrix.json."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from pytps.errors import ConfigError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
 MATRIX_SCHEMA_VERSION = 1
@@ -18,13 +18,13 @@ MATRIX_SCHEMA_VERSION = 1
 
 def run_matrix(args: argparse.Namespace, kind: str) -> int:
     """kind: "run" (each cell one run) or "sweep" (each cell a sweep over its list-valued keys)."""
-    from ..config import make_config
-    from ..event_loop import run_coroutine
-    from ..matrix import Matrix
-    from ..results import write_json_atomic
-    from ..runner import Runner
-    from ..sweep import AXES, StopRule, Sweep, headline
-    from .run_args import explicit_settings, results_dir
+    from pytps.cli.run_args import explicit_settings, results_dir
+    from pytps.results.folder import write_json_atomic
+    from pytps.runner.config import make_config
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Runner
+    from pytps.sweep.cells import AXES, StopRule, Sweep, headline
+    from pytps.sweep.matrix import Matrix
 
     matrix = Matrix(args.config)
     overrides = explicit_settings(args, args.parser_defaults)
@@ -75,7 +75,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         with ExitStack() as stack:
             base_url = base_override or cell.base_url
             if base_url is None:
-                from ..emulator import Emulator
+                from pytps.emulator import Emulator
 
                 emu_settings = {"keep_truth": False, **cell.emulator}
                 base_url = stack.enter_context(Emulator(**emu_settings)).base_url

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..errors import ConfigError
-from ._help import add_command
+from pytps.cli._help import add_command
+from pytps.errors import ConfigError
 
 EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/
@@ -45,7 +45,7 @@ def write_html(directory: Path, html: str) -> None:
     """--html's file, and a line on stderr naming it."""
     import sys
 
-    from ..report.html import write_report
+    from pytps.report.html import write_report
 
     written = write_report(directory, html or None)
     print(f"report: {written}", file=sys.stderr)
@@ -85,8 +85,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report.console import render
-    from ..results import load_results
+    from pytps.report.console import render
+    from pytps.results.folder import load_results
 
     path = Path(args.dir)
     if args.html is not None and (path / "sweep.json").exists() and not (path / "results.json").exists():
@@ -100,7 +100,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not (args.trace or args.json or args.markdown or args.csv):
             return 0
     if args.trace:
-        from ..report.trace import write_trace
+        from pytps.report.trace import write_trace
 
         info = write_trace(path, args.trace, args.trace_max_requests)
         note = f" ({info['note']})" if info.get("note") else ""
@@ -108,7 +108,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(results["summary"], indent=2))
     elif args.markdown or args.csv:
-        from ..report import tables
+        from pytps.report import tables
 
         print(tables.markdown(results) if args.markdown else tables.csv_text(results), end="")
     else:

@@ -8,11 +8,11 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
-from ._help import add_command
-from .report import add_html_argument, check_html_available, write_html
-from .run_args import add_run_arguments, build_config, endpoint_url, flag_settings
-from .scale_args import add_scale_arguments, scale_options
+from pytps.cli._help import add_command
+from pytps.cli.report import add_html_argument, check_html_available, write_html
+from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
+from pytps.cli.scale_args import add_scale_arguments, scale_options
+from pytps.errors import ConfigError
 
 if TYPE_CHECKING:
     pass
@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.config:
-        from .matrix_run import run_matrix
+        from pytps.cli.matrix_run import run_matrix
 
         if args.html is not None:
             raise ConfigError("--html draws one run: with -c FILE, use pytps report CELL_DIR --html on a cell")
@@ -53,9 +53,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_matrix(args, "run")
     if args.html is not None:
         check_html_available()
-    from ..event_loop import run_coroutine
-    from ..results import load_results
-    from ..runner import Progress, Runner
+    from pytps.results.folder import load_results
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Progress, Runner
 
     with ExitStack() as stack:
         scale = scale_options(args)
@@ -64,13 +64,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress = Progress()
         if sys.stderr.isatty():
             # A live bar only for a person watching; rich is imported only then (and for the table).
-            from ..report.console import RichProgress
+            from pytps.report.console import RichProgress
 
             progress = RichProgress()
         runner = Runner(cfg, progress)
         try:
             if scale is not None:
-                from ..scale import run_scaled
+                from pytps.scale import run_scaled
 
                 # The workers' progress is shown as one, and Ctrl-C ends the run as a whole.
                 result = run_scaled(base_url, flag_settings(args), scale, progress)
@@ -88,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(results["summary"], indent=2))
             else:
-                from ..report.console import render
+                from pytps.report.console import render
 
                 render(results)
             print(f"results: {out_dir}", file=sys.stderr)

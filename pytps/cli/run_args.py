@@ -1,5 +1,5 @@
 """The flags `pytps run` and `pytps sweep` share, and the RunConfig they make (through
-pytps.config.make_config, which validates every value once)."""
+pytps.runner.config.make_config, which validates every value once)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from ..request_formats import API_NAMES
-from ..sweep import AXIS_FORMS
-from ..transport.base import TRANSPORT_NAMES
+from pytps.errors import ConfigError
+from pytps.sweep.cells import AXIS_FORMS
+from pytps.transport.base import TRANSPORT_NAMES
+from pytps.workload.request_formats import API_NAMES
 
 if TYPE_CHECKING:
-    from ..config import RunConfig
+    from pytps.runner.config import RunConfig
 
 
 def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> None:
@@ -198,7 +198,7 @@ def _parse_headers(items: list[str]) -> dict[str, str]:
 
 def build_config(args: argparse.Namespace, base_url: str, **cell: Any) -> RunConfig:
     """The RunConfig of these flags; `cell` overrides some (a sweep's axis values, its cell's folder)."""
-    from ..config import make_config
+    from pytps.runner.config import make_config
 
     settings = flag_settings(args)
     settings.update(cell)
@@ -215,7 +215,7 @@ def explicit_settings(args: argparse.Namespace, parser_defaults: dict[str, Any])
 
 def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
     """make_config's keyword arguments, from the flags."""
-    from ..config import parse_json_object
+    from pytps.runner.config import parse_json_object
 
     return dict(
         api=args.api,
@@ -274,7 +274,7 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
     """--base-url, or the built-in emulator's (started for as long as `stack` lasts) when none is given."""
     if args.base_url is not None:
         return str(args.base_url)
-    from ..emulator import Emulator
+    from pytps.emulator import Emulator
 
     # No truth kept in memory: nothing reads it, and it would grow with the run.
     emu = stack.enter_context(

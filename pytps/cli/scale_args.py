@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..scale import ScaleOptions
+    from pytps.scale import ScaleOptions
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +42,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
 
 def scale_options(args: argparse.Namespace) -> ScaleOptions | None:
     """The run's ScaleOptions, or None for a run in this process alone."""
-    from ..scale import ScaleOptions, parse_workers
+    from pytps.scale import ScaleOptions, parse_workers
 
     workers = parse_workers(args.workers)
     if workers == 1 and args.backend == "local":

@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import sys
 
-from ._help import add_command
+from pytps.cli._help import add_command
 
 EXAMPLES = """examples:
   pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from ..emulator import Emulator
+    from pytps.emulator import Emulator
 
     try:
         emu = Emulator(

@@ -9,10 +9,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ._help import add_command
-from .report import add_html_argument, check_html_available, write_html
-from .run_args import add_run_arguments, build_config, endpoint_url, results_dir
+from pytps.cli._help import add_command
+from pytps.cli.report import add_html_argument, check_html_available, write_html
+from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, results_dir
+from pytps.errors import ConfigError
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -69,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     """(the axes swept, the settings every cell shares) from the four sweepable flags."""
-    from ..sweep import parse_axis
+    from pytps.sweep.cells import parse_axis
 
     axes: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
@@ -97,12 +97,12 @@ def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..event_loop import run_coroutine
-    from ..runner import Runner
-    from ..sweep import StopRule, Sweep
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Runner
+    from pytps.sweep.cells import StopRule, Sweep
 
     if args.config:
-        from .matrix_run import run_matrix
+        from pytps.cli.matrix_run import run_matrix
 
         if args.html is not None:
             raise ConfigError("--html draws one sweep: with -c FILE, use pytps report CELL_DIR --html on a cell")

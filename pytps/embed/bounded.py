@@ -1,7 +1,7 @@
 """RunningSummary: results.json's summary of any number of records in constant memory, for
 BoundedCollector. Where RunSummary keeps a compact column per figure (exact percentiles), this
 keeps a histogram (percentiles within 0.1%, pytps.Histogram's bound) and running totals; the
-formulas are pytps.metrics's. What needs every event or request at the end (the steady window,
+formulas are pytps.measure.metrics's. What needs every event or request at the end (the steady window,
 the time series) is None here.
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .._native import _core
-from ..metrics import NS_PER_S, finish_ns, histogram_distribution, itl_samples, measure
-from .record import Record
+from pytps._native import _core
+from pytps.measure.metrics import NS_PER_S, finish_ns, histogram_distribution, itl_samples, measure
+from pytps.results.record import Record
 
 # Figure -> (histogram scale: value = recorded x scale). Seconds are kept as ns, speeds as milli-tok/s.
 _SCALED = {

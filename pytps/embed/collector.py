@@ -2,7 +2,7 @@
 own (so the application's event loop never waits for the disk), to a callback, or into the last N
 plus running summaries (BoundedCollector, constant memory).
 
-summary() is results.json's summary (docs/results.md), computed by pytps.summary, the code a run
+summary() is results.json's summary (docs/results.md), computed by pytps.measure.summary, the code a run
 uses; per tag with summary(tag=...).
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .context import sinks
-from .record import Record
+from pytps.embed.context import sinks
+from pytps.results.record import Record
 
 _ALL: Any = object()  # summary(): every record, whatever its tag
 
@@ -138,7 +138,7 @@ class BoundedCollector(Collector):
         journal: str | Path | None = None,
         callback: Callable[[Record], None] | None = None,
     ) -> None:
-        from ..errors import ConfigError
+        from pytps.errors import ConfigError
 
         if not isinstance(max_records, int) or max_records < 1:
             raise ConfigError(f"BoundedCollector(max_records={max_records!r}): give a whole number >= 1")
@@ -148,7 +148,7 @@ class BoundedCollector(Collector):
         self._running: dict[Any, Any] = {}
 
     def add(self, record: Record) -> None:
-        from .bounded import RunningSummary
+        from pytps.embed.bounded import RunningSummary
 
         self._last.append(record)
         with self._lock:
@@ -173,7 +173,7 @@ class BoundedCollector(Collector):
     def summary(self, tag: str | None = _ALL) -> dict[str, Any]:
         """The running summary of every record added (not only the kept ones); the same keys as
         results.json's summary, percentiles from histograms (docs/embedding.md)."""
-        from .bounded import RunningSummary
+        from pytps.embed.bounded import RunningSummary
 
         with self._lock:
             running = self._running.get(tag) or RunningSummary()
@@ -186,8 +186,8 @@ class BoundedCollector(Collector):
 
 
 def summarize_records(records: Iterable[Record]) -> dict[str, Any]:
-    """results.json's summary of Records that carry their RequestRecord (pytps.summary.summarize)."""
-    from ..summary import summarize
+    """results.json's summary of Records that carry their RequestRecord (pytps.measure.summary.summarize)."""
+    from pytps.measure.summary import summarize
 
     return summarize([r.request for r in records if r.request is not None])[0]
 

@@ -11,10 +11,19 @@ import contextvars
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from .collector import Collector
+    from pytps.results.record import Record
+
+
+class Sink(Protocol):
+    """What receives records (a pytps.Collector, or anything with its add)."""
+
+    def add(self, record: Record) -> None: ...
+
+
+S = TypeVar("S", bound=Sink)
 
 _tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("pytps_tag", default=None)
 # The call id of the SDK call whose attempt was sent last in this context: its retries carry it.
@@ -22,14 +31,14 @@ _call: contextvars.ContextVar[int] = contextvars.ContextVar("pytps_call", defaul
 _call_ids = itertools.count(1)
 
 # Collectors that receive every record of the process, besides each client's own.
-_sinks: list[Collector] = []
+_sinks: list[Sink] = []
 
 
 @contextmanager
 def tag(name: str) -> Iterator[str]:
     """Labels every instrumented call made inside the block (and in tasks started inside it)."""
     if not isinstance(name, str) or not name:
-        from ..errors import ConfigError
+        from pytps.errors import ConfigError
 
         raise ConfigError(f"pytps.tag() takes a non-empty string, not {name!r}")
     token = _tag.set(name)
@@ -55,7 +64,7 @@ def call_of(retry_count: int) -> tuple[int, int]:
 
 
 @contextmanager
-def collecting(collector: Collector) -> Iterator[Collector]:
+def collecting(collector: S) -> Iterator[S]:
     """Within the block, `collector` also receives every record of every instrumented client and
     StreamTimer of the process (how the pytest fixture sees a test's calls)."""
     _sinks.append(collector)
@@ -65,5 +74,5 @@ def collecting(collector: Collector) -> Iterator[Collector]:
         _sinks.remove(collector)
 
 
-def sinks() -> list[Collector]:
+def sinks() -> list[Sink]:
     return _sinks

@@ -4,7 +4,7 @@ classes' names, so no client package is imported to classify."""
 
 from __future__ import annotations
 
-from ..records import (
+from pytps.measure.records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
     ERROR_NO_RESPONSE,

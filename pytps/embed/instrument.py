@@ -21,15 +21,15 @@ import functools
 import importlib
 from typing import Any, TypeVar, overload
 
-from .._native import _core
-from ..errors import ConfigError
-from ..records import ERROR_CLIENT, RequestRecord
-from ..transport.base import classify_status, classify_stream
-from .collector import Collector, deliver
-from .context import call_of, current_tag
-from .errors import error_class
-from .record import Record, next_index
-from .timer import check_dialect
+from pytps._native import _core
+from pytps.embed.collector import Collector, deliver
+from pytps.embed.context import call_of, current_tag
+from pytps.embed.errors import error_class
+from pytps.embed.timer import check_dialect
+from pytps.errors import ConfigError
+from pytps.measure.records import ERROR_CLIENT, RequestRecord
+from pytps.results.record import Record, next_index
+from pytps.transport.base import classify_status, classify_stream
 
 _now_ns = _core.now_ns
 

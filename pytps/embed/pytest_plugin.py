@@ -21,8 +21,8 @@ import pytest
 @pytest.fixture
 def pytps_records() -> Iterator[Any]:
     """A pytps.Collector of the test's instrumented calls (.records, .summary(), .summary(tag=...))."""
-    from .collector import Collector
-    from .context import collecting
+    from pytps.embed.collector import Collector
+    from pytps.embed.context import collecting
 
     collector = Collector()
     with collecting(collector):

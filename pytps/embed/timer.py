@@ -8,20 +8,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
 
-from .._native import _core
-from ..records import ERROR_CLIENT, RequestRecord
-from ..transport.base import classify_stream
-from .collector import Collector, deliver
-from .context import current_tag
-from .errors import error_class
-from .record import Record, next_index
+from pytps._native import _core
+from pytps.embed.collector import Collector, deliver
+from pytps.embed.context import current_tag
+from pytps.embed.errors import error_class
+from pytps.measure.records import ERROR_CLIENT, RequestRecord
+from pytps.results.record import Record, next_index
+from pytps.transport.base import classify_stream
 
 _now_ns = _core.now_ns
 
 
 def check_dialect(dialect: Any) -> str:
     if dialect not in _core.DIALECTS:
-        from ..errors import ConfigError
+        from pytps.errors import ConfigError
 
         raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(_core.DIALECTS)}")
     return str(dialect)

@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..runner import Progress as RunProgress
-from . import run_warnings
-from .numbers import fmt, sparkline
+from pytps.report import run_warnings
+from pytps.report.numbers import fmt, sparkline
+from pytps.runner.loop import Progress as RunProgress
 
 # (summary key, label, scale to display unit, unit)
 ROWS = (
@@ -212,7 +212,7 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             + f" in {cpu.get('wall_s', 0):.2f} s",
             style="dim",
         )
-    from .workload_lines import workload_lines
+    from pytps.report.workload_lines import workload_lines
 
     for line in workload_lines(results):
         console.print(escape(line))

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import ConfigError
-from . import run_warnings
-from .console import table_rows
-from .numbers import fmt
-from .saved_run import TIMELINE_MAX_ROWS, TIMELINE_MAX_TICKS, SavedRun, load_saved_run, timeline
+from pytps import __version__
+from pytps.errors import ConfigError
+from pytps.report import run_warnings
+from pytps.report.console import table_rows
+from pytps.report.numbers import fmt
+from pytps.report.saved_run import TIMELINE_MAX_ROWS, TIMELINE_MAX_TICKS, SavedRun, load_saved_run, timeline
 
 #: Written inside the results folder when --html is given no file.
 DEFAULT_NAME = "report.html"
@@ -222,7 +222,7 @@ def summary_table(summary: dict[str, Any]) -> str:
 
 
 def run_page(run: SavedRun) -> Page:
-    from . import html_plots as plots
+    from pytps.report import html_plots as plots
 
     s = run.summary
     page = Page(f"pytps report: {run.meta.get('model')} {run.meta.get('date_utc')}")
@@ -293,7 +293,7 @@ def run_page(run: SavedRun) -> Page:
 def _workload_sections(page: Page, run: SavedRun) -> None:
     """Latency against prompt and output length (points from the journal, the summary's bins as a
     line), and, when the run had them, the per-turn figures and the prefix cache's."""
-    from . import html_plots as plots
+    from pytps.report import html_plots as plots
 
     s = run.summary
     figs = []
@@ -361,7 +361,7 @@ def _num(value: float | None) -> str:
 
 
 def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
-    from . import html_plots as plots
+    from pytps.report import html_plots as plots
 
     axes: dict[str, list[Any]] = index.get("axes") or {}
     page = Page(f"pytps sweep: {directory.name}")
@@ -455,10 +455,10 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
 
 
 def compare_page(result: dict[str, Any], curves: Callable[[str], list[tuple[str, Any]]]) -> Page:
-    """The comparison (pytps.compare.compare's result) side by side, and overlaid CDFs; `curves(key)`
+    """The comparison (pytps.report.compare.compare's result) side by side, and overlaid CDFs; `curves(key)`
     gives each side's (label, values) of a per-request metric."""
-    from . import html_plots as plots
-    from .numbers import fmt_signed
+    from pytps.report import html_plots as plots
+    from pytps.report.numbers import fmt_signed
 
     page = Page("pytps compare")
     page.add("<h1>pytps compare</h1>")

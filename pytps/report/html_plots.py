@@ -13,8 +13,8 @@ from bokeh.models.annotations import Label, Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
-from .numbers import fmt
-from .saved_run import Timeline, cdf_points
+from pytps.report.numbers import fmt
+from pytps.report.saved_run import Timeline, cdf_points
 
 TOOLS = "pan,box_zoom,wheel_zoom,reset,save"
 PALETTE = Category10_10

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..event_log import load_saved_events
-from ..metrics import NS_PER_S, finish_of, in_flight_at, itl_token_samples_ns, token_layout
-from ..results import SavedResults, load_saved
+from pytps.measure.metrics import NS_PER_S, finish_of, in_flight_at, itl_token_samples_ns, token_layout
+from pytps.results.event_log import load_saved_events
+from pytps.results.folder import SavedResults, load_saved
 
 #: A CDF is drawn through at most this many points (quantiles evenly spaced in probability), so a
 #: million ITL samples cost as little on the page as a thousand.
@@ -129,7 +129,7 @@ class Timeline:
 
 
 def timeline(run: SavedRun, max_rows: int = TIMELINE_MAX_ROWS, max_ticks: int = TIMELINE_MAX_TICKS) -> Timeline:
-    from .trace import select_lines
+    from pytps.report.trace import select_lines
 
     lines = run.measured()
     t0 = run.t0_ns()

@@ -7,8 +7,8 @@ import csv
 import io
 from typing import Any
 
-from .console import table_rows
-from .numbers import fmt
+from pytps.report.console import table_rows
+from pytps.report.numbers import fmt
 
 COLUMNS = ("metric", "unit", "mean", "stddev", "p50", "p90", "p99", "min", "max", "n")
 STATS = ("mean", "stddev", "p50", "p90", "p99", "min", "max")

@@ -29,9 +29,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..event_log import load_saved_events
-from ..results import load_journal, load_results
+from pytps.errors import ConfigError
+from pytps.results.event_log import load_saved_events
+from pytps.results.folder import load_journal, load_results
 
 #: Requests written by default; a longer run is sampled evenly by request index.
 DEFAULT_MAX_REQUESTS = 10_000

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._native import _core
+from pytps._native import _core
 
 #: Exchanges per measurement; the tightest round trip is kept.
 TRIES = 16

@@ -16,19 +16,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import errors, request_formats
-from .._native import _core
-from ..config import RunConfig, make_config
-from ..endpoint import Endpoint
-from ..errors import ConfigError, PytpsError
-from ..finalize import RunResult, default_out_dir
-from ..results import load_results
-from ..runner import Progress
-from .clock import ClockOffset, measure_offset
-from .handle import WorkerHandle
-from .merge import MergePart, merge_results
-from .share import Share, divide
-from .worker import WorkerJob, WorkerResult
+from pytps import errors
+from pytps._native import _core
+from pytps.errors import ConfigError, PytpsError
+from pytps.results.folder import load_results
+from pytps.runner.config import RunConfig, make_config
+from pytps.runner.endpoint import Endpoint
+from pytps.runner.finalize import RunResult, default_out_dir
+from pytps.runner.loop import Progress
+from pytps.scale.clock import ClockOffset, measure_offset
+from pytps.scale.handle import WorkerHandle
+from pytps.scale.merge import MergePart, merge_results
+from pytps.scale.share import Share, divide
+from pytps.scale.worker import WorkerJob, WorkerResult
+from pytps.workload import request_formats
 
 _now_ns = _core.now_ns
 
@@ -145,13 +146,13 @@ class ScaledRun:
     def _spawn(self, names: list[str]) -> list[WorkerHandle]:
         skews = [self.options.skew_ns.get(i, 0) for i in range(len(names))]
         if self.options.backend == "ray":
-            from .ray_backend import RayBackend
+            from pytps.scale.ray_backend import RayBackend
 
             if self._backend is None:
                 self._backend = RayBackend(self.options.ray_address)
             handles: list[WorkerHandle] = self._backend.spawn(len(names), skews)
             return handles
-        from .local import LocalWorker
+        from pytps.scale.local import LocalWorker
 
         return [LocalWorker(i, skew) for i, skew in enumerate(skews)]
 
@@ -295,7 +296,7 @@ class ScaledRun:
     # ---- the run ----------------------------------------------------------------------------
 
     def _resolve_model(self) -> str:
-        from ..event_loop import run_coroutine
+        from pytps.runner.event_loop import run_coroutine
 
         cfg = self.cfg
         if cfg.model:

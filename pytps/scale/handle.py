@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from .clock import ClockReading
-from .worker import WorkerJob, WorkerResult
+from pytps.scale.clock import ClockReading
+from pytps.scale.worker import WorkerJob, WorkerResult
 
 
 class WorkerHandle(Protocol):

@@ -22,8 +22,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .clock import ClockReading
-from .worker import WorkerCore, WorkerJob, WorkerResult
+from pytps.scale.clock import ClockReading
+from pytps.scale.worker import WorkerCore, WorkerJob, WorkerResult
 
 _CLOCK_TIMEOUT_S = 30.0
 

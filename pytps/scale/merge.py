@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ..event_log import ROW, read_chunks, write_npz
-from ..finalize import EVENT_LOG, RunResult, write_results
-from ..metrics import client_cpu_us_per_token
-from ..schedule import LoadPlan
-from ..slo import Judge
-from ..summary import RunSummary
+from pytps.measure.metrics import client_cpu_us_per_token
+from pytps.measure.slo import Judge
+from pytps.measure.summary import RunSummary
+from pytps.results.event_log import ROW, read_chunks, write_npz
+from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
+from pytps.runner.schedule import LoadPlan
 
 #: The journal's absolute times (results.Journal): moved by a worker's clock offset.
 JOURNAL_TIMES = (
@@ -146,7 +146,7 @@ def merge_results(
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
     if per_token is not None:
         result["client_cpu_us_per_token"] = per_token
-    from ..calibrate.envelope import load_envelope, run_verdict
+    from pytps.calibrate.envelope import load_envelope, run_verdict
 
     # The whole run against this host's envelope, as one process's would be (its concurrency is the
     # run's, not a worker's share: the stricter reading).

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from .clock import ClockReading
-from .worker import WorkerCore, WorkerJob, WorkerResult
+from pytps.errors import ConfigError
+from pytps.scale.clock import ClockReading
+from pytps.scale.worker import WorkerCore, WorkerJob, WorkerResult
 
 #: The files an actor's folder holds that the driver copies: appended ones grow, results.json is whole.
 _APPENDED = ("requests.jsonl", "events.log")

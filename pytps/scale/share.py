@@ -17,8 +17,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from ..schedule import LoadPlan
+from pytps.errors import ConfigError
+from pytps.runner.schedule import LoadPlan
 
 
 @dataclass(frozen=True)

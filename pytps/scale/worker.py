@@ -1,7 +1,7 @@
 """One worker of a scaled run: the same code whether it lives in a process of this host
 (pytps.scale.local) or in a Ray actor (pytps.scale.ray_backend).
 
-A worker is a Runner (pytps.runner) over its share of the run (pytps.scale.share) that
+A worker is a Runner (pytps.runner.loop) over its share of the run (pytps.scale.share) that
 - sends its probe, then waits at the barrier for the driver's `go` with the run's t0 on its own
   clock (rate mode), so all workers start together;
 - writes its own results folder as requests finish (journal, event log), so its finished
@@ -18,16 +18,16 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._native import _core
-from ..config import make_config
-from ..errors import PytpsError
-from ..event_log import read_chunks
-from ..finalize import EVENT_LOG, RunOutput, RunResult, write_results
-from ..metrics import RequestMetrics
-from ..records import RequestRecord
-from ..runner import Runner, sleep_until_ns
-from .clock import ClockReading, read_clocks
-from .share import Share
+from pytps._native import _core
+from pytps.errors import PytpsError
+from pytps.measure.metrics import RequestMetrics
+from pytps.measure.records import RequestRecord
+from pytps.results.event_log import read_chunks
+from pytps.runner.config import make_config
+from pytps.runner.finalize import EVENT_LOG, RunOutput, RunResult, write_results
+from pytps.runner.loop import Runner, sleep_until_ns
+from pytps.scale.clock import ClockReading, read_clocks
+from pytps.scale.share import Share
 
 _now_ns = _core.now_ns
 
@@ -269,7 +269,7 @@ class WorkerCore:
 
     def run(self, job: WorkerJob) -> WorkerResult:
         """The whole run of this worker, on an event loop of its own (blocks)."""
-        from ..event_loop import run_coroutine
+        from pytps.runner.event_loop import run_coroutine
 
         try:
             cfg = make_config(job.base_url, **job.settings)

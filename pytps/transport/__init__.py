@@ -4,6 +4,6 @@ The contract is pytps.transport.base.Transport; the three that ship are native_t
 asyncio_transport and httpx_transport, and select.py picks one for a run.
 """
 
-from .base import TRANSPORT_NAMES, RequestRecord, RequestSpec, Transport
+from pytps.transport.base import TRANSPORT_NAMES, RequestRecord, RequestSpec, Transport
 
 __all__ = ["TRANSPORT_NAMES", "RequestRecord", "RequestSpec", "Transport"]

@@ -26,8 +26,8 @@ import socket
 from collections import deque
 from typing import Any
 
-from .._native import _core
-from ..records import (
+from pytps._native import _core
+from pytps.measure.records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
     ERROR_NO_RESPONSE,
@@ -37,8 +37,8 @@ from ..records import (
     no_response_detail,
     response_too_large_detail,
 )
-from .base import RequestSpec
-from .http1 import Http1Target, address_text, fill_from_http, resolve
+from pytps.transport.base import RequestSpec
+from pytps.transport.http1 import Http1Target, address_text, fill_from_http, resolve
 
 _now_ns = _core.now_ns
 

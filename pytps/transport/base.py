@@ -27,7 +27,7 @@ What a transport must do:
   ``tls_library`` names the TLS stack that spoke https:// (None over http://);
   ``thread_cpu_s`` is the CPU of any thread of the transport's own (None when it has none).
 
-Requests that are not timed (listing models) do not go through a transport: pytps.endpoint
+Requests that are not timed (listing models) do not go through a transport: pytps.runner.endpoint
 makes them.
 """
 
@@ -37,7 +37,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..records import (
+from pytps.measure.records import (
     ERROR_IN_STREAM,
     ERROR_PROTOCOL,
     ERROR_TRUNCATED,
@@ -58,7 +58,7 @@ __all__ = [
     "content_coding",
 ]
 
-#: Every transport pytps ships, plus "auto" (pytps.transport.select picks one). The one list.
+#: Every transport pytps ships, plus "auto" (pytps.transport.registry picks one). The one list.
 TRANSPORT_NAMES: tuple[str, ...] = ("auto", "native", "httpx", "asyncio")
 
 #: How much of an error response's body a record keeps (as error_detail).

@@ -7,8 +7,14 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
-from .base import RequestSpec, classify_compressed, classify_status, classify_stream, content_coding
+from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
+from pytps.transport.base import (
+    RequestSpec,
+    classify_compressed,
+    classify_status,
+    classify_stream,
+    content_coding,
+)
 
 
 class Http1Target:

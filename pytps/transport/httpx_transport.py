@@ -28,9 +28,8 @@ import typing
 import httpcore
 import httpx
 
-from .._native import _core
-from ..endpoint import tls_hint
-from ..records import (
+from pytps._native import _core
+from pytps.measure.records import (
     ERROR_CLIENT,
     ERROR_CONNECT,
     ERROR_NO_RESPONSE,
@@ -43,7 +42,14 @@ from ..records import (
     no_response_detail,
     response_too_large_detail,
 )
-from .base import RequestSpec, classify_compressed, classify_status, classify_stream, content_coding
+from pytps.transport.base import (
+    RequestSpec,
+    classify_compressed,
+    classify_status,
+    classify_stream,
+    content_coding,
+)
+from pytps.transport.network import tls_hint
 
 _now_ns = _core.now_ns
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .._native import _core
-from ..records import MAX_RESPONSE_BYTES, RequestRecord
-from .base import RequestSpec
-from .http1 import Http1Target, fill_from_http, resolve
+from pytps._native import _core
+from pytps.measure.records import MAX_RESPONSE_BYTES, RequestRecord
+from pytps.transport.base import RequestSpec
+from pytps.transport.http1 import Http1Target, fill_from_http, resolve
 
 NO_TLS = (
     "this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "

@@ -19,7 +19,7 @@ import pytest
 from test_sigint_stress import check_results_folder
 
 import pytps
-from pytps.results import load_journal, load_results
+from pytps.results.folder import load_journal, load_results
 from pytps.transport import TRANSPORT_NAMES
 
 pytestmark = pytest.mark.real_server

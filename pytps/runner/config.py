@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from . import request_formats
-from .cost import Prices
-from .errors import ConfigError
-from .schedule import LoadPlan
-from .slo import Judge, Validation, parse_slo, parse_slo_run
-from .transport.base import TRANSPORT_NAMES
-from .workload import Workload
+from pytps.errors import ConfigError
+from pytps.measure.cost import Prices
+from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
+from pytps.runner.schedule import LoadPlan
+from pytps.transport.registry import check_transport
+from pytps.workload import request_formats
+from pytps.workload.synthetic import Workload
 
 
 class TokenCounter(Protocol):
-    """Counts output tokens locally when the server reports no usage (pytps.tokenizer.LocalTokenizer)."""
+    """Counts output tokens locally when the server reports no usage (pytps.workload.tokenizer.LocalTokenizer)."""
 
     path: str
 
@@ -43,13 +43,6 @@ def normalize_base_url(base_url: str) -> str:
     return urlunsplit(url._replace(path=path)).rstrip("/")
 
 
-def check_transport(name: str) -> str:
-    """name if it is a transport pytps has, else ConfigError listing them."""
-    if name not in TRANSPORT_NAMES:
-        raise ConfigError(f"transport (--transport) {name!r} is unknown; use one of {', '.join(TRANSPORT_NAMES)}")
-    return name
-
-
 @dataclass
 class RunConfig:
     base_url: str
@@ -62,7 +55,7 @@ class RunConfig:
     extra_body: dict[str, Any] | None = None
     http2: bool = False
     # "native" (HTTP/1.1 on a C++ thread, http:// or https://), "httpx" (HTTP/2, proxies),
-    # "asyncio" (http:// HTTP/1.1 on the event loop), or "auto" (pytps.transport.select)
+    # "asyncio" (http:// HTTP/1.1 on the event loop), or "auto" (pytps.transport.registry)
     transport: str = "auto"
     # Native transport only: keep the kernel's receive stamp of each read beside pytps's own.
     kernel_timestamps: bool = False
@@ -75,7 +68,7 @@ class RunConfig:
     insecure: bool = False  # https://: no certificate or host name verification
     seed: int = 0
     tokenizer: TokenCounter | None = None
-    # Which requests are useful, and what they cost (pytps.slo, pytps.cost).
+    # Which requests are useful, and what they cost (pytps.measure.slo, pytps.measure.cost).
     judge: Judge = field(default_factory=Judge)
 
 
@@ -134,8 +127,8 @@ def make_config(
     max_output_tokens: int | None = None,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
-    from .tokenizer import LocalTokenizer
-    from .workload import DatasetWorkload, LengthSpec, SyntheticWorkload
+    from pytps.workload.synthetic import DatasetWorkload, LengthSpec, SyntheticWorkload
+    from pytps.workload.tokenizer import LocalTokenizer
 
     request_formats.check_api(api)
     output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
@@ -280,7 +273,7 @@ def _special_workload(
     if (max_input_tokens is not None or max_output_tokens is not None) and trace is None:
         raise ConfigError("--max-input-tokens and --max-output-tokens clip a trace's lengths: give --trace FILE too")
     if session_mode:
-        from .sessions import SessionPlan, SessionWorkload, ThinkTime, load_conversations
+        from pytps.workload.sessions import SessionPlan, SessionWorkload, ThinkTime, load_conversations
 
         if trace is not None:
             raise ConfigError("--trace replays single requests; --turns runs sessions: give one of them")
@@ -310,7 +303,7 @@ def _special_workload(
         return wl, None, splan.sessions * splan.turns
     if trace is None:
         return None
-    from .traces import TRACE_FORMATS, TraceWorkload, load_trace
+    from pytps.workload.traces import TRACE_FORMATS, TraceWorkload, load_trace
 
     if trace_format is None:
         raise ConfigError(f"--trace needs --trace-format: one of {', '.join(TRACE_FORMATS)}")

@@ -2,7 +2,7 @@
 reported it, TTFT against prompt length and E2E against output length in bins, and, for
 multi-turn sessions, figures per turn index and the sessions in flight.
 
-Like pytps.summary, it keeps a few numbers per request in compact columns as requests finish, so
+Like pytps.measure.summary, it keeps a few numbers per request in compact columns as requests finish, so
 every figure is exact and results.json stays small (bins, not points: the points are in the
 journal).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import RequestMetrics, distribution
+from pytps.measure.metrics import RequestMetrics, distribution
 
 #: A request is "mostly cached" when the server reported at least this share of its prompt as
 #: cached tokens (docs/metrics.md).

@@ -1,5 +1,5 @@
 """The run loop: drives a transport under a load plan, journals every record as it finishes,
-and hands what was measured to pytps.finalize at the end, also when interrupted.
+and hands what was measured to pytps.runner.finalize at the end, also when interrupted.
 
 Send times are taken by the transport; the runner only decides *when* to send. In rate mode
 the schedule is absolute (start + offset_i), so a late send never delays the ones after it,
@@ -14,15 +14,15 @@ import json
 import time
 from collections.abc import Callable
 
-from . import request_formats
-from ._native import _core
-from .calibrate.envelope import load_envelope
-from .config import RunConfig
-from .endpoint import Endpoint
-from .errors import EndpointError
-from .finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
-from .records import RequestRecord
-from .transport.base import RequestSpec, Transport
+from pytps._native import _core
+from pytps.calibrate.envelope import load_envelope
+from pytps.errors import EndpointError
+from pytps.measure.records import RequestRecord
+from pytps.runner.config import RunConfig
+from pytps.runner.endpoint import Endpoint
+from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
+from pytps.transport.base import RequestSpec, Transport
+from pytps.workload import request_formats
 
 _now_ns = _core.now_ns
 
@@ -48,7 +48,7 @@ async def sleep_until_ns(t_ns: int) -> None:
 
 class Runner:
     """One run of cfg. transport: a Transport of the caller's (left open at the end), or None for
-    the one pytps.transport.select picks (closed at the end)."""
+    the one pytps.transport.registry picks (closed at the end)."""
 
     # Hooks for a runner that is one worker of a scaled run (pytps.scale.worker): the index of
     # the request sent alone first, and the results folder's writer.
@@ -80,7 +80,7 @@ class Runner:
         self._errors = 0
         self._stop = False
         self.stopped_reason: str | None = None
-        # Called with each finished record before it is journaled (pytps.sessions tags it).
+        # Called with each finished record before it is journaled (pytps.workload.sessions tags it).
         self.on_record: Callable[[RequestRecord], None] | None = None
 
     @property
@@ -293,7 +293,7 @@ class Runner:
     # ---- the run ----------------------------------------------------------------------------
 
     async def run(self) -> RunResult:
-        from .transport.select import make_transport
+        from pytps.transport.registry import make_transport
 
         cfg = self.cfg
         cfg.plan.validate()
@@ -315,7 +315,8 @@ class Runner:
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
-                from .sessions import SessionWorkload, run_sessions
+                from pytps.runner.sessions import run_sessions
+                from pytps.workload.sessions import SessionWorkload
 
                 first = self._first_request(model, output, warmup=cfg.plan.warmup > 0)
                 if isinstance(cfg.workload, SessionWorkload):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from pytps.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +69,7 @@ WORKLOAD_KEYS = {
     "timeout",
     "tokenizer",
     "kernel_timestamps",
-    # Multi-turn sessions and trace replays (pytps.sessions, pytps.traces).
+    # Multi-turn sessions and trace replays (pytps.workload.sessions, pytps.workload.traces).
     "turns",
     "sessions",
     "max_context_tokens",

@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .results import write_json_atomic
+from pytps.errors import ConfigError
+from pytps.results.folder import write_json_atomic
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
 SWEEP_SCHEMA_VERSION = 1

@@ -12,8 +12,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from .records import RequestRecord
-from .server_timings import read as read_server_timings
+from pytps.measure.records import RequestRecord
+from pytps.measure.server_timings import read as read_server_timings
 
 NS_PER_S = 1_000_000_000
 PERCENTILES = (50, 90, 95, 99, 99.9)
@@ -195,7 +195,7 @@ class RequestMetrics:
     ttft_sched_s: float | None
     e2e_sched_s: float | None
     e2e_500_s: float | None
-    # The server's own timings beside pytps's (pytps.server_timings.read), or None.
+    # The server's own timings beside pytps's (pytps.measure.server_timings.read), or None.
     server_timings: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:

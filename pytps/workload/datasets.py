@@ -1,6 +1,6 @@
 """Reading prompt datasets from disk: JSONL records or a ShareGPT JSON file.
 
-This module only parses and validates; pytps.workload.DatasetWorkload turns the records into
+This module only parses and validates; pytps.workload.synthetic.DatasetWorkload turns the records into
 requests. Every problem is a ConfigError that names the file and the line (JSONL) or record
 (JSON list), because a benchmark that dies on request 3,000 over a typo in the dataset wastes the
 whole run: everything is checked when the file is loaded, before any request is sent.
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from pytps.errors import ConfigError
 
 #: Tokens per whitespace-separated English word for BPE tokenizers (GPT, Llama, Qwen, Mistral
 #: families): ~0.75 words per token is the usual rule of thumb. Only an estimate; the synthetic

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import ConfigError
+from pytps.errors import ConfigError
 
 
 class LocalTokenizer:

@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from .._native import _core
-from ..errors import ConfigError
-from .base import Transport
+from pytps._native import _core
+from pytps.errors import ConfigError
+from pytps.transport.base import TRANSPORT_NAMES, Transport
+from pytps.transport.network import proxy_for
 
-if TYPE_CHECKING:
-    from ..config import RunConfig
+
+class _LoadShape(Protocol):
+    @property
+    def mode(self) -> str: ...
+    @property
+    def max_in_flight(self) -> int | None: ...
+
+
+class TransportSettings(Protocol):
+    """What choosing and building a transport reads of a run's settings (a RunConfig has them all)."""
+
+    @property
+    def transport(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def http2(self) -> bool: ...
+    @property
+    def kernel_timestamps(self) -> bool: ...
+    @property
+    def connect_timeout_s(self) -> float: ...
+    @property
+    def read_timeout_s(self) -> float: ...
+    @property
+    def request_timeout_s(self) -> float: ...
+    @property
+    def ca_bundle(self) -> str | None: ...
+    @property
+    def insecure(self) -> bool: ...
+    @property
+    def plan(self) -> _LoadShape: ...
+
+
+def check_transport(name: str) -> str:
+    """name if it is a transport pytps has, else ConfigError listing them."""
+    if name not in TRANSPORT_NAMES:
+        raise ConfigError(f"transport (--transport) {name!r} is unknown; use one of {', '.join(TRANSPORT_NAMES)}")
+    return name
+
 
 # Rate mode on the native engine: the engine's thread busy-waits at most this long before a
 # scheduled send instead of trusting a timed sleep to wake on time (timed sleeps wake 50-100 us
@@ -24,29 +61,10 @@ NATIVE_RATE_SPIN_NS = 150_000
 MIN_CONNECTIONS = 100
 
 
-def proxy_for(base_url: str) -> str | None:
-    """The proxy the environment (HTTP_PROXY, ALL_PROXY, NO_PROXY...) sets for this URL, as httpx
-    would use it; None when requests go direct."""
-    if not any(name.lower().endswith("_proxy") for name in os.environ):
-        return None  # the common case, without importing urllib.request (~7 ms of start-up)
-    # proxy_bypass_environment is public in CPython (what urllib and httpx use for NO_PROXY) but
-    # missing from typeshed's stubs.
-    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
-
-    url = urlsplit(base_url)
-    proxies = getproxies_environment()
-    proxy = proxies.get(url.scheme) or proxies.get("all")
-    if not proxy or proxy_bypass_environment(url.hostname or "", proxies):
-        return None
-    return proxy
-
-
-def choose_transport(cfg: RunConfig) -> str:
+def choose_transport(cfg: TransportSettings) -> str:
     """auto: the native engine for HTTP/1.1 without a proxy (the most exact), over http:// and, when
     the native core was built with TLS, https://; else httpx (--http2, proxies, https:// without
     TLS in the build). The other names are checked against what they can speak."""
-    from ..config import check_transport
-
     check_transport(cfg.transport)
     scheme = urlsplit(cfg.base_url).scheme
     plain = scheme == "http" and not cfg.http2
@@ -62,7 +80,7 @@ def choose_transport(cfg: RunConfig) -> str:
                 "use --transport httpx (or auto)"
             )
         if scheme == "https" and not _core.TLS_AVAILABLE:
-            from .native_transport import NO_TLS
+            from pytps.transport.native_transport import NO_TLS
 
             raise ConfigError(f"--transport native with an https:// URL: {NO_TLS}")
     native_ok = not cfg.http2 and (scheme == "http" or (scheme == "https" and _core.TLS_AVAILABLE))
@@ -78,12 +96,12 @@ def choose_transport(cfg: RunConfig) -> str:
     return chosen
 
 
-def make_transport(cfg: RunConfig) -> Transport:
+def make_transport(cfg: TransportSettings) -> Transport:
     """The transport choose_transport() names, set up with the run's timeouts and trust settings."""
     chosen = choose_transport(cfg)
     max_connections = max(cfg.plan.max_in_flight or 0, MIN_CONNECTIONS)
     if chosen == "native":
-        from .native_transport import NativeTransport
+        from pytps.transport.native_transport import NativeTransport
 
         return NativeTransport(
             cfg.base_url,
@@ -97,7 +115,7 @@ def make_transport(cfg: RunConfig) -> Transport:
             verify=not cfg.insecure,
         )
     if chosen == "asyncio":
-        from .asyncio_transport import AsyncioTransport
+        from pytps.transport.asyncio_transport import AsyncioTransport
 
         return AsyncioTransport(
             cfg.base_url,
@@ -105,7 +123,7 @@ def make_transport(cfg: RunConfig) -> Transport:
             read_timeout_s=cfg.read_timeout_s,
             total_timeout_s=cfg.request_timeout_s,
         )
-    from .httpx_transport import HttpxTransport
+    from pytps.transport.httpx_transport import HttpxTransport
 
     return HttpxTransport(
         cfg.base_url,

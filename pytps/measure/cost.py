@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError
-from .records import RequestRecord
+from pytps.errors import ConfigError
+from pytps.measure.records import RequestRecord
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .errors import ConfigError
+from pytps.errors import ConfigError
 
 __all__ = ["ARRIVALS", "LoadPlan", "arrival_offsets_ns", "iter_arrival_offsets_ns"]
 
@@ -145,7 +145,7 @@ class LoadPlan:
     requests: int | None = None
     duration_s: float | None = None
     warmup: int = 0
-    # A trace replay's own schedule (pytps.traces): request i's send offset in ns, non-decreasing.
+    # A trace replay's own schedule (pytps.workload.traces): request i's send offset in ns, non-decreasing.
     # It is rate mode (an open loop on an absolute schedule) without a rate.
     schedule_ns: list[int] | None = field(default=None, repr=False)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .results import SavedResults, load_saved
+from pytps.errors import ConfigError
+from pytps.results.folder import SavedResults, load_saved
 
 # Per-request metrics, from the journals: (key, label, display scale, display unit).
 REQUEST_METRICS = (

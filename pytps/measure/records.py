@@ -87,7 +87,7 @@ class RequestRecord:
     model: str | None = None
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
-    # The server's own timing report: (source, its JSON object text), read by pytps.server_timings.
+    # The server's own timing report: (source, its JSON object text), read by pytps.measure.server_timings.
     server_timings: tuple[str, str] | None = None
     done: bool = False
     events: int = 0
@@ -118,7 +118,7 @@ class RequestRecord:
     # and counted (a local tokenizer).
     text: str = ""
     reasoning_text: str = ""
-    # Multi-turn sessions (pytps.sessions): the session and turn this request was, and, when it
+    # Multi-turn sessions (pytps.workload.sessions): the session and turn this request was, and, when it
     # ended its session early (a failed turn), why.
     session: int | None = None
     turn: int | None = None

@@ -15,30 +15,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from . import request_formats
-from .errors import EndpointError
+from pytps.errors import EndpointError
+from pytps.transport.network import proxy_for, tls_hint
+from pytps.workload import request_formats
 
 T = TypeVar("T")
 
 # A models list larger than this is not what pytps asked for.
 MAX_JSON_BYTES = 16 << 20
-
-TLS_TRUST_HINT = (
-    "if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
-    "to skip verification, --insecure"
-)
-
-
-def tls_hint(exc: BaseException) -> str | None:
-    """The --ca-bundle/--insecure hint when exc (or what caused it) is a certificate verification failure."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            break
-        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
-            return TLS_TRUST_HINT
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
@@ -96,8 +80,6 @@ class Endpoint:
         """(status, parsed JSON body or None) of a GET. The standard library's http.client, in a
         thread: one small request does not justify importing an HTTP stack (httpx alone costs
         ~0.1 s of CPU at start-up, which a harness calling pytps.run in a loop pays each time)."""
-        from .transport.select import proxy_for
-
         if proxy_for(self.base_url) is not None:
             return await self._get_json_via_proxy(path)
         return await _in_daemon_thread(self._get_json, path)

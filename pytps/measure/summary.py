@@ -5,7 +5,7 @@ numbers per request, so request-level percentiles stay exact: a reported p99 is 
 request had), its per-token figures (ITL, chunk gaps, kernel lag) to streaming histograms, its
 counts to running totals. finish() computes what needs the whole run (the measured and steady
 windows, the time series) from the columns and one pass over the events, read in pieces.
-The formulas are pytps.metrics's; docs/metrics.md defines them.
+The formulas are pytps.measure.metrics's; docs/metrics.md defines them.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ._native import _core
-from .event_log import event_rows
-from .metrics import (
+from pytps._native import _core
+from pytps.measure.metrics import (
     NS_PER_S,
     RequestMetrics,
     distribution,
@@ -32,10 +31,11 @@ from .metrics import (
     request_metrics,
     steady_intervals_of,
 )
-from .records import RequestRecord
-from .server_timings import SUMMARY_STATS as _SERVER_STATS
-from .slo import Judge, Verdict, evaluate_run
-from .workload_summary import WorkloadFigures
+from pytps.measure.records import RequestRecord
+from pytps.measure.server_timings import SUMMARY_STATS as _SERVER_STATS
+from pytps.measure.slo import Judge, Verdict, evaluate_run
+from pytps.measure.workload_figures import WorkloadFigures
+from pytps.results.event_log import event_rows
 
 _NO_NS = -(2**63)  # an int64 column's None
 
@@ -93,7 +93,7 @@ class RunSummary:
         self._server_sources: dict[str, int] = {}
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
-        """A measured multi-turn session (pytps.sessions): the steady window is then on sessions."""
+        """A measured multi-turn session (pytps.workload.sessions): the steady window is then on sessions."""
         self.workload.add_session(t_start_ns, t_end_ns)
 
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:

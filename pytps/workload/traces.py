@@ -29,8 +29,8 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .errors import ConfigError
-from .workload import Prompt
+from pytps.errors import ConfigError
+from pytps.workload.synthetic import Prompt
 
 __all__ = ["TRACE_FORMATS", "Trace", "TraceError", "TraceRequest", "TraceWorkload", "load_trace", "parse_window"]
 
@@ -314,7 +314,7 @@ class TraceWorkload:
     of the formats without ids, are unique to the request (no prefix cache can serve them)."""
 
     def __init__(self, trace: Trace, seed: int = 0, *, salt: str = "") -> None:
-        from .workload import SyntheticWorkload
+        from pytps.workload.synthetic import SyntheticWorkload
 
         self.trace = trace
         self.seed = seed
@@ -336,12 +336,12 @@ class TraceWorkload:
         return self._words(h, k)
 
     def _draw_block(self, h: int, k: int) -> list[str]:
-        from .workload import _shuffled_words
+        from pytps.workload.synthetic import _shuffled_words
 
         return _shuffled_words(random.Random(f"pytps:{self.seed}:{self.salt}:block:{h}"), k)
 
     def prompt(self, i: int) -> Prompt:
-        from .datasets import DEFAULT_TOKENS_PER_WORD
+        from pytps.workload.datasets import DEFAULT_TOKENS_PER_WORD
 
         req = self.trace.requests[i]
         if not req.hash_ids:

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cost import Prices
-from .errors import ConfigError
-from .metrics import RequestMetrics
-from .records import RequestRecord
+from pytps.errors import ConfigError
+from pytps.measure.cost import Prices
+from pytps.measure.metrics import RequestMetrics
+from pytps.measure.records import RequestRecord
 
 #: Per-request metrics an SLO may name: SLO name -> RequestMetrics field (seconds).
 REQUEST_METRICS = {"ttft": "ttft_s", "ttfat": "ttfat_s", "tpot": "tpot_s", "e2e": "e2e_s", "e2e_500": "e2e_500_s"}
@@ -151,7 +151,7 @@ class Judge:
     slo_run: dict[str, float] = field(default_factory=dict)
     validation: Validation = field(default_factory=Validation)
     prices: Prices | None = None
-    prompt_includes_cached: bool = True  # False for Anthropic (pytps.request_formats)
+    prompt_includes_cached: bool = True  # False for Anthropic (pytps.workload.request_formats)
 
     def describe(self) -> dict[str, Any]:
         """The objectives and prices a run was judged by (results.json metadata.slo)."""

@@ -1,9 +1,9 @@
 """Record: one finished HTTP attempt (or timed stream) as a library user sees it.
 
-Its fields are a line of requests.jsonl (pytps.results.journal_line: `ttft_s`, `output_tokens`,
+Its fields are a line of requests.jsonl (pytps.results.folder.journal_line: `ttft_s`, `output_tokens`,
 `usage`, …) plus what only an embedded call knows (`ttfb_s`, `call_id`, `attempt`, `tag`, `model`,
 …), as attributes and through as_dict(). The per-event arrays stay on `.request` (the
-RequestRecord), so ITL samples are computed from it on demand, by pytps.metrics as everywhere else.
+RequestRecord), so ITL samples are computed from it on demand, by pytps.measure.metrics as everywhere else.
 
 The fields are computed on first use, not when the call finishes: the application's own thread
 or event loop pays only for handing the record over (a JSONL journal computes them on its thread).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..records import RequestRecord
+    from pytps.measure.records import RequestRecord
 
 # One index per record in this process, so any set of records can be summarized together.
 _indexes = itertools.count()
@@ -95,7 +95,7 @@ class Record:
     def itl_s(self) -> np.ndarray:
         """Inter-token latency samples in seconds, one per token after the first token-carrying
         event (docs/metrics.md, ITL): empty when the record carries no events."""
-        from ..metrics import NS_PER_S, event_tokens, itl_samples
+        from pytps.measure.metrics import NS_PER_S, event_tokens, itl_samples
 
         rec = self.request
         if rec is None or not len(rec.output_times_ns):
@@ -115,8 +115,8 @@ class Record:
 def _fields_of(rec: RequestRecord, extras: dict[str, Any]) -> dict[str, Any]:
     """A finished RequestRecord's requests.jsonl line (its metrics and the default verdict, as
     `pytps run` writes it), `ttfb_s`, then the extras."""
-    from ..metrics import measure, ttfb_s
-    from ..results import journal_line
+    from pytps.measure.metrics import measure, ttfb_s
+    from pytps.results.folder import journal_line
 
     m, _ = measure(rec)
     verdict = _judge().verdict(rec, m)
@@ -135,7 +135,7 @@ _JUDGE: Any = None
 def _judge() -> Any:
     global _JUDGE
     if _JUDGE is None:
-        from ..slo import Judge
+        from pytps.measure.slo import Judge
 
         _JUDGE = Judge()
     return _JUDGE

@@ -16,9 +16,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ._native import _core
-from .datasets import content_text
-from .errors import ConfigError, ProtocolError
+from pytps._native import _core
+from pytps.errors import ConfigError, ProtocolError
+from pytps.workload.datasets import content_text
 
 __all__ = [
     "ANTHROPIC_VERSION",

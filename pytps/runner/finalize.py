@@ -17,22 +17,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._native import _core
-from .event_log import EventLog, read_chunks, write_npz
-from .metrics import RequestMetrics, client_cpu_us_per_token, measure
-from .records import RequestRecord
-from .results import SCHEMA_VERSION, Journal, write_json_atomic
-from .schedule import LoadPlan
-from .slo import Judge
-from .summary import RunSummary
+from pytps._native import _core
+from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
+from pytps.measure.records import RequestRecord
+from pytps.measure.slo import Judge
+from pytps.measure.summary import RunSummary
+from pytps.results.event_log import EventLog, read_chunks, write_npz
+from pytps.results.folder import SCHEMA_VERSION, Journal, write_json_atomic
+from pytps.runner.schedule import LoadPlan
 
-#: The event log's name in the results folder, while the run goes (pytps.event_log).
+#: The event log's name in the results folder, while the run goes (pytps.results.event_log).
 EVENT_LOG = "events.log"
 
 if TYPE_CHECKING:
-    from .config import RunConfig
-    from .embed.record import Record
-    from .transport.base import Transport
+    from pytps.results.record import Record
+    from pytps.runner.config import RunConfig
+    from pytps.transport.base import Transport
 
 
 @dataclass(repr=False)
@@ -54,7 +54,7 @@ class RunResult:
     def requests(self) -> Iterator[Record]:
         """Each request's line of requests.jsonl as a pytps.Record (attributes, as_dict()), read
         from the journal as iterated: a long run's requests are never all in memory."""
-        from .embed.record import Record
+        from pytps.results.record import Record
 
         with open(self.out_dir / "requests.jsonl", encoding="utf-8") as f:
             for line in f:
@@ -81,8 +81,8 @@ def default_out_dir(model: str) -> Path:
 
 def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, Any]:
     """What results.json records about a run before it starts: what was measured, how and when."""
-    from . import __version__
-    from .event_loop import event_loop_name
+    from pytps import __version__
+    from pytps.runner.event_loop import event_loop_name
 
     url = urlsplit(cfg.base_url)
     tls = None
@@ -167,7 +167,7 @@ class RunOutput:
     def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
         """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C.
         envelope: the saved trust envelope of this host and transport (pytps calibrate), if any."""
-        from .calibrate.envelope import run_verdict
+        from pytps.calibrate.envelope import run_verdict
 
         self.journal.close()
         self.events.close()

@@ -6,7 +6,7 @@ and two servers can be compared on identical requests. Two kinds:
 
 - SyntheticWorkload: English-like word prompts of a chosen token length, each starting with a
   unique part so the server's prefix cache cannot serve it (unless a shared prefix is asked for).
-- DatasetWorkload: prompts from a JSONL or ShareGPT file (parsed by pytps.datasets).
+- DatasetWorkload: prompts from a JSONL or ShareGPT file (parsed by pytps.workload.datasets).
 
 Both expose prompt(i), calibrate(planned_tokens, reported_prompt_tokens), describe() and
 prompt_calibration(), so the runner treats them alike (the Workload protocol).
@@ -23,9 +23,15 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._words import WORDS
-from .datasets import DEFAULT_TOKENS_PER_WORD, DatasetRecord, estimate_tokens, load_dataset, messages_text
-from .errors import ConfigError
+from pytps.errors import ConfigError
+from pytps.workload.datasets import (
+    DEFAULT_TOKENS_PER_WORD,
+    DatasetRecord,
+    estimate_tokens,
+    load_dataset,
+    messages_text,
+)
+from pytps.workload.words import WORDS
 
 __all__ = ["DEFAULT_TOKENS_PER_WORD", "DatasetWorkload", "LengthSpec", "Prompt", "SyntheticWorkload", "Workload"]
 
@@ -409,7 +415,7 @@ class DatasetWorkload:
     def from_file(
         cls, path: str | os.PathLike[str], output_tokens: LengthSpec | str | int | None = None, seed: int = 0
     ) -> DatasetWorkload:
-        """Load and validate a JSONL or ShareGPT JSON file (see pytps.datasets.load_dataset)."""
+        """Load and validate a JSONL or ShareGPT JSON file (see pytps.workload.datasets.load_dataset)."""
         spec = None if output_tokens is None else LengthSpec.parse(output_tokens, "output tokens")
         loaded = load_dataset(path, need_output_length=spec is None)
         return cls(loaded.records, spec, seed, source=os.fspath(path), skipped=loaded.skipped)

@@ -1,5 +1,5 @@
 """Result files (docs/results.md): the journal written as the run goes, results.json, and reading
-them back. The per-event log and events.npz are pytps.event_log's.
+them back. The per-event log and events.npz are pytps.results.event_log's.
 
 - requests.jsonl: one line of scalars per finished request, appended and flushed at once, so a
   crash or Ctrl-C loses nothing already measured.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .records import RequestRecord
+from pytps.measure.records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
 SCHEMA_VERSION = 6
@@ -74,7 +74,7 @@ class Journal:
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the run
 
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
-        # Scalars only: the per-event arrays go to the event log (pytps.event_log), which keeps
+        # Scalars only: the per-event arrays go to the event log (pytps.results.event_log), which keeps
         # this file small however long the run.
         self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
         self._f.flush()
@@ -145,7 +145,7 @@ class SavedResults:
 def load_saved(directory: str | Path, need_journal: bool) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
     """(path, results.json, journal lines) of a results folder, with a one-line error naming what
     is missing; no journal is an empty one unless `need_journal`."""
-    from .errors import ConfigError
+    from pytps.errors import ConfigError
 
     p = Path(directory)
     if not (p / "results.json").is_file():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .records import RequestRecord
+from pytps.measure.records import RequestRecord
 
 #: One row per output-bearing event. `layout` is the token layout of docs/metrics.md (what the
 #: metrics counted for the event); `tokens` is the server's own per-chunk count (-1: unknown).

@@ -1,0 +1,6 @@
+"""The run: its configuration (`config`), load plan (`schedule`), the send loop (`loop`), the
+unmeasured requests around it (`endpoint`), the event loop it runs on (`event_loop`), the
+multi-turn session driver (`sessions`) and the results folder it writes (`finalize`).
+
+It uses transports, workloads, measurement and results; calibrate/, scale/, embed/, report/ and
+the CLI use it, and it never imports them."""

@@ -1,0 +1,42 @@
+"""What every HTTP client of pytps's shares about the network: the proxy the environment sets for
+a URL, and the hint a certificate failure gets."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from urllib.parse import urlsplit
+
+TLS_TRUST_HINT = (
+    "if the server's certificate is signed by a private CA, trust that CA with --ca-bundle PATH; "
+    "to skip verification, --insecure"
+)
+
+
+def tls_hint(exc: BaseException) -> str | None:
+    """The --ca-bundle/--insecure hint when exc (or what caused it) is a certificate verification failure."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return TLS_TRUST_HINT
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def proxy_for(base_url: str) -> str | None:
+    """The proxy the environment (HTTP_PROXY, ALL_PROXY, NO_PROXY...) sets for this URL, as httpx
+    would use it; None when requests go direct."""
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None  # the common case, without importing urllib.request (~7 ms of start-up)
+    # proxy_bypass_environment is public in CPython (what urllib and httpx use for NO_PROXY) but
+    # missing from typeshed's stubs.
+    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
+
+    url = urlsplit(base_url)
+    proxies = getproxies_environment()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy or proxy_bypass_environment(url.hostname or "", proxies):
+        return None
+    return proxy
