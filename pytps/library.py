@@ -74,9 +74,10 @@ async def arun(
 ) -> RunResult:
     """pytps.run() as a coroutine, on the caller's event loop (the same arguments and result), in
     this process: a scaled run (workers, backend) is pytps.run()'s."""
+    from pytps.calibrate.envelope import envelope_for
     from pytps.runner.config import make_config
     from pytps.runner.loop import Runner
 
     with ExitStack() as stack:
         cfg = make_config(_endpoint(stack, base_url, emulator), **settings)
-        return await Runner(cfg, progress).run()
+        return await Runner(cfg, progress, envelope=envelope_for(cfg)).run()

@@ -1,4 +1,4 @@
-"""Streaming clients for `pytps calibrate --client module:function` in tests/test_calibrate.py."""
+"""Streaming clients for `pytps calibrate --client module:function` in tests/calibrate/test_calibrate.py."""
 
 from __future__ import annotations
 

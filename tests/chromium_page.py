@@ -1,6 +1,6 @@
 """A page in real headless Chromium, driven over the DevTools protocol (a websocket; the
 `websockets` package's sync client): load a file, collect console errors and uncaught exceptions,
-evaluate JavaScript, take a screenshot. For the `browser` test tier (tests/test_html_browser.py)."""
+evaluate JavaScript, take a screenshot. For the `browser` test tier (tests/report/test_html_browser.py)."""
 
 from __future__ import annotations
 

@@ -50,5 +50,5 @@ PY
 # The default tier only (the copy of tests/ has no pyproject.toml to say so): timing tests need a
 # quiet machine and have a step of their own.
 PYTPS_EXPECT_EPOLL_WAIT=ppoll "$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not timing and not stress" \
-    tests/test_event_loop.py tests/test_client_engine.py tests/test_emulator_*.py tests/test_run_e2e.py
+    tests/transport/test_event_loop.py tests/transport/test_client_engine.py tests/emulator/test_emulator_*.py tests/runner/test_run_e2e.py
 echo "tested the event loop's '$wait_kind' wait"

@@ -1,4 +1,4 @@
 #!/usr/bin/env bash
-# Slow tier: Ctrl-C at 200 random moments of `pytps run` under a CPU hog (tests/test_sigint_stress.py).
+# Slow tier: Ctrl-C at 200 random moments of `pytps run` under a CPU hog (tests/cli/test_sigint_stress.py).
 set -euo pipefail
 pytest -m stress

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTML report in real headless Chromium (tests/test_html_browser.py, `pytest -m browser`):
+# The HTML report in real headless Chromium (tests/report/test_html_browser.py, `pytest -m browser`):
 # loads with no console errors, plots non-blank by their pixels, the 10,000-request timeline
 # bounded in drawn elements. Debian's chromium is installed when missing.
 set -euo pipefail

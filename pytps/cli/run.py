@@ -53,6 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_matrix(args, "run")
     if args.html is not None:
         check_html_available()
+    from pytps.calibrate.envelope import envelope_for
     from pytps.results.folder import load_results
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Progress, Runner
@@ -64,10 +65,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress = Progress()
         if sys.stderr.isatty():
             # A live bar only for a person watching; rich is imported only then (and for the table).
-            from pytps.report.console import RichProgress
+            from pytps.cli.progress import RichProgress
 
             progress = RichProgress()
-        runner = Runner(cfg, progress)
+        runner = Runner(cfg, progress, envelope=envelope_for(cfg))
         try:
             if scale is not None:
                 from pytps.scale import run_scaled

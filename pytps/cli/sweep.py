@@ -97,6 +97,7 @@ def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from pytps.calibrate.envelope import envelope_for
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
     from pytps.sweep.cells import StopRule, Sweep
@@ -119,7 +120,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
             cfg = build_config(args, base_url, **fixed, **values, out=cell_dir)
-            result = run_coroutine(Runner(cfg).run())
+            result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
             if result.interrupted:
                 raise KeyboardInterrupt
             return result.summary

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytps._native import _core
+from pytps.measure.event_rows import event_rows
 from pytps.measure.metrics import (
     NS_PER_S,
     RequestMetrics,
@@ -35,7 +36,6 @@ from pytps.measure.records import RequestRecord
 from pytps.measure.server_timings import SUMMARY_STATS as _SERVER_STATS
 from pytps.measure.slo import Judge, Verdict, evaluate_run
 from pytps.measure.workload_figures import WorkloadFigures
-from pytps.results.event_log import event_rows
 
 _NO_NS = -(2**63)  # an int64 column's None
 

@@ -1,4 +1,4 @@
-"""Console output: a live progress bar while running, and the summary table at the end."""
+"""Console output: the summary table of a saved run (the live progress bar is pytps.cli.progress)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pytps.report import run_warnings
 from pytps.report.numbers import fmt, sparkline
-from pytps.runner.loop import Progress as RunProgress
 
 # (summary key, label, scale to display unit, unit)
 ROWS = (
@@ -38,37 +36,6 @@ SERVER_ROWS = (
     ("tpot_s", "server TPOT", 1e3, "ms"),
     ("tpot_minus_server_s", "TPOT − server", 1e6, "µs"),
 )
-
-
-class RichProgress(RunProgress):
-    def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
-        self._bar: Progress | None = None
-        self._task: Any = None
-
-    def start(self, total: int | None, duration_s: float | None) -> None:
-        self._bar = Progress(
-            TextColumn("[bold]pytps run"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=True,
-        )
-        self._bar.start()
-        self._task = self._bar.add_task("run", total=total, status="")
-
-    def update(self, done: int, in_flight: int, tokens: int, errors: int, elapsed_s: float) -> None:
-        if self._bar is None:
-            return
-        tps = tokens / elapsed_s if elapsed_s > 0 else 0.0
-        self._bar.update(self._task, completed=done, status=f"in flight {in_flight}  {tps:,.0f} tok/s  errors {errors}")
-
-    def stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
 
 
 def _fmt(value: float | None, scale: float, unit: str) -> str:

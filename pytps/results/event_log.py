@@ -15,21 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pytps.measure.event_rows import ROW, event_rows
 from pytps.measure.records import RequestRecord
-
-#: One row per output-bearing event. `layout` is the token layout of docs/metrics.md (what the
-#: metrics counted for the event); `tokens` is the server's own per-chunk count (-1: unknown).
-ROW = np.dtype(
-    [
-        ("request_index", "<i8"),
-        ("t_ns", "<i8"),
-        ("t_kernel_ns", "<i8"),
-        ("tokens", "<i4"),
-        ("chars", "<i4"),
-        ("layout", "<i4"),
-        ("kind", "u1"),
-    ]
-)
 
 #: events.npz's arrays: name -> (log column, dtype). t_kernel_ns only when some read had one.
 NPZ_ARRAYS = {
@@ -43,20 +30,6 @@ NPZ_ARRAYS = {
 
 # Rows read at once when the log is read back: bounded memory whatever the run's length.
 CHUNK_ROWS = 1 << 17
-
-
-def event_rows(rec: RequestRecord, layout: np.ndarray) -> np.ndarray:
-    """A request's output-bearing events as log rows."""
-    n = len(rec.output_times_ns)
-    rows = np.empty(n, dtype=ROW)
-    rows["request_index"] = rec.index
-    rows["t_ns"] = rec.output_times_ns
-    rows["t_kernel_ns"] = rec.output_kernel_times_ns if len(rec.output_kernel_times_ns) == n else -1
-    rows["tokens"] = rec.output_tokens
-    rows["chars"] = rec.output_chars
-    rows["layout"] = layout
-    rows["kind"] = rec.output_kinds
-    return rows
 
 
 class EventLog:

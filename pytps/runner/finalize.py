@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytps._native import _core
+from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
 from pytps.measure.slo import Judge
@@ -167,8 +168,6 @@ class RunOutput:
     def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
         """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C.
         envelope: the saved trust envelope of this host and transport (pytps calibrate), if any."""
-        from pytps.calibrate.envelope import run_verdict
-
         self.journal.close()
         self.events.close()
         log = self.out_dir / EVENT_LOG

@@ -13,9 +13,9 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from pytps._native import _core
-from pytps.calibrate.envelope import load_envelope
 from pytps.errors import EndpointError
 from pytps.measure.records import RequestRecord
 from pytps.runner.config import RunConfig
@@ -62,8 +62,12 @@ class Runner:
         transport: Transport | None = None,
         *,
         keep_records: bool = False,
+        envelope: dict[str, Any] | None = None,
     ) -> None:
         self.cfg = cfg
+        # This host's trust envelope for the run's transport (pytps.calibrate.envelope_for), given
+        # as a value: the run judges itself against it (measure.envelope) and never imports calibrate.
+        self.envelope = envelope
         self.progress = progress or Progress()
         self._given_transport = transport
         self._transport = transport
@@ -307,7 +311,6 @@ class Runner:
                 out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
             )
             metadata = run_metadata(cfg, model, self.transport)
-            envelope = load_envelope(self.transport.name)  # this host's, from pytps calibrate (or None)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             self.progress.start(total, cfg.plan.duration_s)
@@ -349,7 +352,7 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
-        result = output.finish(metadata, envelope)
+        result = output.finish(metadata, self.envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
         return result

@@ -146,7 +146,8 @@ def merge_results(
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
     if per_token is not None:
         result["client_cpu_us_per_token"] = per_token
-    from pytps.calibrate.envelope import load_envelope, run_verdict
+    from pytps.calibrate.envelope import load_envelope
+    from pytps.measure.envelope import run_verdict
 
     # The whole run against this host's envelope, as one process's would be (its concurrency is the
     # run's, not a worker's share: the stricter reading).

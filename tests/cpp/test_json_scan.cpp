@@ -1,5 +1,5 @@
 // Known-answer tests of pytps::json::JsonReader (C++ only, no binding): compiled and run by
-// tests/test_json_scan.py. Prints one line per failed check and exits non-zero.
+// tests/core/test_json_scan.py. Prints one line per failed check and exits non-zero.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // What the StreamRecorder's hot path costs, counted rather than timed (C++ only: the
 // counts are not part of the Python API): heap allocations in the steady state, entries
 // probed to find a tool call, events served by the shape cache. Compiled and run by
-// tests/test_recorder_cost.py, one test per run: `test_stream_recorder NAME`
+// tests/core/test_recorder_cost.py, one test per run: `test_stream_recorder NAME`
 // (`--list` prints the names). Prints one line per failed check and exits non-zero.
 #include <cstdint>
 #include <cstdio>

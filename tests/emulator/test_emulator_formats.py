@@ -14,7 +14,7 @@ from emu_raw import call, normalize
 
 import pytps
 
-CORPUS = Path(__file__).parent / "emulator_corpus"
+CORPUS = Path(__file__).parent.parent / "emulator_corpus"
 REGEN = os.environ.get("PYTPS_REGEN_CORPUS") == "1"
 
 MSG = [{"role": "user", "content": "Say hello to the token stream"}]  # "user" + 29 chars: 9 prompt tokens

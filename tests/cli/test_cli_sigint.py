@@ -1,5 +1,5 @@
 """Ctrl-C in the windows where it once went wrong, each injected deterministically (the random
-sweep is tests/test_sigint_stress.py): every case exits 130 (or 0 when the run was over) with
+sweep is tests/cli/test_sigint_stress.py): every case exits 130 (or 0 when the run was over) with
 one line and no traceback."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytps
 from pytps.errors import ConfigError
 from pytps.sweep.cells import knee, parse_axis
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pytps.measure import server_timings
 from pytps.measure.records import RequestRecord
 from pytps.results.folder import load_journal, load_results
 
-RECORDED = Path(__file__).parent / "recorded_streams"
+RECORDED = Path(__file__).parent.parent / "recorded_streams"
 
 
 def record(dialect: str, body: bytes) -> pytps.StreamRecorder:

@@ -1,7 +1,7 @@
 """What the recorder's hot path costs, counted rather than timed: heap allocations in the
 steady state, entries probed to find a tool call, events served by the shape cache. The
 counts are C++-only, so the tests are a C++ program, tests/cpp/test_stream_recorder.cpp,
-compiled here against csrc/core (like tests/test_json_scan.py) and run once per test.
+compiled here against csrc/core (like tests/core/test_json_scan.py) and run once per test.
 
 No sanitizers: the program counts allocations by replacing the global operator new."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "csrc" / "core"
 SOURCES = ["stream_recorder.cpp", "stream_state.cpp", "sse_parser.cpp", "json_scan.cpp", "dialect_common.cpp", "dialect_openai.cpp",
            "dialect_anthropic.cpp", "dialect_ollama.cpp"]

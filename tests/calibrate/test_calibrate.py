@@ -17,7 +17,7 @@ import pytps
 from pytps.calibrate import envelope as envelope_mod
 from pytps.calibrate import session as session_mod
 from pytps.calibrate.clients import ClientUnavailable, resolve_clients
-from pytps.calibrate.envelope import THRESHOLDS, build_envelope, load_envelope, run_verdict, save_envelope
+from pytps.calibrate.envelope import THRESHOLDS, build_envelope, envelope_for, load_envelope, run_verdict, save_envelope
 from pytps.calibrate.figures import ClientStream, cell_figures
 from pytps.calibrate.ladder import Ladder
 from pytps.calibrate.output import cell_rows
@@ -27,7 +27,7 @@ from pytps.results.folder import load_results
 from pytps.runner.config import make_config
 from pytps.runner.loop import Runner
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parent.parent
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -203,7 +203,8 @@ def saved_envelope(passing: dict[tuple[float, int], bool]) -> dict:
 def run_native(emu, out: Path, concurrency: int):
     cfg = make_config(emu.base_url, out=out, requests=2 * concurrency, concurrency=concurrency,
                       output_tokens=40, input_tokens=16, transport="native")  # fmt: skip
-    return asyncio.run(Runner(cfg).run())
+    # The runner takes this host's envelope as a value, as pytps run and pytps.run() hand it over.
+    return asyncio.run(Runner(cfg, envelope=envelope_for(cfg)).run())
 
 
 def test_run_inside_the_envelope_does_not_warn_outside_it_does(tmp_path):

@@ -1,5 +1,5 @@
 """The HTML report's content, from real runs against pytps.Emulator (fast tier; the page in a real
-browser is tests/test_html_browser.py, `pytest -m browser`)."""
+browser is tests/report/test_html_browser.py, `pytest -m browser`)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from recorder_framing import chunk_of, frame_events
 
 import pytps
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parent.parent / "corpus"
 CASES = sorted(CORPUS.glob("*/*.txt"))
 CASE_IDS = [f"{p.parent.name}/{p.stem}" for p in CASES]
 ALL_DIALECTS = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")

@@ -350,7 +350,7 @@ def test_native_is_the_default_for_plain_http_without_a_proxy(monkeypatch):
     assert choose_transport(make_config("http://127.0.0.1:1", transport="native")) == "native"
     with pytest.raises(ConfigError, match="native transport speaks HTTP/1.1"):
         choose_transport(make_config("http://127.0.0.1:1", transport="native", http2=True))
-    # https:// needs the native core's TLS (tests/test_tls.py runs it); auto picks native then too.
+    # https:// needs the native core's TLS (tests/transport/test_tls.py runs it); auto picks native then too.
     if _core.TLS_AVAILABLE:
         assert choose_transport(make_config("https://example.invalid", transport="native")) == "native"
         assert choose_transport(make_config("https://example.invalid")) == "native"

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import pytps
-from pytps.calibrate.envelope import THRESHOLDS, build_envelope, save_envelope
+from pytps.calibrate.envelope import THRESHOLDS, build_envelope, envelope_for, save_envelope
 from pytps.results.folder import SCHEMA_VERSION, load_journal, load_results
 from pytps.runner.config import make_config
 from pytps.runner.event_loop import run_coroutine
 from pytps.runner.loop import Runner
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|", re.M)
 
 
@@ -89,7 +89,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             if i == 0:
                 save_envelope(build_envelope("native", [envelope_cell(5000.0, n) for n in (1, 8)], THRESHOLDS))
             out = base / f"run{i}"
-            run_coroutine(Runner(make_config(emu.base_url, out=out, **s)).run())
+            cfg = make_config(emu.base_url, out=out, **s)
+            run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
             outs.append(out)
     return outs
 
