@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from pytps.measure.event_rows import ROW
 from pytps.measure.metrics import client_cpu_us_per_token
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
-from pytps.results.event_log import ROW, read_chunks, write_npz
+from pytps.results.event_log import read_chunks, write_npz
 from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
 from pytps.runner.schedule import LoadPlan
 
