@@ -13,7 +13,6 @@ sets the number of runs (default 200)."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -23,8 +22,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
+from folder_checks import check_results_folder
 
 pytestmark = pytest.mark.stress
 
@@ -70,21 +69,6 @@ def cpu_hog() -> Iterator[None]:
         for h in hogs:
             h.kill()
             h.wait()
-
-
-def check_results_folder(out: Path) -> None:
-    """No folder, or one whose files agree on the requests."""
-    if not out.exists():
-        return
-    results = json.loads((out / "results.json").read_text())
-    assert results["summary"] is not None, "results.json was left unfinished"
-    assert not (out / "events.log").exists(), "the event log was not folded into events.npz"
-    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
-    measured = [x for x in lines if not x["warmup"]]
-    assert results["summary"]["requests_total"] == len(measured)
-    with np.load(out / "events.npz") as events:
-        assert len(events["t_ns"]) == sum(x["output_events"] for x in lines)
-        assert set(events["request_index"].tolist()) <= {x["index"] for x in lines}
 
 
 def test_sigint_at_random_moments(server: str, cpu_hog: None, tmp_path: Path) -> None:

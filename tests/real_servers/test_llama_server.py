@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_sigint_stress import check_results_folder
+from folder_checks import check_results_folder
 
 import pytps
 from pytps.results.folder import load_journal, load_results

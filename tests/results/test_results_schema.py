@@ -4,12 +4,12 @@ documented key is written by some run. Real runs against the emulator, no fixtur
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from results_doc import documented, flatten
 
 import pytps
 from pytps.calibrate.envelope import THRESHOLDS, build_envelope, envelope_for, save_envelope
@@ -17,43 +17,6 @@ from pytps.results.folder import SCHEMA_VERSION, load_journal, load_results
 from pytps.runner.config import make_config
 from pytps.runner.event_loop import run_coroutine
 from pytps.runner.loop import Runner
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
-ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|", re.M)
-
-
-def documented() -> tuple[dict[str, set[str]], set[str]]:
-    """Keys per section of docs/results.md, and the keys documented as maps (data keys inside)."""
-    text = DOC.read_text()
-    sections: dict[str, set[str]] = {}
-    maps: set[str] = set()
-    for part in re.split(r"^## ", text, flags=re.M)[1:]:
-        title = part.split("\n", 1)[0].strip()
-        rows = ROW.findall(part)
-        sections[title] = {key for key, _ in rows if key != "key"}
-        maps |= {key for key, kind in rows if kind.strip().startswith("map")}
-    return sections, maps
-
-
-def is_stats(value: Any) -> bool:
-    return isinstance(value, dict) and {"count", "p50", "p99", "mean"} <= value.keys()
-
-
-def flatten(value: Any, prefix: str, maps: set[str], out: set[str]) -> set[str]:
-    if prefix and not prefix.endswith("[]"):
-        out.add(prefix)
-    if prefix in maps:
-        return out
-    if is_stats(value):
-        out.update(f"stats.{k}" for k in value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            flatten(v, f"{prefix}.{k}" if prefix else k, maps, out)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict):
-                flatten(item, f"{prefix}[]", maps, out)
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -270,7 +270,7 @@ def test_auto_workers_from_the_pilot(auto_run):
 
 
 def test_scaled_results_keys_are_documented_and_written(auto_run, killed_run):
-    from test_results_schema import documented, flatten
+    from results_doc import documented, flatten
 
     sections, maps = documented()
     scaled_doc = sections["results.json: scaled runs"]
