@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pytps import __version__
     from pytps.cli import calibrate, clock, compare, report, run, serve, sweep
+    from pytps.cli._help import add_command
 
     parser = argparse.ArgumentParser(
         prog="pytps",
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (run, sweep, report, compare, serve, clock, calibrate):
-        command.add_parser(sub)
+        add_command(sub, command)
     return parser
 
 

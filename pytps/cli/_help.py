@@ -1,13 +1,30 @@
-"""What every command's parser shares: its examples under --help."""
+"""How a command module becomes a subcommand: what every command's parser shares."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Protocol
 
 
-def add_command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, examples: str, **kwargs: Any
-) -> argparse.ArgumentParser:
-    """A subcommand whose --help ends with `examples` as written (line breaks kept)."""
-    return sub.add_parser(name, epilog=examples, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+class Command(Protocol):
+    """A command module of pytps.cli: its one-line help, its description, its examples (shown as
+    written, line breaks kept, at the end of --help) and its flags (with the handler as `func`)."""
+
+    __name__: str
+    HELP: str
+    DESCRIPTION: str
+    EXAMPLES: str
+
+    def add_arguments(self, p: argparse.ArgumentParser, /) -> None: ...
+
+
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: Command) -> None:
+    """The subcommand named like its module (pytps.cli.run is `pytps run`)."""
+    p = sub.add_parser(
+        command.__name__.rsplit(".", 1)[-1],
+        help=command.HELP,
+        description=command.DESCRIPTION,
+        epilog=command.EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    command.add_arguments(p)

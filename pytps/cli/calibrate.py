@@ -7,8 +7,6 @@ import json
 import sys
 from typing import Any
 
-from pytps.cli._help import add_command
-
 EXAMPLES = """examples:
   pytps calibrate --quick                  # under a minute: the native transport, 3 rates x 3 concurrencies
   pytps calibrate                          # the full ladder, every transport; saves each envelope
@@ -25,17 +23,16 @@ def _ints(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split(",") if x.strip())
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "calibrate",
-        EXAMPLES,
-        help="measure how exact pytps (or another client) is on this host: the trust envelope",
-        description="Run the emulator in a separate process on 127.0.0.1 and measure a client against "
-        "its ground truth over a ladder of per-stream rates x concurrency: stamp delay (client stamp - "
-        "emulator write), TTFT and TPOT error, CPU per token beside the read floor. The cells that pass "
-        "make the trust envelope, saved per host and transport for `pytps run` to check. See docs/calibrate.md.",
-    )
+HELP = "measure how exact pytps (or another client) is on this host: the trust envelope"
+DESCRIPTION = (
+    "Run the emulator in a separate process on 127.0.0.1 and measure a client against "
+    "its ground truth over a ladder of per-stream rates x concurrency: stamp delay (client stamp - "
+    "emulator write), TTFT and TPOT error, CPU per token beside the read floor. The cells that pass "
+    "make the trust envelope, saved per host and transport for `pytps run` to check. See docs/calibrate.md."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a small ladder (native only): under a minute")
     p.add_argument(
         "--transports", default=None, help="pytps transports to measure, comma-separated "

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from pytps.cli._help import add_command
-
 EXAMPLES = """examples:
   pytps clock                      # clock and a 1 s read-floor measurement at 32 connections
   pytps clock --connections 128 --gap-us 250
@@ -14,17 +12,17 @@ EXAMPLES = """examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "clock",
-        EXAMPLES,
-        help="show the monotonic clock's resolution and call cost, and the kernel's CPU cost per "
-        "streamed event on this machine",
-        description="The monotonic clock's resolution and the cost of one call, and the read floor: "
-        "the CPU the kernel charges the barest possible reader (epoll + recv in C++) per streamed "
-        "event on this machine, which no client goes below.",
-    )
+HELP = (
+    "show the monotonic clock's resolution and call cost, and the kernel's CPU cost per streamed event on this machine"
+)
+DESCRIPTION = (
+    "The monotonic clock's resolution and the cost of one call, and the read floor: "
+    "the CPU the kernel charges the barest possible reader (epoll + recv in C++) per streamed "
+    "event on this machine, which no client goes below."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-read-floor",
         dest="read_floor",

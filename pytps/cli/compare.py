@@ -7,8 +7,6 @@ import argparse
 import json
 from typing import Any
 
-from pytps.cli._help import add_command
-
 EXAMPLES = """examples:
   pytps compare results/before/ results/after/
   pytps compare results/vllm/ results/sglang/ results/trt/          # B and C each against A
@@ -22,40 +20,39 @@ for a side of repeated runs); * marks one whose interval leaves out 0. See docs/
 """
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    c = add_command(
-        sub,
-        "compare",
-        EXAMPLES,
-        help="compare saved runs, with confidence intervals on the differences",
-        description="Compare runs saved by `pytps run`: per-request metrics (TTFT, TPOT, E2E, per-user "
-        "speeds) and run-level throughput side by side, each against the first run (the baseline), with "
-        "the absolute and relative difference and a 95%% bootstrap confidence interval of the difference in "
-        "mean and in median. Warns when the runs were not measured alike (model, lengths, load, token "
-        "source, transport, dates).",
-    )
-    c.add_argument(
+HELP = "compare saved runs, with confidence intervals on the differences"
+DESCRIPTION = (
+    "Compare runs saved by `pytps run`: per-request metrics (TTFT, TPOT, E2E, per-user "
+    "speeds) and run-level throughput side by side, each against the first run (the baseline), with "
+    "the absolute and relative difference and a 95%% bootstrap confidence interval of the difference in "
+    "mean and in median. Warns when the runs were not measured alike (model, lengths, load, token "
+    "source, transport, dates)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "runs",
         nargs="+",
         metavar="RUN",
         help="a results directory, or several repeated runs of one setup joined by commas (DIR1,DIR2); "
         "the first is the baseline",
     )
-    c.add_argument("--seed", type=int, default=0, help="the bootstrap's seed: the same seed, the same intervals")
-    c.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    c.add_argument(
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed: the same seed, the same intervals")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument(
         "--max-days",
         type=float,
         default=7.0,
         help="warn when the runs started more than this many days apart (default 7)",
     )
-    c.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    c.add_argument(
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument(
         "--html",
         metavar="FILE",
         help="also write the comparison as one self-contained HTML file, with overlaid CDFs (docs/report.md)",
     )
-    c.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -6,7 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from pytps.cli._help import add_command
 from pytps.errors import ConfigError
 
 EXAMPLES = """examples:
@@ -51,37 +50,36 @@ def write_html(directory: Path, html: str) -> None:
     print(f"report: {written}", file=sys.stderr)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    r = add_command(
-        sub,
-        "report",
-        EXAMPLES,
-        help="print the report of a saved run",
-        description="Print the report of a run saved by `pytps run`, read from its results.json "
-        "alone, so it is the same report the run printed.",
-    )
-    r.add_argument("dir", help="a results directory written by pytps run (or, with --html, by pytps sweep)")
-    form = r.add_mutually_exclusive_group()
+HELP = "print the report of a saved run"
+DESCRIPTION = (
+    "Print the report of a run saved by `pytps run`, read from its results.json "
+    "alone, so it is the same report the run printed."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", help="a results directory written by pytps run (or, with --html, by pytps sweep)")
+    form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the summary as JSON")
     form.add_argument(
         "--markdown", action="store_true", help="print the summary table as Markdown (metric, unit, mean, …, n)"
     )
     form.add_argument("--csv", action="store_true", help="print the summary table as CSV, full precision")
-    r.add_argument(
+    p.add_argument(
         "--trace",
         metavar="FILE",
         help="write the run as a Chrome trace (JSON trace events: chrome://tracing, Perfetto): a track per "
         "connection, a slice per request with its phases, an instant per output event (docs/trace.md)",
     )
-    r.add_argument(
+    p.add_argument(
         "--trace-max-requests",
         type=int,
         default=10_000,
         metavar="N",
         help="with --trace: at most N requests, spread evenly over a longer run (default: 10,000)",
     )
-    add_html_argument(r, "the report")
-    r.set_defaults(func=cmd_report)
+    add_html_argument(p, "the report")
+    p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

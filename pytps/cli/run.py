@@ -8,7 +8,6 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from pytps.cli._help import add_command
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
 from pytps.cli.scale_args import add_scale_arguments, scale_options
@@ -27,15 +26,14 @@ EXAMPLES = """examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "run",
-        EXAMPLES,
-        help="benchmark a streaming endpoint (the built-in emulator when no --base-url is given)",
-        description="Benchmark a streaming LLM endpoint. Without --base-url, pytps starts its emulator on "
-        "127.0.0.1 and benchmarks that.",
-    )
+HELP = "benchmark a streaming endpoint (the built-in emulator when no --base-url is given)"
+DESCRIPTION = (
+    "Benchmark a streaming LLM endpoint. Without --base-url, pytps starts its emulator on "
+    "127.0.0.1 and benchmarks that."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
     add_html_argument(p, "the run's report")
     add_scale_arguments(p)

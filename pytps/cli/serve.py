@@ -6,8 +6,6 @@ import argparse
 import contextlib
 import sys
 
-from pytps.cli._help import add_command
-
 EXAMPLES = """examples:
   pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
   pytps serve --ttft-ms 200 --itl-us 250 --tokens-per-event 4
@@ -17,16 +15,15 @@ EXAMPLES = """examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "serve",
-        EXAMPLES,
-        help="run the streaming emulator (OpenAI, Anthropic, Ollama endpoints) on 127.0.0.1",
-        description="Serve OpenAI (/v1/chat/completions, /v1/completions, /v1/responses), Anthropic "
-        "(/v1/messages) and Ollama (/api/chat, /api/generate) streaming endpoints on 127.0.0.1 with a "
-        "precise native schedule. Runs until Ctrl-C. See docs/emulator.md.",
-    )
+HELP = "run the streaming emulator (OpenAI, Anthropic, Ollama endpoints) on 127.0.0.1"
+DESCRIPTION = (
+    "Serve OpenAI (/v1/chat/completions, /v1/completions, /v1/responses), Anthropic "
+    "(/v1/messages) and Ollama (/api/chat, /api/generate) streaming endpoints on 127.0.0.1 with a "
+    "precise native schedule. Runs until Ctrl-C. See docs/emulator.md."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
     p.add_argument("--ttft-ms", type=float, default=50.0, help="time to first token in ms (default 50)")
     p.add_argument("--ttft-dist", choices=["fixed", "normal", "lognormal"], default="fixed")

@@ -9,7 +9,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from pytps.cli._help import add_command
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, results_dir
 from pytps.errors import ConfigError
@@ -22,17 +21,16 @@ EXAMPLES = """examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "sweep",
-        EXAMPLES,
-        help="run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee",
-        description="Sweep one axis (or a grid of two) of concurrency, rate, input or output length: each cell "
-        "is a full `pytps run` into <out>/cells/<axis>=<value>/, indexed by <out>/sweep.json. Reports the curve "
-        "of per-user speed against aggregate throughput, the knee, the most goodput and the SLO capacity "
-        "(docs/metrics.md, Sweeps).",
-    )
+HELP = "run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee"
+DESCRIPTION = (
+    "Sweep one axis (or a grid of two) of concurrency, rate, input or output length: each cell "
+    "is a full `pytps run` into <out>/cells/<axis>=<value>/, indexed by <out>/sweep.json. Reports the curve "
+    "of per-user speed against aggregate throughput, the knee, the most goodput and the SLO capacity "
+    "(docs/metrics.md, Sweeps)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, sweep=True)
     sw = p.add_argument_group("sweep")
     sw.add_argument(
