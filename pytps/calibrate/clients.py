@@ -75,12 +75,7 @@ async def _httpx_plain(base_url: str, body: dict[str, Any], on_chunk: OnChunk) -
     client = _cached("httpx", base_url, lambda: httpx.AsyncClient(base_url=base_url, timeout=60))
     async with client.stream("POST", "/v1/chat/completions", json=body) as resp:
         async for line in resp.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            choices = json.loads(line[6:]).get("choices") or []
-            text = choices[0].get("delta", {}).get("content") if choices else None
-            if text:
-                on_chunk(text)
+            _chat_line(line, on_chunk)
 
 
 async def _aiohttp_plain(base_url: str, body: dict[str, Any], on_chunk: OnChunk) -> None:
@@ -89,13 +84,7 @@ async def _aiohttp_plain(base_url: str, body: dict[str, Any], on_chunk: OnChunk)
     session = _cached("aiohttp", base_url, aiohttp.ClientSession)
     async with session.post(base_url + "/v1/chat/completions", json=body) as resp:
         async for raw in resp.content:
-            line = raw.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            choices = json.loads(line[6:]).get("choices") or []
-            text = choices[0].get("delta", {}).get("content") if choices else None
-            if text:
-                on_chunk(text)
+            _chat_line(raw.decode().strip(), on_chunk)
 
 
 _CACHE: dict[tuple[str, str], Any] = {}
@@ -162,3 +151,13 @@ def resolve_clients(name: str) -> list[Client]:
     if not callable(fn):
         raise ConfigError(f"--client {name}: {attr!r} is not a function")
     return [Client(name, fn, inspect.iscoroutinefunction(fn))]
+
+
+def _chat_line(line: str, on_chunk: OnChunk) -> None:
+    """One line of an OpenAI chat stream, parsed as a plain client does (json per event)."""
+    if not line.startswith("data: ") or line == "data: [DONE]":
+        return
+    choices = json.loads(line[6:]).get("choices") or []
+    text = choices[0].get("delta", {}).get("content") if choices else None
+    if text:
+        on_chunk(text)

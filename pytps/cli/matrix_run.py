@@ -19,7 +19,7 @@ MATRIX_SCHEMA_VERSION = 1
 def run_matrix(args: argparse.Namespace, kind: str) -> int:
     """kind: "run" (each cell one run) or "sweep" (each cell a sweep over its list-valued keys)."""
     from pytps.calibrate.envelope import envelope_for
-    from pytps.cli.run_args import explicit_settings, results_dir
+    from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
     from pytps.results.folder import write_json_atomic
     from pytps.runner.config import make_config
     from pytps.runner.event_loop import run_coroutine
@@ -99,11 +99,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     def run_cell(
                         values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, base_url: str = base_url
                     ) -> dict[str, Any]:
-                        cfg = make_config(base_url, **fixed, **values, out=cell_dir)
-                        result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
-                        if result.interrupted:
-                            raise KeyboardInterrupt
-                        return result.summary
+                        return cell_summary(make_config(base_url, **fixed, **values, out=cell_dir))
 
                     sweep = Sweep(
                         axes=axes,

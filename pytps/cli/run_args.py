@@ -295,3 +295,16 @@ def results_dir(args: argparse.Namespace, kind: str) -> Path:
     if args.out:
         return Path(args.out)
     return Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}")
+
+
+def cell_summary(cfg: RunConfig) -> dict[str, Any]:
+    """One cell of a sweep or a matrix: a whole run, judged against this host's trust envelope. A
+    Ctrl-C during it ends the sweep (the cells done so far are kept)."""
+    from pytps.calibrate.envelope import envelope_for
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Runner
+
+    result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return result.summary

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.cli.report import add_html_argument, check_html_available, write_html
-from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, results_dir
+from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
 from pytps.errors import ConfigError
 
 EXAMPLES = """examples:
@@ -95,9 +95,6 @@ def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from pytps.calibrate.envelope import envelope_for
-    from pytps.runner.event_loop import run_coroutine
-    from pytps.runner.loop import Runner
     from pytps.sweep.cells import StopRule, Sweep
 
     if args.config:
@@ -117,11 +114,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
-            cfg = build_config(args, base_url, **fixed, **values, out=cell_dir)
-            result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
-            if result.interrupted:
-                raise KeyboardInterrupt
-            return result.summary
+            return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir))
 
         sweep = Sweep(
             axes=axes,

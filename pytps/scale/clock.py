@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +50,7 @@ class ClockOffset:
     tries: int
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "offset_ns": self.offset_ns,
-            "uncertainty_ns": self.uncertainty_ns,
-            "round_trip_ns": self.round_trip_ns,
-            "realtime_offset_ns": self.realtime_offset_ns,
-            "method": self.method,
-            "tries": self.tries,
-        }
+        return asdict(self)
 
 
 def boot_id() -> str | None:

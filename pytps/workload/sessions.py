@@ -20,7 +20,7 @@ import json
 import os
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytps.errors import ConfigError
@@ -104,13 +104,11 @@ class SessionPlan:
         return self
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "turns": self.turns,
-            "sessions": self.sessions,
-            "warmup_sessions": self.warmup,
-            "max_context_tokens": self.max_context_tokens,
-            "think_time_s": str(self.think_time),
-        }
+        # results.json's names: warm-up counts sessions here, and the think time is its spec.
+        described = {**asdict(self), "think_time_s": str(self.think_time)}
+        described["warmup_sessions"] = described.pop("warmup")
+        del described["think_time"]
+        return described
 
 
 def load_conversations(path: str | os.PathLike[str]) -> list[list[str]]:
