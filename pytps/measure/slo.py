@@ -41,13 +41,17 @@ def _number(text: str, where: str, form: str) -> float:
     return value
 
 
+def _spec_items(spec: str | dict[str, float] | None) -> list[tuple[Any, Any]]:
+    """`a=1,b=2` (or a mapping) as its (name, value) pairs; none for an empty spec."""
+    if not spec:
+        return []
+    return list(spec.items()) if isinstance(spec, dict) else [p.partition("=")[::2] for p in spec.split(",")]
+
+
 def parse_slo(spec: str | dict[str, float] | None) -> dict[str, float]:
     """`ttft=0.5,tpot=0.02` (or a mapping) -> {"ttft": 0.5, "tpot": 0.02}."""
-    if not spec:
-        return {}
-    items = spec.items() if isinstance(spec, dict) else (p.partition("=")[::2] for p in spec.split(","))
     out: dict[str, float] = {}
-    for name, value in items:
+    for name, value in _spec_items(spec):
         name = str(name).strip()
         if name not in REQUEST_METRICS:
             raise ConfigError(f"slo (--slo) names {name!r}; write {_SLO_FORM}")
@@ -57,11 +61,8 @@ def parse_slo(spec: str | dict[str, float] | None) -> dict[str, float]:
 
 def parse_slo_run(spec: str | dict[str, float] | None) -> dict[str, float]:
     """`ttft:p90=0.5,e2e:p99=10` (or a mapping) -> {"ttft:p90": 0.5, "e2e:p99": 10.0}."""
-    if not spec:
-        return {}
-    items = spec.items() if isinstance(spec, dict) else (p.partition("=")[::2] for p in spec.split(","))
     out: dict[str, float] = {}
-    for key, value in items:
+    for key, value in _spec_items(spec):
         name, _, stat = str(key).strip().partition(":")
         if name not in REQUEST_METRICS or stat not in RUN_STATS:
             raise ConfigError(f"slo_run (--slo-run) names {key!r}; write {_RUN_FORM}")
