@@ -3,8 +3,8 @@
 Two replacements, both inside the client the application keeps using:
 
 - the connection pool's network backend (httpcore's or httpcore2's) becomes one whose streams
-  stamp pytps.now_ns() right after every socket read and around every write, as the httpx
-  transport of `pytps run` does (pytps.transport.httpx_transport). Stamping when the SDK pulls
+  stamp pytps.now_ns() right after every socket read and right before every write: the streams
+  of the httpx transport of `pytps run` (pytps.transport.stamping). Stamping when the SDK pulls
   bytes would time the application, not the network;
 - the client's transport is wrapped: each HTTP attempt gets a RequestRecord, and each body chunk
   the SDK pulls is fed, unchanged and with the stamp of the read that brought it, to a
@@ -24,12 +24,13 @@ from typing import Any, TypeVar, overload
 from pytps._native import _core
 from pytps.embed.collector import Collector, deliver
 from pytps.embed.context import call_of, current_tag
-from pytps.embed.errors import error_class
 from pytps.embed.timer import check_dialect
 from pytps.errors import ConfigError
 from pytps.measure.records import ERROR_CLIENT, RequestRecord
 from pytps.results.record import Record, next_index
 from pytps.transport.base import classify_status, classify_stream
+from pytps.transport.classify import error_class
+from pytps.transport.stamping import AsyncStampingBackend, Stamped, StampingBackend, SyncStampingBackend
 
 _now_ns = _core.now_ns
 
@@ -58,100 +59,6 @@ def dialect_for_path(path: str) -> str | None:
 # ---- the network backend: stamps at the read -------------------------------------------------
 
 
-class _SyncStampingStream:
-    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.last_read_ns = 0
-        self.last_write_ns = 0
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = self._inner.read(max_bytes, timeout)
-        self.last_read_ns = _now_ns()
-        return data
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if buffer:  # h11 ends a body with an empty write; the request was sent before it
-            # Stamped right before, as every transport of pytps does: once the bytes are the
-            # kernel's the server may have them before this thread runs again.
-            self.last_write_ns = _now_ns()
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-        # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
-        return _SyncStampingStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _AsyncStampingStream:
-    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.last_read_ns = 0
-        self.last_write_ns = 0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = await self._inner.read(max_bytes, timeout)
-        self.last_read_ns = _now_ns()
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if buffer:
-            # Stamped before: the bytes reach the kernel inside this call, which then yields to
-            # the event loop, whose lag a stamp taken after would add.
-            self.last_write_ns = _now_ns()
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> Any:
-        return _AsyncStampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-_STAMPING = (_SyncStampingStream, _AsyncStampingStream)
-
-
-class _SyncStampingBackend:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        return _SyncStampingStream(self._inner.connect_tcp(*args, **kwargs))
-
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        return _SyncStampingStream(self._inner.connect_unix_socket(*args, **kwargs))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-class _AsyncStampingBackend:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        return _AsyncStampingStream(await self._inner.connect_tcp(*args, **kwargs))
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        return _AsyncStampingStream(await self._inner.connect_unix_socket(*args, **kwargs))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
 def _stamp_pool(transport: Any, is_async: bool) -> bool:
     """Gives an httpx(2) HTTPTransport's pool (or proxy pool) the stamping backend; False when the
     transport has no pool (a mock or a custom transport: chunks are then stamped when pulled)."""
@@ -159,8 +66,8 @@ def _stamp_pool(transport: Any, is_async: bool) -> bool:
     backend = getattr(pool, "_network_backend", None)
     if backend is None:
         return False
-    if not isinstance(backend, (_SyncStampingBackend, _AsyncStampingBackend)):
-        pool._network_backend = _AsyncStampingBackend(backend) if is_async else _SyncStampingBackend(backend)
+    if not isinstance(backend, StampingBackend):
+        pool._network_backend = AsyncStampingBackend(backend) if is_async else SyncStampingBackend(backend)
     return True
 
 
@@ -209,7 +116,7 @@ class _Attempt:
     def response(self, response: Any) -> None:
         rec = self.rec
         net = response.extensions.get("network_stream")
-        self.net = net if isinstance(net, _STAMPING) else None
+        self.net = net if isinstance(net, Stamped) else None
         if self.net is not None:
             if self.net.last_write_ns:
                 rec.t_send_ns = self.net.last_write_ns

@@ -60,7 +60,7 @@ def test_the_names_are_the_entries():
 
 
 def test_capabilities_match_what_each_transport_does():
-    made = [entry.build(make_config("http://127.0.0.1:9", transport=name, rate=5), 1) for name, entry in TRANSPORTS.items()]
+    made = [e.build(make_config("http://127.0.0.1:9", transport=name, rate=5), 1) for name, e in TRANSPORTS.items()]
     try:
         for t in made:
             entry = TRANSPORTS[t.name]
@@ -102,7 +102,7 @@ def test_the_errors_follow_the_capabilities(monkeypatch):
         "the fake transport speaks HTTP/1.1 over plain http://; for https:// or --http2 use "
         "--transport httpx (or auto), or --transport native for https://"
     )
-    with pytest.raises(ConfigError, match=r"--kernel-timestamps needs the native transport \(this run would use fake\)"):
+    with pytest.raises(ConfigError, match=r"--kernel-timestamps needs the native transport \(this run would use fake"):
         choose_transport(make_config("http://127.0.0.1:9", transport="fake", kernel_timestamps=True))
 
     # The same fake, given HTTP/2 and kernel stamps: the checks read what the entry says.
