@@ -34,14 +34,15 @@ from pytps.transport.stamping import AsyncStampingBackend, Stamped, StampingBack
 
 _now_ns = _core.now_ns
 
-#: Request paths (their ends) and the dialect their streams speak.
-_PATH_DIALECTS = (
-    ("/chat/completions", "openai-chat"),
-    ("/completions", "openai-completions"),
-    ("/responses", "openai-responses"),
-    ("/messages", "anthropic"),
-    ("/api/chat", "ollama"),
-    ("/api/generate", "ollama"),
+#: Request paths (their ends) and the dialect their streams speak, from the core's table of API
+#: paths. An application's base URL carries the version (.../v1, or none behind Azure's
+#: deployments), so an OpenAI-style path is known by what follows "/v1"; the longest end is
+#: tried first ("/chat/completions" before "/completions").
+_PATH_DIALECTS = tuple(
+    sorted(
+        ((path.removeprefix("/v1"), dialect) for dialect, paths in _core.DIALECT_PATHS.items() for path in paths),
+        key=lambda end_dialect: -len(end_dialect[0]),
+    )
 )
 _STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
 _ERROR_BODY_BYTES = 4096
