@@ -145,6 +145,29 @@ class _Attempt:
         if body is not None and len(body) < _ERROR_BODY_BYTES:
             body += chunk[: _ERROR_BODY_BYTES - len(body)]
 
+    def hot_feed(self) -> tuple[Any, Any] | None:
+        """(recorder.feed, the stamping stream) when each chunk can go straight to the recorder
+        with the stamp of its read: the hot path, one C call per chunk. None: use pulled()."""
+        if self.recorder is None or self.net is None:
+            return None
+        return self.recorder.feed, self.net
+
+    def pulled(self, chunk: bytes) -> None:
+        """A chunk the application pulled, off the hot path: stamped when pulled if no read
+        stamp is known, fed to the recorder, or kept as the start of an error body."""
+        t = self.chunk_time()
+        if self.recorder is not None:
+            self.recorder.feed(chunk, t)
+        else:
+            self.keep_error_body(chunk)
+
+    def __enter__(self) -> _Attempt:
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        # The body was read to its end, or failed (GeneratorExit: the application closed it).
+        self.finish(exc, complete=exc is None)
+
     def finish(self, exc: BaseException | None, complete: bool) -> None:
         """The body ended (complete: read to its end), failed (exc), or was closed unread."""
         rec = self.rec
@@ -179,41 +202,62 @@ class _Attempt:
 # ---- the wrapped transport and response stream, per package (httpx, httpx2) ----------------------
 
 
+class _Sending:
+    """An attempt while its request is sent: a failure before any response is recorded as the
+    attempt's end, and raised on to the application as it was."""
+
+    __slots__ = ("attempt",)
+
+    def __init__(self, attempt: _Attempt) -> None:
+        self.attempt = attempt
+
+    def __enter__(self) -> _Attempt:
+        return self.attempt
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None:
+            self.attempt.failed_before_response(exc)
+
+
+class _Wrapped:
+    """An httpx(2) transport wrapped, sync or async: each HTTP attempt through it gets a record."""
+
+    def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
+        self.inner = inner
+        self._dialect = dialect
+        self._collector = collector
+
+    def _sending(self, request: Any) -> _Sending:
+        return _Sending(_Attempt(request, self._dialect, self._collector))
+
+
+class _Body:
+    """A response body, sync or async: the client's own, and the attempt each chunk is fed to."""
+
+    def __init__(self, inner: Any, attempt: _Attempt) -> None:
+        self._inner = inner
+        self._attempt = attempt
+
+
 @functools.cache
 def _classes(package: str) -> tuple[type, type, type, type]:
     """(sync transport, async transport, sync body, async body) subclassing `package`'s bases:
     httpx(2) checks a response body's class to tell sync from async."""
     pkg: Any = importlib.import_module(package)
 
-    class SyncBody(pkg.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, attempt: _Attempt) -> None:
-            self._inner = inner
-            self._attempt = attempt
-
+    class SyncBody(_Body, pkg.SyncByteStream):  # type: ignore[misc]
         def __iter__(self) -> Any:
-            attempt = self._attempt
-            recorder = attempt.recorder
-            try:
-                net = attempt.net
-                if recorder is not None and net is not None:  # the hot path: one C call per chunk
-                    feed = recorder.feed
+            with self._attempt as attempt:  # finished when the body ends, fails or is closed
+                hot = attempt.hot_feed()
+                if hot is not None:
+                    feed, net = hot
                     for part in self._inner:
                         feed(part, net.last_read_ns)
                         yield part
-                elif recorder is not None:
-                    feed, when = recorder.feed, attempt.chunk_time
-                    for part in self._inner:
-                        feed(part, when())
-                        yield part
                 else:
                     for part in self._inner:
-                        attempt.chunk_time()
-                        attempt.keep_error_body(part)
+                        attempt.pulled(part)
                         yield part
-            except BaseException as exc:
-                attempt.finish(exc, complete=False)
-                raise
-            attempt.finish(None, complete=True)
 
         def close(self) -> None:
             try:
@@ -221,35 +265,19 @@ def _classes(package: str) -> tuple[type, type, type, type]:
             finally:
                 self._attempt.finish(None, complete=False)
 
-    class AsyncBody(pkg.AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, attempt: _Attempt) -> None:
-            self._inner = inner
-            self._attempt = attempt
-
+    class AsyncBody(_Body, pkg.AsyncByteStream):  # type: ignore[misc]
         async def __aiter__(self) -> Any:
-            attempt = self._attempt
-            recorder = attempt.recorder
-            try:
-                net = attempt.net
-                if recorder is not None and net is not None:  # the hot path: one C call per chunk
-                    feed = recorder.feed
+            with self._attempt as attempt:  # finished when the body ends, fails or is closed
+                hot = attempt.hot_feed()
+                if hot is not None:
+                    feed, net = hot
                     async for part in self._inner:
                         feed(part, net.last_read_ns)
                         yield part
-                elif recorder is not None:
-                    feed, when = recorder.feed, attempt.chunk_time
-                    async for part in self._inner:
-                        feed(part, when())
-                        yield part
                 else:
                     async for part in self._inner:
-                        attempt.chunk_time()
-                        attempt.keep_error_body(part)
+                        attempt.pulled(part)
                         yield part
-            except BaseException as exc:
-                attempt.finish(exc, complete=False)
-                raise
-            attempt.finish(None, complete=True)
 
         async def aclose(self) -> None:
             try:
@@ -257,19 +285,10 @@ def _classes(package: str) -> tuple[type, type, type, type]:
             finally:
                 self._attempt.finish(None, complete=False)
 
-    class SyncTransport(pkg.BaseTransport):  # type: ignore[misc]
-        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
-            self.inner = inner
-            self._dialect = dialect
-            self._collector = collector
-
+    class SyncTransport(_Wrapped, pkg.BaseTransport):  # type: ignore[misc]
         def handle_request(self, request: Any) -> Any:
-            attempt = _Attempt(request, self._dialect, self._collector)
-            try:
+            with self._sending(request) as attempt:
                 response = self.inner.handle_request(request)
-            except BaseException as exc:
-                attempt.failed_before_response(exc)
-                raise
             attempt.response(response)
             response.stream = SyncBody(response.stream, attempt)
             return response
@@ -284,19 +303,10 @@ def _classes(package: str) -> tuple[type, type, type, type]:
         def __exit__(self, *exc: Any) -> None:
             self.inner.__exit__(*exc)
 
-    class AsyncTransport(pkg.AsyncBaseTransport):  # type: ignore[misc]
-        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
-            self.inner = inner
-            self._dialect = dialect
-            self._collector = collector
-
+    class AsyncTransport(_Wrapped, pkg.AsyncBaseTransport):  # type: ignore[misc]
         async def handle_async_request(self, request: Any) -> Any:
-            attempt = _Attempt(request, self._dialect, self._collector)
-            try:
+            with self._sending(request) as attempt:
                 response = await self.inner.handle_async_request(request)
-            except BaseException as exc:
-                attempt.failed_before_response(exc)
-                raise
             attempt.response(response)
             response.stream = AsyncBody(response.stream, attempt)
             return response

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 from urllib.parse import urlsplit
 
 from pytps.errors import ConfigError
@@ -32,24 +32,16 @@ class _LoadShape(Protocol):
 class TransportSettings(Protocol):
     """What choosing and building a transport reads of a run's settings (a RunConfig has them all)."""
 
-    @property
-    def transport(self) -> str: ...
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def http2(self) -> bool: ...
-    @property
-    def kernel_timestamps(self) -> bool: ...
-    @property
-    def connect_timeout_s(self) -> float: ...
-    @property
-    def read_timeout_s(self) -> float: ...
-    @property
-    def request_timeout_s(self) -> float: ...
-    @property
-    def ca_bundle(self) -> str | None: ...
-    @property
-    def insecure(self) -> bool: ...
+    transport: str
+    base_url: str
+    http2: bool
+    kernel_timestamps: bool
+    connect_timeout_s: float
+    read_timeout_s: float
+    request_timeout_s: float
+    ca_bundle: str | None
+    insecure: bool
+
     @property
     def plan(self) -> _LoadShape: ...
 
@@ -87,6 +79,22 @@ class TransportEntry:
 
 # ---- the transports pytps ships, most exact first (the order auto tries them in) -----------------
 
+
+class _Timeouts(TypedDict):
+    connect_timeout_s: float
+    read_timeout_s: float
+    total_timeout_s: float | None
+
+
+def _timeouts(cfg: TransportSettings) -> _Timeouts:
+    """The run's timeouts, as every transport takes them."""
+    return _Timeouts(
+        connect_timeout_s=cfg.connect_timeout_s,
+        read_timeout_s=cfg.read_timeout_s,
+        total_timeout_s=cfg.request_timeout_s,
+    )
+
+
 # Rate mode on the native engine: the engine's thread busy-waits at most this long before a
 # scheduled send instead of trusting a timed sleep to wake on time (timed sleeps wake 50-100 us
 # late on a VM). The window adapts down to what the sleeps need; it costs at most this much CPU
@@ -99,9 +107,7 @@ def _build_native(cfg: TransportSettings, max_connections: int) -> Transport:
 
     return NativeTransport(
         cfg.base_url,
-        connect_timeout_s=cfg.connect_timeout_s,
-        read_timeout_s=cfg.read_timeout_s,
-        total_timeout_s=cfg.request_timeout_s,
+        **_timeouts(cfg),
         max_connections=max_connections,
         kernel_timestamps=cfg.kernel_timestamps,
         spin_ns=NATIVE_RATE_SPIN_NS if cfg.plan.mode == "rate" else 0,
@@ -127,9 +133,7 @@ def _build_httpx(cfg: TransportSettings, max_connections: int) -> Transport:
         cfg.base_url,
         http2=cfg.http2,
         max_connections=max_connections,
-        connect_timeout_s=cfg.connect_timeout_s,
-        read_timeout_s=cfg.read_timeout_s,
-        total_timeout_s=cfg.request_timeout_s,
+        **_timeouts(cfg),
         verify=not cfg.insecure,
         ca_file=cfg.ca_bundle,
     )
@@ -140,9 +144,7 @@ def _build_asyncio(cfg: TransportSettings, max_connections: int) -> Transport:
 
     return AsyncioTransport(
         cfg.base_url,
-        connect_timeout_s=cfg.connect_timeout_s,
-        read_timeout_s=cfg.read_timeout_s,
-        total_timeout_s=cfg.request_timeout_s,
+        **_timeouts(cfg),
     )
 
 
