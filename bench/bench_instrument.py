@@ -95,11 +95,12 @@ def per_call_work_us(tokens: int, n: int = 2000) -> float:
     from types import SimpleNamespace
 
     import pytps
-    from pytps.embed.instrument import _Attempt, _SyncStampingStream
+    from pytps.embed.instrument import _Attempt
+    from pytps.transport.stamping import SyncStampingStream
 
     event = b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" w"}}]}\n\n'
     request = SimpleNamespace(headers={}, url=SimpleNamespace(path="/v1/chat/completions"), method="POST")
-    net = _SyncStampingStream(None)
+    net = SyncStampingStream(None, 1)
     response = SimpleNamespace(
         extensions={"network_stream": net}, status_code=200, headers={"content-type": "text/event-stream"}
     )

@@ -47,6 +47,15 @@ void register_recorder(py::module_& m) {
     py::tuple names(std::size(pytps::kAllDialects));
     for (size_t i = 0; i < std::size(pytps::kAllDialects); ++i) names[i] = pytps::dialect_name(pytps::kAllDialects[i]);
     m.attr("DIALECTS") = names;
+    // Each dialect's generation paths, its default first (core/dialects.hpp, kApiPaths).
+    py::dict paths;
+    for (pytps::Dialect d : pytps::kAllDialects) {
+        py::list of_dialect;
+        for (const pytps::ApiPath& a : pytps::kApiPaths)
+            if (a.dialect == d) of_dialect.append(a.path);
+        paths[pytps::dialect_name(d)] = py::tuple(of_dialect);
+    }
+    m.attr("DIALECT_PATHS") = paths;
 
     py::class_<StreamRecorder>(
         m, "StreamRecorder",

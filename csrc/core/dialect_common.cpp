@@ -34,6 +34,12 @@ bool parse_dialect(std::string_view name, Dialect& out) {
     return false;
 }
 
+const ApiPath* find_api_path(std::string_view path) {
+    for (const ApiPath& a : kApiPaths)
+        if (path == a.path) return &a;
+    return nullptr;
+}
+
 namespace dialect_util {
 
 size_t count_code_points(std::string_view s) {

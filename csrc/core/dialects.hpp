@@ -9,22 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "core/dialect_table.hpp"
 #include "core/json_scan.hpp"
 #include "core/stream_state.hpp"
 
 namespace pytps {
-
-enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama };
-
-constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
-                                    Dialect::Anthropic, Dialect::Ollama};
-
-const char* dialect_name(Dialect d);
-// "openai-chat, openai-completions, ..." for error messages.
-std::string dialect_list();
-bool parse_dialect(std::string_view name, Dialect& out);
-// True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
-inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama; }
 
 // event_type is the SSE event: field ("message" by default; empty for NDJSON).
 void extract_openai_chat(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);

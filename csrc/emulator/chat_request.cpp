@@ -4,14 +4,13 @@
 
 namespace pytps {
 
-const char* api_name(Api api) {
-    switch (api) {
-        case Api::chat: return "chat";
-        case Api::completions: return "completions";
-        case Api::responses: return "responses";
-        case Api::messages: return "messages";
-        case Api::ollama_chat: return "ollama_chat";
-        case Api::ollama_generate: return "ollama_generate";
+const char* api_name(const ApiPath& api) {
+    switch (api.dialect) {
+        case Dialect::OpenAIChat: return "chat";
+        case Dialect::OpenAICompletions: return "completions";
+        case Dialect::OpenAIResponses: return "responses";
+        case Dialect::Anthropic: return "messages";
+        case Dialect::Ollama: return api.takes_prompt ? "ollama_generate" : "ollama_chat";
     }
     return "?";
 }
@@ -105,15 +104,14 @@ void first_tool_name(JsonReader& r, std::string& name) {
 
 }  // namespace
 
-bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::string& error) {
-    const bool ollama = api == Api::ollama_chat || api == Api::ollama_generate;
-    const char* required = (api == Api::chat || api == Api::messages || api == Api::ollama_chat) ? "messages"
-                           : api == Api::responses                                              ? "input"
-                                                                                                : "prompt";
+bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& req, std::string& error) {
+    const bool ollama = api.dialect == Dialect::Ollama;
+    const bool responses = api.dialect == Dialect::OpenAIResponses;
+    const char* required = responses ? "input" : api.takes_prompt ? "prompt" : "messages";
     // Which JSON types the required field may have.
-    const bool needs_array = api == Api::chat || api == Api::messages || api == Api::ollama_chat;
+    const bool needs_array = !responses && !api.takes_prompt;
     const bool string_ok = !needs_array;
-    const bool array_ok = needs_array || api == Api::completions || api == Api::responses;
+    const bool array_ok = needs_array || responses || api.dialect == Dialect::OpenAICompletions;
 
     req.stream = ollama;  // Ollama streams unless told not to; the others only when asked
     bool have_required = false, have_stream_options = false;
@@ -208,7 +206,7 @@ bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::s
     }
     for (int64_t v : limit)
         if (req.max_tokens < 0 && v > 0) req.max_tokens = v;
-    if (api == Api::messages && req.max_tokens < 0) {
+    if (api.dialect == Dialect::Anthropic && req.max_tokens < 0) {
         error = "max_tokens: Field required";
         return false;
     }

@@ -5,11 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/dialect_table.hpp"
+
 namespace pytps {
 
-enum class Api : uint8_t { chat, completions, responses, messages, ollama_chat, ollama_generate };
-
-const char* api_name(Api api);
+// The name of a generation route in the ground-truth records: chat, completions, responses,
+// messages, ollama_chat, ollama_generate.
+const char* api_name(const ApiPath& api);
 
 struct ChatRequest {
     std::string model;          // empty: the emulator's model name
@@ -22,9 +24,9 @@ struct ChatRequest {
     std::string tool_name;              // first tool's name in `tools`, if any
 };
 
-// Parses `body` as the request of `api`. On failure returns false and sets `error` to a
+// Parses `body` as the request to the route `api` (one of the core's kApiPaths). On failure returns false and sets `error` to a
 // message fit for the 400 response (what was wrong, in the provider's words where possible).
-bool parse_chat_request(Api api, std::string_view body, ChatRequest& req, std::string& error);
+bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& req, std::string& error);
 
 // The documented estimate: ceil(prompt_chars / 4), at least 1.
 int64_t estimate_prompt_tokens(const ChatRequest& req);

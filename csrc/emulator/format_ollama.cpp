@@ -51,7 +51,7 @@ public:
     }
 
 private:
-    bool chat() const { return p_.api == Api::ollama_chat; }
+    bool chat() const { return !p_.api.takes_prompt; }  // /api/chat, not /api/generate
 
     void head(std::string& out) {
         out += "{\"model\":";

@@ -27,18 +27,17 @@ std::string token_piece(TokKind kind, int64_t i, int64_t n) {
 }
 
 std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
-    switch (plan.api) {
-        case Api::chat: return make_openai_chat(plan);
-        case Api::completions: return make_openai_completions(plan);
-        case Api::responses: return make_responses(plan);
-        case Api::messages: return make_anthropic(plan);
-        case Api::ollama_chat:
-        case Api::ollama_generate: return make_ollama(plan);
+    switch (plan.api.dialect) {
+        case Dialect::OpenAIChat: return make_openai_chat(plan);
+        case Dialect::OpenAICompletions: return make_openai_completions(plan);
+        case Dialect::OpenAIResponses: return make_responses(plan);
+        case Dialect::Anthropic: return make_anthropic(plan);
+        case Dialect::Ollama: return make_ollama(plan);
     }
     return nullptr;
 }
 
-bool Formatter::is_sse() const { return p_.api != Api::ollama_chat && p_.api != Api::ollama_generate; }
+bool Formatter::is_sse() const { return dialect_uses_sse(p_.api.dialect); }
 
 const char* Formatter::stream_content_type() const {
     return is_sse() ? "text/event-stream; charset=utf-8" : "application/x-ndjson";
@@ -70,7 +69,8 @@ const char* Formatter::openai_finish() const {
 }
 
 ErrorFamily error_family(std::string_view path) {
-    if (path == "/v1/messages") return ErrorFamily::anthropic;
+    const ApiPath* api = find_api_path(path);
+    if (api && api->dialect == Dialect::Anthropic) return ErrorFamily::anthropic;
     if (path.substr(0, 5) == "/api/") return ErrorFamily::ollama;
     return ErrorFamily::openai;
 }

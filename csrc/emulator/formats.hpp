@@ -15,7 +15,7 @@ enum class TokKind : uint8_t { reasoning = 0, content = 1, tool = 2 };
 
 // Everything about a response that is decided when the request arrives.
 struct ResponsePlan {
-    Api api = Api::chat;
+    ApiPath api = kApiPaths[0];  // the route it came by
     uint64_t seq = 0;           // 1-based count of generation requests
     std::string id;             // chatcmpl-<seq>, cmpl-<seq>, resp_<seq>, msg_<seq>, ollama-<seq>
     std::string model;

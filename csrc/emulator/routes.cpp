@@ -1,22 +1,11 @@
 // HTTP dispatch of the emulator: requests parsed off a connection, routed to the health and
-// models answers, the six generation endpoints or an error in the API's own shape.
+// models answers, the generation endpoints (the core's kApiPaths, one per route) or an error in
+// the API's own shape.
 #include "core/clock.hpp"
 #include "emulator/server.hpp"
 #include "emulator/json_write.hpp"
 
 namespace pytps {
-
-namespace {
-struct Route {
-    const char* path;
-    Api api;
-};
-const Route kRoutes[] = {
-    {"/v1/chat/completions", Api::chat}, {"/v1/completions", Api::completions},
-    {"/v1/responses", Api::responses},   {"/v1/messages", Api::messages},
-    {"/api/chat", Api::ollama_chat},     {"/api/generate", Api::ollama_generate},
-};
-}  // namespace
 
 void Server::try_requests(Conn& c) {
     const uint64_t id = c.id;
@@ -74,14 +63,13 @@ void Server::send_simple(Conn& c, int status, const std::string& body, const std
 
 void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
     c.keep_alive = req.keep_alive;
-    for (const Route& r : kRoutes) {
-        if (req.path != r.path) continue;
+    if (const ApiPath* api = find_api_path(req.path)) {
         if (req.method != "POST") {
             send_simple(c, 405, error_body(error_family(req.path), 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
                         "Allow: POST\r\n", req.keep_alive);
             return;
         }
-        start_generation(c, r.api, req, received_ns);
+        start_generation(c, *api, req, received_ns);
         return;
     }
     if (req.path == "/health" || req.path == "/v1/models") {

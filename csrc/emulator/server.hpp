@@ -136,7 +136,7 @@ private:
                      bool keep_alive);
 
     // Timed responses (stream.cpp)
-    void start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns);
+    void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);
     void on_stream_timer(Conn& c);
     void write_group(Conn& c, int64_t now);
     void end_stream_bytes(Conn& c, std::string& payload);

@@ -10,14 +10,15 @@
 namespace pytps {
 
 namespace {
-const char* id_prefix(Api api) {
-    switch (api) {
-        case Api::chat: return "chatcmpl-";
-        case Api::completions: return "cmpl-";
-        case Api::responses: return "resp_";
-        case Api::messages: return "msg_";
-        default: return "ollama-";
+const char* id_prefix(Dialect d) {
+    switch (d) {
+        case Dialect::OpenAIChat: return "chatcmpl-";
+        case Dialect::OpenAICompletions: return "cmpl-";
+        case Dialect::OpenAIResponses: return "resp_";
+        case Dialect::Anthropic: return "msg_";
+        case Dialect::Ollama: return "ollama-";
     }
+    return "?";
 }
 bool ends_stream_early(FaultKind k) { return k == FaultKind::disconnect || k == FaultKind::error_event; }
 // The project's public kind codes (pytps.KIND_CONTENT 0, KIND_REASONING 1, KIND_TOOL 2), so
@@ -27,13 +28,13 @@ uint8_t truth_kind(TokKind k) {
 }
 }  // namespace
 
-void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t received_ns) {
+void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns) {
     const uint64_t seq = ++gen_seq_;
     n_gen_.fetch_add(1, std::memory_order_relaxed);
     auto s = std::make_unique<Stream>();
     TruthRecord& rec = s->rec;
     rec.seq = seq;
-    rec.id = id_prefix(api) + std::to_string(seq);
+    rec.id = id_prefix(api.dialect) + std::to_string(seq);
     rec.api = api_name(api);
     rec.path = req.path;
     rec.received_ns = received_ns;
@@ -92,8 +93,9 @@ void Server::start_generation(Conn& c, Api api, HttpRequest& req, int64_t receiv
     const int64_t cap = cfg_.max_output_tokens;
     const int64_t n = cr.max_tokens > 0 ? std::min(cr.max_tokens, cap) : std::min<int64_t>(cfg_.default_output_tokens, cap);
     p.hit_limit = cr.max_tokens > 0 && cr.max_tokens <= cap;
-    const bool reasoning_ok = api != Api::completions;
-    const bool tools_ok = api == Api::chat || api == Api::responses || api == Api::messages;
+    const Dialect d = api.dialect;
+    const bool reasoning_ok = d != Dialect::OpenAICompletions;
+    const bool tools_ok = d == Dialect::OpenAIChat || d == Dialect::OpenAIResponses || d == Dialect::Anthropic;
     p.reasoning_tokens = reasoning_ok ? std::min<int64_t>(cfg_.reasoning_tokens, n) : 0;
     p.answer_tokens = n - p.reasoning_tokens;
     p.tool_call = cfg_.tool_calls && tools_ok && p.answer_tokens > 0;

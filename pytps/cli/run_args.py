@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytps.errors import ConfigError
 from pytps.sweep.cells import AXIS_FORMS
-from pytps.transport.base import TRANSPORT_NAMES
+from pytps.transport.registry import TRANSPORT_NAMES
 from pytps.workload.request_formats import API_NAMES
 
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@
 Two replacements, both inside the client the application keeps using:
 
 - the connection pool's network backend (httpcore's or httpcore2's) becomes one whose streams
-  stamp pytps.now_ns() right after every socket read and around every write, as the httpx
-  transport of `pytps run` does (pytps.transport.httpx_transport). Stamping when the SDK pulls
+  stamp pytps.now_ns() right after every socket read and right before every write: the streams
+  of the httpx transport of `pytps run` (pytps.transport.stamping). Stamping when the SDK pulls
   bytes would time the application, not the network;
 - the client's transport is wrapped: each HTTP attempt gets a RequestRecord, and each body chunk
   the SDK pulls is fed, unchanged and with the stamp of the read that brought it, to a
@@ -24,23 +24,25 @@ from typing import Any, TypeVar, overload
 from pytps._native import _core
 from pytps.embed.collector import Collector, deliver
 from pytps.embed.context import call_of, current_tag
-from pytps.embed.errors import error_class
 from pytps.embed.timer import check_dialect
 from pytps.errors import ConfigError
 from pytps.measure.records import ERROR_CLIENT, RequestRecord
 from pytps.results.record import Record, next_index
 from pytps.transport.base import classify_status, classify_stream
+from pytps.transport.classify import error_class
+from pytps.transport.stamping import AsyncStampingBackend, Stamped, StampingBackend, SyncStampingBackend
 
 _now_ns = _core.now_ns
 
-#: Request paths (their ends) and the dialect their streams speak.
-_PATH_DIALECTS = (
-    ("/chat/completions", "openai-chat"),
-    ("/completions", "openai-completions"),
-    ("/responses", "openai-responses"),
-    ("/messages", "anthropic"),
-    ("/api/chat", "ollama"),
-    ("/api/generate", "ollama"),
+#: Request paths (their ends) and the dialect their streams speak, from the core's table of API
+#: paths. An application's base URL carries the version (.../v1, or none behind Azure's
+#: deployments), so an OpenAI-style path is known by what follows "/v1"; the longest end is
+#: tried first ("/chat/completions" before "/completions").
+_PATH_DIALECTS = tuple(
+    sorted(
+        ((path.removeprefix("/v1"), dialect) for dialect, paths in _core.DIALECT_PATHS.items() for path in paths),
+        key=lambda end_dialect: -len(end_dialect[0]),
+    )
 )
 _STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
 _ERROR_BODY_BYTES = 4096
@@ -58,100 +60,6 @@ def dialect_for_path(path: str) -> str | None:
 # ---- the network backend: stamps at the read -------------------------------------------------
 
 
-class _SyncStampingStream:
-    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.last_read_ns = 0
-        self.last_write_ns = 0
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = self._inner.read(max_bytes, timeout)
-        self.last_read_ns = _now_ns()
-        return data
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if buffer:  # h11 ends a body with an empty write; the request was sent before it
-            # Stamped right before, as every transport of pytps does: once the bytes are the
-            # kernel's the server may have them before this thread runs again.
-            self.last_write_ns = _now_ns()
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-        # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
-        return _SyncStampingStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _AsyncStampingStream:
-    __slots__ = ("_inner", "last_read_ns", "last_write_ns")
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.last_read_ns = 0
-        self.last_write_ns = 0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = await self._inner.read(max_bytes, timeout)
-        self.last_read_ns = _now_ns()
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if buffer:
-            # Stamped before: the bytes reach the kernel inside this call, which then yields to
-            # the event loop, whose lag a stamp taken after would add.
-            self.last_write_ns = _now_ns()
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> Any:
-        return _AsyncStampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-_STAMPING = (_SyncStampingStream, _AsyncStampingStream)
-
-
-class _SyncStampingBackend:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        return _SyncStampingStream(self._inner.connect_tcp(*args, **kwargs))
-
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        return _SyncStampingStream(self._inner.connect_unix_socket(*args, **kwargs))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-class _AsyncStampingBackend:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        return _AsyncStampingStream(await self._inner.connect_tcp(*args, **kwargs))
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        return _AsyncStampingStream(await self._inner.connect_unix_socket(*args, **kwargs))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
 def _stamp_pool(transport: Any, is_async: bool) -> bool:
     """Gives an httpx(2) HTTPTransport's pool (or proxy pool) the stamping backend; False when the
     transport has no pool (a mock or a custom transport: chunks are then stamped when pulled)."""
@@ -159,8 +67,8 @@ def _stamp_pool(transport: Any, is_async: bool) -> bool:
     backend = getattr(pool, "_network_backend", None)
     if backend is None:
         return False
-    if not isinstance(backend, (_SyncStampingBackend, _AsyncStampingBackend)):
-        pool._network_backend = _AsyncStampingBackend(backend) if is_async else _SyncStampingBackend(backend)
+    if not isinstance(backend, StampingBackend):
+        pool._network_backend = AsyncStampingBackend(backend) if is_async else SyncStampingBackend(backend)
     return True
 
 
@@ -209,7 +117,7 @@ class _Attempt:
     def response(self, response: Any) -> None:
         rec = self.rec
         net = response.extensions.get("network_stream")
-        self.net = net if isinstance(net, _STAMPING) else None
+        self.net = net if isinstance(net, Stamped) else None
         if self.net is not None:
             if self.net.last_write_ns:
                 rec.t_send_ns = self.net.last_write_ns
@@ -236,6 +144,29 @@ class _Attempt:
         body = self.error_body
         if body is not None and len(body) < _ERROR_BODY_BYTES:
             body += chunk[: _ERROR_BODY_BYTES - len(body)]
+
+    def hot_feed(self) -> tuple[Any, Any] | None:
+        """(recorder.feed, the stamping stream) when each chunk can go straight to the recorder
+        with the stamp of its read: the hot path, one C call per chunk. None: use pulled()."""
+        if self.recorder is None or self.net is None:
+            return None
+        return self.recorder.feed, self.net
+
+    def pulled(self, chunk: bytes) -> None:
+        """A chunk the application pulled, off the hot path: stamped when pulled if no read
+        stamp is known, fed to the recorder, or kept as the start of an error body."""
+        t = self.chunk_time()
+        if self.recorder is not None:
+            self.recorder.feed(chunk, t)
+        else:
+            self.keep_error_body(chunk)
+
+    def __enter__(self) -> _Attempt:
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        # The body was read to its end, or failed (GeneratorExit: the application closed it).
+        self.finish(exc, complete=exc is None)
 
     def finish(self, exc: BaseException | None, complete: bool) -> None:
         """The body ended (complete: read to its end), failed (exc), or was closed unread."""
@@ -271,41 +202,62 @@ class _Attempt:
 # ---- the wrapped transport and response stream, per package (httpx, httpx2) ----------------------
 
 
+class _Sending:
+    """An attempt while its request is sent: a failure before any response is recorded as the
+    attempt's end, and raised on to the application as it was."""
+
+    __slots__ = ("attempt",)
+
+    def __init__(self, attempt: _Attempt) -> None:
+        self.attempt = attempt
+
+    def __enter__(self) -> _Attempt:
+        return self.attempt
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None:
+            self.attempt.failed_before_response(exc)
+
+
+class _Wrapped:
+    """An httpx(2) transport wrapped, sync or async: each HTTP attempt through it gets a record."""
+
+    def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
+        self.inner = inner
+        self._dialect = dialect
+        self._collector = collector
+
+    def _sending(self, request: Any) -> _Sending:
+        return _Sending(_Attempt(request, self._dialect, self._collector))
+
+
+class _Body:
+    """A response body, sync or async: the client's own, and the attempt each chunk is fed to."""
+
+    def __init__(self, inner: Any, attempt: _Attempt) -> None:
+        self._inner = inner
+        self._attempt = attempt
+
+
 @functools.cache
 def _classes(package: str) -> tuple[type, type, type, type]:
     """(sync transport, async transport, sync body, async body) subclassing `package`'s bases:
     httpx(2) checks a response body's class to tell sync from async."""
     pkg: Any = importlib.import_module(package)
 
-    class SyncBody(pkg.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, attempt: _Attempt) -> None:
-            self._inner = inner
-            self._attempt = attempt
-
+    class SyncBody(_Body, pkg.SyncByteStream):  # type: ignore[misc]
         def __iter__(self) -> Any:
-            attempt = self._attempt
-            recorder = attempt.recorder
-            try:
-                net = attempt.net
-                if recorder is not None and net is not None:  # the hot path: one C call per chunk
-                    feed = recorder.feed
+            with self._attempt as attempt:  # finished when the body ends, fails or is closed
+                hot = attempt.hot_feed()
+                if hot is not None:
+                    feed, net = hot
                     for part in self._inner:
                         feed(part, net.last_read_ns)
                         yield part
-                elif recorder is not None:
-                    feed, when = recorder.feed, attempt.chunk_time
-                    for part in self._inner:
-                        feed(part, when())
-                        yield part
                 else:
                     for part in self._inner:
-                        attempt.chunk_time()
-                        attempt.keep_error_body(part)
+                        attempt.pulled(part)
                         yield part
-            except BaseException as exc:
-                attempt.finish(exc, complete=False)
-                raise
-            attempt.finish(None, complete=True)
 
         def close(self) -> None:
             try:
@@ -313,35 +265,19 @@ def _classes(package: str) -> tuple[type, type, type, type]:
             finally:
                 self._attempt.finish(None, complete=False)
 
-    class AsyncBody(pkg.AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, attempt: _Attempt) -> None:
-            self._inner = inner
-            self._attempt = attempt
-
+    class AsyncBody(_Body, pkg.AsyncByteStream):  # type: ignore[misc]
         async def __aiter__(self) -> Any:
-            attempt = self._attempt
-            recorder = attempt.recorder
-            try:
-                net = attempt.net
-                if recorder is not None and net is not None:  # the hot path: one C call per chunk
-                    feed = recorder.feed
+            with self._attempt as attempt:  # finished when the body ends, fails or is closed
+                hot = attempt.hot_feed()
+                if hot is not None:
+                    feed, net = hot
                     async for part in self._inner:
                         feed(part, net.last_read_ns)
                         yield part
-                elif recorder is not None:
-                    feed, when = recorder.feed, attempt.chunk_time
-                    async for part in self._inner:
-                        feed(part, when())
-                        yield part
                 else:
                     async for part in self._inner:
-                        attempt.chunk_time()
-                        attempt.keep_error_body(part)
+                        attempt.pulled(part)
                         yield part
-            except BaseException as exc:
-                attempt.finish(exc, complete=False)
-                raise
-            attempt.finish(None, complete=True)
 
         async def aclose(self) -> None:
             try:
@@ -349,19 +285,10 @@ def _classes(package: str) -> tuple[type, type, type, type]:
             finally:
                 self._attempt.finish(None, complete=False)
 
-    class SyncTransport(pkg.BaseTransport):  # type: ignore[misc]
-        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
-            self.inner = inner
-            self._dialect = dialect
-            self._collector = collector
-
+    class SyncTransport(_Wrapped, pkg.BaseTransport):  # type: ignore[misc]
         def handle_request(self, request: Any) -> Any:
-            attempt = _Attempt(request, self._dialect, self._collector)
-            try:
+            with self._sending(request) as attempt:
                 response = self.inner.handle_request(request)
-            except BaseException as exc:
-                attempt.failed_before_response(exc)
-                raise
             attempt.response(response)
             response.stream = SyncBody(response.stream, attempt)
             return response
@@ -376,19 +303,10 @@ def _classes(package: str) -> tuple[type, type, type, type]:
         def __exit__(self, *exc: Any) -> None:
             self.inner.__exit__(*exc)
 
-    class AsyncTransport(pkg.AsyncBaseTransport):  # type: ignore[misc]
-        def __init__(self, inner: Any, dialect: str | None, collector: Collector) -> None:
-            self.inner = inner
-            self._dialect = dialect
-            self._collector = collector
-
+    class AsyncTransport(_Wrapped, pkg.AsyncBaseTransport):  # type: ignore[misc]
         async def handle_async_request(self, request: Any) -> Any:
-            attempt = _Attempt(request, self._dialect, self._collector)
-            try:
+            with self._sending(request) as attempt:
                 response = await self.inner.handle_async_request(request)
-            except BaseException as exc:
-                attempt.failed_before_response(exc)
-                raise
             attempt.response(response)
             response.stream = AsyncBody(response.stream, attempt)
             return response

@@ -11,10 +11,10 @@ from typing import Any
 from pytps._native import _core
 from pytps.embed.collector import Collector, deliver
 from pytps.embed.context import current_tag
-from pytps.embed.errors import error_class
 from pytps.measure.records import ERROR_CLIENT, RequestRecord
 from pytps.results.record import Record, next_index
 from pytps.transport.base import classify_stream
+from pytps.transport.classify import error_class
 
 _now_ns = _core.now_ns
 

@@ -48,7 +48,6 @@ from pytps.measure.records import (
 
 __all__ = [
     "ERROR_BODY_CHARS",
-    "TRANSPORT_NAMES",
     "RequestRecord",
     "RequestSpec",
     "Transport",
@@ -57,9 +56,6 @@ __all__ = [
     "classify_stream",
     "content_coding",
 ]
-
-#: Every transport pytps ships, plus "auto" (pytps.transport.registry picks one). The one list.
-TRANSPORT_NAMES: tuple[str, ...] = ("auto", "native", "httpx", "asyncio")
 
 #: How much of an error response's body a record keeps (as error_detail).
 ERROR_BODY_CHARS = 500

@@ -1,11 +1,12 @@
 """The httpx transport: HTTP through httpx/httpcore, with every socket read stamped.
 
 httpcore reads the socket through a network stream; we hand it one that stamps
-pytps.now_ns() right after each read. Body chunks that httpx yields after that read carry
-its stamp: h11 turns the bytes of a read into body data before the next read, so the last
-read is the one that delivered the chunk's final bytes. (With HTTP/2, one connection's reads
-serve several streams, so a stamp can be later than the true arrival by the time other
-streams' data took; use HTTP/1.1 for timing.)
+pytps.now_ns() right after each read (transport/stamping, shared with pytps.instrument). Body
+chunks that httpx yields after that read carry its stamp: h11 turns the bytes of a read into
+body data before the next read, so the last read is the one that delivered the chunk's final
+bytes. (With HTTP/2, one connection's reads serve several streams, so a stamp can be later than
+the true arrival by the time other streams' data took; use HTTP/1.1 for timing.) Errors are
+classed by transport/classify, as an instrumented client's are.
 
 httpx's own transport hides its connection pool, so ours builds the pool with the stamping
 backend and maps requests and responses the way httpx's does. It also does what httpcore does
@@ -19,8 +20,6 @@ size cap counts the bytes that came, and a compressed stream is reported, not ti
 
 from __future__ import annotations
 
-import contextvars
-import itertools
 import os
 import ssl
 import typing
@@ -30,15 +29,9 @@ import httpx
 
 from pytps._native import _core
 from pytps.measure.records import (
-    ERROR_CLIENT,
-    ERROR_CONNECT,
     ERROR_NO_RESPONSE,
-    ERROR_PROTOCOL,
-    ERROR_TIMEOUT,
-    ERROR_TRUNCATED,
     MAX_RESPONSE_BYTES,
     RequestRecord,
-    closed_early,
     no_response_detail,
     response_too_large_detail,
 )
@@ -49,110 +42,11 @@ from pytps.transport.base import (
     classify_stream,
     content_coding,
 )
+from pytps.transport.classify import error_class
 from pytps.transport.network import tls_hint
+from pytps.transport.stamping import AsyncStampingBackend, current_request, watch_request
 
 _now_ns = _core.now_ns
-
-
-class RequestIO:
-    """What one request's exchange saw below httpcore: whether it opened a connection, how many
-    response bytes came, and how many times it was sent again. Set per request (a context
-    variable: httpcore runs an HTTP/1.1 exchange in the caller's task)."""
-
-    def __init__(self) -> None:
-        self.new_connection = False
-        self.connection_id: int | None = None  # of the connection it opened, if it opened one
-        self.bytes_read = 0
-        self.retries = 0
-
-
-_request_io: contextvars.ContextVar[RequestIO | None] = contextvars.ContextVar("pytps_request_io", default=None)
-
-
-def _asyncio_transport(stream: typing.Any) -> typing.Any:
-    """The asyncio transport under httpcore's anyio stream over plain TCP, or None (TLS, another
-    backend, or other anyio internals: then reading stays paused while writing, as anyio has it)."""
-    transport = getattr(getattr(stream, "_stream", None), "_transport", None)
-    return transport if hasattr(transport, "resume_reading") and hasattr(transport, "pause_reading") else None
-
-
-class StampingStream(httpcore.AsyncNetworkStream):
-    """A network stream that records the monotonic ns of its latest read. connection_id: the
-    backend's number for the connection (RequestRecord.connection_id), kept across start_tls."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream, connection_id: int) -> None:
-        self._inner = inner
-        self.connection_id = connection_id
-        self._transport = _asyncio_transport(inner)
-        self.last_read_ns = 0
-        self.last_write_ns = 0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data = await self._inner.read(max_bytes, timeout)
-        self.last_read_ns = _now_ns()
-        io = _request_io.get()
-        if io is not None:
-            io.bytes_read += len(data)
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        # Stamped before: the bytes reach the kernel inside this call, and the call then
-        # yields to the event loop, which would add its lag to a stamp taken after.
-        if not buffer:  # h11 ends a body with an empty write; the request was sent before it
-            await self._inner.write(buffer, timeout)
-            return
-        self.last_write_ns = _now_ns()
-        transport = self._transport
-        if transport is None or transport.is_closing():
-            await self._inner.write(buffer, timeout)
-            return
-        # anyio reads only while someone awaits a read, and httpcore reads after the whole body
-        # is written: a server that answers early (413) and resets the connection would have its
-        # answer thrown away with the socket. Reading meanwhile queues it for httpcore's read.
-        transport.resume_reading()
-        try:
-            await self._inner.write(buffer, timeout)
-        finally:
-            if not transport.is_closing():
-                transport.pause_reading()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> StampingStream:
-        # TLS wraps the raw stream: stamp the decrypted reads, which is what the parser sees.
-        return StampingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout), self.connection_id)
-
-    def get_extra_info(self, info: str) -> typing.Any:
-        return self._inner.get_extra_info(info)
-
-
-class StampingBackend(httpcore.AsyncNetworkBackend):
-    def __init__(self) -> None:
-        self._inner = httpcore.AnyIOBackend()
-        self._ids = itertools.count(1)  # one per connection opened
-
-    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
-        io = _request_io.get()
-        if io is not None:
-            io.new_connection = True
-        inner = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        stream = StampingStream(inner, next(self._ids))
-        if io is not None:
-            io.connection_id = stream.connection_id
-        return stream
-
-    async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
-        inner = await self._inner.connect_unix_socket(path, timeout, socket_options)
-        return StampingStream(inner, next(self._ids))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 class _ResponseStream(httpx.AsyncByteStream):
@@ -189,7 +83,6 @@ class _OneOffStream:
 
 # What httpcore raises when a connection ends before (or while) the response is read.
 _ENDED = (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError)
-_ENDED_ANY = (*_ENDED, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
 class StampingTransport(httpx.AsyncBaseTransport):
@@ -216,7 +109,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
                 ctx.set_alpn_protocols(["h2", "http/1.1"])
         self._ssl_context = ctx
         self._http2 = http2
-        self._backend = StampingBackend()
+        self._backend = AsyncStampingBackend(httpcore.AnyIOBackend())
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ctx,
             max_connections=max_connections,
@@ -224,7 +117,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
             keepalive_expiry=60.0,
             http1=True,
             http2=http2,
-            network_backend=self._backend,
+            network_backend=typing.cast(httpcore.AsyncNetworkBackend, self._backend),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -240,7 +133,7 @@ class StampingTransport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        io = _request_io.get()
+        io = current_request()
         try:
             resp = await self._pool.handle_async_request(req)
             stream = typing.cast(typing.AsyncIterable[bytes], resp.stream)
@@ -252,7 +145,9 @@ class StampingTransport(httpx.AsyncBaseTransport):
                 raise
             io.retries += 1
             conn = httpcore.AsyncHTTPConnection(
-                origin=req.url.origin, ssl_context=self._ssl_context, network_backend=self._backend
+                origin=req.url.origin,
+                ssl_context=self._ssl_context,
+                network_backend=typing.cast(httpcore.AsyncNetworkBackend, self._backend),
             )
             try:
                 resp = await conn.handle_async_request(req)
@@ -318,29 +213,6 @@ def _how_ended(exc: BaseException) -> str:
     return f"the connection failed: {type(exc).__name__}"
 
 
-def classify_exception(exc: BaseException) -> str:
-    """The error class (docs/metrics.md) of an exception raised while sending or reading."""
-    if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException, TimeoutError)):
-        return ERROR_TIMEOUT
-    if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError, ConnectionRefusedError)):
-        return ERROR_CONNECT
-    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)) and not closed_early(exc):
-        return ERROR_PROTOCOL  # h11 could not parse what the server sent
-    if isinstance(
-        exc,
-        (
-            httpx.RemoteProtocolError,
-            httpcore.RemoteProtocolError,
-            httpx.ReadError,
-            httpcore.ReadError,
-            ConnectionResetError,
-            BrokenPipeError,
-        ),
-    ):
-        return ERROR_TRUNCATED
-    return ERROR_CLIENT
-
-
 class HttpxTransport:
     """Sends RequestSpecs through an httpx.AsyncClient and returns RequestRecords."""
 
@@ -391,8 +263,7 @@ class HttpxTransport:
         request = self._client.build_request(
             "POST", spec.path, content=spec.body, headers=headers, extensions={"trace": trace}
         )
-        io = RequestIO()
-        _request_io.set(io)
+        io = watch_request()
         rec.t_submit_ns = _now_ns()
         try:
             response = await self._client.send(request, stream=True)
@@ -401,11 +272,10 @@ class HttpxTransport:
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
             rec.retries = io.retries
             rec.connection_id = io.connection_id
-            if isinstance(exc, _ENDED_ANY) and io.bytes_read == 0:
-                rec.error = ERROR_NO_RESPONSE
+            rec.error = error_class(exc, response_started=io.bytes_read > 0)
+            if rec.error == ERROR_NO_RESPONSE:
                 rec.error_detail = no_response_detail(_how_ended(exc), io.retries > 0)
             else:
-                rec.error = classify_exception(exc)
                 rec.error_detail = f"{type(exc).__name__}: {exc}"
                 hint = tls_hint(exc)
                 if hint:
@@ -460,7 +330,7 @@ class HttpxTransport:
         elif coding is not None:
             classify_compressed(rec, coding)
         elif body_error is not None:
-            rec.error = classify_exception(body_error)
+            rec.error = error_class(body_error, response_started=True)
             rec.error_detail = f"{type(body_error).__name__}: {body_error}"
         else:
             classify_stream(rec, recorder.error)

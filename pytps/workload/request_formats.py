@@ -38,13 +38,8 @@ API_NAMES: tuple[str, ...] = tuple(_core.DIALECTS)
 #: The Messages API version pytps speaks; Anthropic requires the header on every request.
 ANTHROPIC_VERSION = "2023-06-01"
 
-_PATHS = {
-    "openai-chat": "/v1/chat/completions",
-    "openai-completions": "/v1/completions",
-    "openai-responses": "/v1/responses",
-    "anthropic": "/v1/messages",
-    "ollama": "/api/chat",
-}
+#: Where each API's requests go: its default path (the core's table, first of its paths).
+_PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()}
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
 
 

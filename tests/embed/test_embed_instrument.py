@@ -231,6 +231,18 @@ def test_async_anthropic_with_collector(emu):
     _check_against_truth(record, truth)
 
 
+def test_every_path_of_the_cores_table_tells_its_dialect():
+    from pytps.embed.instrument import dialect_for_path
+
+    for dialect, paths in pytps._core.DIALECT_PATHS.items():
+        for path in paths:
+            assert dialect_for_path(path) == dialect
+            assert dialect_for_path(f"/gateway{path}/") == dialect  # behind a prefix, with a trailing slash
+            if path.startswith("/v1/"):  # the version sits in the SDK's base URL: Azure's deployments have none
+                assert dialect_for_path("/openai/deployments/d" + path.removeprefix("/v1")) == dialect
+    assert dialect_for_path("/v1/models") is None and dialect_for_path("/api/tags") is None
+
+
 def test_instrument_rejects_what_it_cannot_time():
     with pytest.raises(pytps.ConfigError, match="httpx or httpx2"):
         pytps.instrument(object())

@@ -13,7 +13,8 @@ from canned_transport import CannedTransport
 import pytps
 from pytps.runner.config import make_config
 from pytps.runner.loop import Runner
-from pytps.transport.base import TRANSPORT_NAMES, Transport
+from pytps.transport.base import Transport
+from pytps.transport.registry import TRANSPORT_NAMES
 
 TRANSPORT_DIR = Path(pytps.__file__).parent / "transport"
 MODULES = sorted(p.stem for p in TRANSPORT_DIR.glob("*_transport.py"))

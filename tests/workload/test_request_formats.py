@@ -31,6 +31,12 @@ def test_api_names_match_the_recorder_dialects():
         pytps.StreamRecorder(api)
 
 
+def test_each_apis_path_is_the_first_of_the_cores_table():
+    # One source for the paths: the core's table (core/dialect_table.hpp), which the emulator routes on.
+    for api in API_NAMES:
+        assert build_request(api, "m", P)[0] == pytps._core.DIALECT_PATHS[api][0]
+
+
 def test_openai_chat():
     path, body = build_request("openai-chat", "m", P)
     assert path == "/v1/chat/completions"

@@ -1,0 +1,45 @@
+// The API dialects pytps speaks, by name, and where each one's generation requests go: the one
+// table that the stream recorder, the client side (through the bindings: pytps.DIALECTS,
+// _core.DIALECT_PATHS) and the emulator's routes all read. Light on purpose: names and paths
+// only, no JSON or stream state, so the emulator can route on it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace pytps {
+
+enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama };
+
+constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
+                                    Dialect::Anthropic, Dialect::Ollama};
+
+const char* dialect_name(Dialect d);
+// "openai-chat, openai-completions, ..." for error messages.
+std::string dialect_list();
+bool parse_dialect(std::string_view name, Dialect& out);
+// True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
+inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama; }
+
+// Where each dialect's generation requests go, below the server's root. A dialect's first path
+// is its default (pytps's requests); Ollama has two, /api/chat and /api/generate, whose streams
+// speak the same dialect.
+struct ApiPath {
+    const char* path;
+    Dialect dialect;
+    bool takes_prompt;  // the request carries a prompt string, not a list of messages
+};
+
+constexpr ApiPath kApiPaths[] = {
+    {"/v1/chat/completions", Dialect::OpenAIChat, false},
+    {"/v1/completions", Dialect::OpenAICompletions, true},
+    {"/v1/responses", Dialect::OpenAIResponses, false},
+    {"/v1/messages", Dialect::Anthropic, false},
+    {"/api/chat", Dialect::Ollama, false},
+    {"/api/generate", Dialect::Ollama, true},
+};
+
+// The entry of exactly this path, or null.
+const ApiPath* find_api_path(std::string_view path);
+
+}  // namespace pytps
