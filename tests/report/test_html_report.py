@@ -57,7 +57,7 @@ def test_the_run_report_holds_every_part(run_with_errors: Path, tmp_path: Path) 
                    "concurrency 4, 40 requests", meta["transport"], meta["client"]["host"], meta["pytps_version"]):
         assert needle in text, needle
     # The summary table, a unit on every row.
-    for row in ("TTFT [ms]", "TPOT [ms]", "ITL [ms]", "E2E [ms]", "decode speed/user [tok/s]",
+    for row in ("TTFT [ms]", "TPOT [ms]", "ITL [ms]", "E2E [ms]", "decode TPS [tok/s]",
                 "output throughput, all users [tok/s]"):
         assert row in text, row
     # Its numbers are the summary's, as the console prints them.
