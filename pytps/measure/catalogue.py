@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-#: The longest "label [unit]" the console's first column holds without wrapping at 80 columns.
+#: The longest "label [unit]" of the console's table (DISTRIBUTIONS and SERVER) that its first
+#: column holds at 80 columns beside the widest numbers without wrapping.
 LABEL_MAX = 20
 
 #: How a statistic is named in a heading ("TTFT p50 [ms]"); a median is p50 everywhere.
@@ -82,15 +83,22 @@ SERVER: tuple[Metric, ...] = (
 #: One value per run.
 RUN: tuple[Metric, ...] = (
     _m("output_throughput_tps", "output throughput", "tok/s", 1.0, "higher", "output tokens per second, all users"),
-    _m("steady_output_throughput_tps", "steady throughput", "tok/s", 1.0, "higher", "output tok/s at full load"),
-    _m("request_throughput_rps", "request throughput", "req/s", 1.0, "higher", "requests finished per second"),
+    _m(
+        "steady_output_throughput_tps",
+        "steady throughput",
+        "tok/s",
+        1.0,
+        "higher",
+        "output tok/s while 95% of the target concurrency was in flight",
+    ),
+    _m("request_throughput_rps", "request throughput", "req/s", 1.0, "higher", "successful requests per second"),
     _m("goodput_rps", "goodput", "req/s", 1.0, "higher", "useful requests per second"),
     _m("goodput_tps", "useful throughput", "tok/s", 1.0, "higher", "output tokens of useful requests per second"),
     _m("useful_share", "useful", "%", 100.0, "higher", "share of measured requests that were useful"),
     _m("error_rate", "errors", "%", 100.0, "lower", "share of measured requests that failed"),
     _m("output_tokens_total", "output tokens", "tokens", 1.0, None, "output tokens of the measured requests"),
     _m("requests_ok", "requests ok / measured", "requests", 1.0, None, "successful and measured requests"),
-    _m("measured_window_s", "measured window", "s", 1.0, None, "from the first measured send to the last end"),
+    _m("measured_window_s", "measured window", "s", 1.0, None, "from the first measured send to the last finish"),
     _m("client_cpu_us_per_token", "client CPU per token", "µs", 1.0, "lower", "pytps's own CPU time per token"),
 )
 

@@ -7,9 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytps.measure.catalogue import metric
 from pytps.report.html_page import Page, bokeh_module, e, meta_list, write_page
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
+
+#: The per-request metrics whose CDFs are overlaid, one curve per side.
+CDF_METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_tps")
 
 
 def compare_page(result: dict[str, Any], curves: Callable[[str], list[tuple[str, Any]]]) -> Page:
@@ -68,16 +72,10 @@ def compare_page(result: dict[str, Any], curves: Callable[[str], list[tuple[str,
     )
     page.add("<h2>Distributions, overlaid</h2>")
     plotted = []
-    for key, title, unit, scale in (
-        ("ttft_s", "TTFT", "ms", 1e3),
-        ("tpot_s", "TPOT", "ms", 1e3),
-        ("itl_s", "ITL", "ms", 1e3),
-        ("e2e_s", "E2E", "ms", 1e3),
-        ("decode_tps", "decode speed/user", "tok/s", 1.0),
-    ):
-        c = [(lab, v) for lab, v in curves(key) if len(v)]
+    for m in map(metric, CDF_METRICS):
+        c = [(lab, v) for lab, v in curves(m.key) if len(v)]
         if c:
-            plotted.append(page.plot(plots.cdf(title, unit, scale, c)))
+            plotted.append(page.plot(plots.cdf(m.label, m.unit, m.scale, c)))
     page.add(f'<div class="plots2">{"".join(plotted)}</div>')
     return page
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytps.measure.catalogue import Metric, metric
 from pytps.report import run_warnings
 from pytps.report.console import table_rows
 from pytps.report.html_page import Page, e, meta_list, ms, num
@@ -93,6 +94,36 @@ def _header(run: SavedRun) -> str:
     return "\n".join(out)
 
 
+#: The run-level table under the summary, in order (client CPU only when the run measured it).
+RUN_LEVEL = (
+    "output_throughput_tps",
+    "steady_output_throughput_tps",
+    "request_throughput_rps",
+    "goodput_rps",
+    "output_tokens_total",
+    "requests_ok",
+    "measured_window_s",
+    "client_cpu_us_per_token",
+)
+#: The CDFs of the distributions section, in order.
+CDF_METRICS = ("ttft_s", "tpot_s", "itl_s")
+
+
+def _label_cell(m: Metric) -> str:
+    """A table's first cell: the metric's label and unit, its description as a tooltip."""
+    return f'<td title="{e(m.description)}">{e(m.heading)}</td>'
+
+
+def _run_value(summary: dict[str, Any], m: Metric) -> str:
+    """A run-level figure in its display unit; counts whole, thousands grouped."""
+    if m.key == "requests_ok":
+        return f"{summary.get('requests_ok', 0):,} / {summary.get('requests_total', 0):,}"
+    if m.key == "output_tokens_total":
+        return f"{summary.get(m.key, 0):,}"
+    value = summary.get(m.key)
+    return fmt(m.shown(value), m.unit) if isinstance(value, (int, float)) else "-"
+
+
 def summary_table(summary: dict[str, Any]) -> str:
     """The console's table (report/console.table_rows: pytps's figures, then the server's own
     timings when it reported them), every figure with its unit."""
@@ -101,29 +132,15 @@ def summary_table(summary: dict[str, Any]) -> str:
     for m, d in table_rows(summary):
         cells = [fmt(m.shown(d.get(k)), m.unit) for k in ("mean", "stddev", "p50", "p90", "p99", "min", "max")]
         rows.append(
-            f"<tr><td>{e(m.heading)}</td>"
+            f"<tr>{_label_cell(m)}"
             + "".join(f'<td class="num">{e(c)}</td>' for c in cells)
             + f'<td class="num">{d["count"]}</td></tr>'
         )
 
-    def num(v: Any, unit: str) -> str:
-        return fmt(v, unit) if isinstance(v, (int, float)) else "-"
-
-    s = summary
-    total, ok = s.get("requests_total", 0), s.get("requests_ok", 0)
-    run_level = [
-        ("output throughput, all users", num(s.get("output_throughput_tps"), "tok/s"), "tok/s"),
-        ("steady output throughput", num(s.get("steady_output_throughput_tps"), "tok/s"), "tok/s"),
-        ("request throughput", num(s.get("request_throughput_rps"), "req/s"), "req/s"),
-        ("goodput", num(s.get("goodput_rps"), "req/s"), "useful req/s"),
-        ("output tokens", f"{s.get('output_tokens_total', 0):,}", "tokens"),
-        ("requests ok / measured", f"{ok:,} / {total:,}", "requests"),
-        ("measured window", num(s.get("measured_window_s"), "s"), "s"),
-    ]
-    if s.get("client_cpu_us_per_token") is not None:
-        run_level.append(("client CPU per token", num(s["client_cpu_us_per_token"], "µs"), "µs"))
     run_rows = "".join(
-        f'<tr><td>{e(name)} [{e(unit)}]</td><td class="num">{e(v)}</td></tr>' for name, v, unit in run_level
+        f'<tr>{_label_cell(m)}<td class="num">{e(_run_value(summary, m))}</td></tr>'
+        for m in map(metric, RUN_LEVEL)
+        if m.key != "client_cpu_us_per_token" or summary.get(m.key) is not None
     )
     return (
         f"<h2>Summary</h2>\n<table><tr>{head}</tr>{''.join(rows)}</table>\n"
@@ -145,10 +162,10 @@ def run_page(run: SavedRun) -> Page:
         "the marked p50, p90 and p99 are the summary's own figures.</p>"
     )
     cdfs = []
-    for key, title in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL")):
-        values = run.itl_samples_s() if key == "itl_s" else run.values(key)
+    for m in map(metric, CDF_METRICS):
+        values = run.itl_samples_s() if m.key == "itl_s" else run.values(m.key)
         if len(values):
-            cdfs.append(page.plot(plots.cdf(title, "ms", 1e3, [(title, values)], s.get(key))))
+            cdfs.append(page.plot(plots.cdf(m.label, m.unit, m.scale, [(m.label, values)], s.get(m.key))))
     page.add(f'<div class="plots3">{"".join(cdfs)}</div>' if cdfs else "<p>No successful request.</p>")
 
     tl = timeline(run)
@@ -207,14 +224,16 @@ def _workload_sections(page: Page, run: SavedRun) -> None:
 
     s = run.summary
     figs = []
-    for x_key, y_key, bins_key, title, x_label, y_label in (
-        ("prompt_tokens", "ttft_s", "ttft_by_prompt_tokens", "TTFT against prompt tokens", "prompt tokens", "TTFT"),
-        ("output_tokens", "e2e_s", "e2e_by_output_tokens", "E2E against output tokens", "output tokens", "E2E"),
+    for x_key, y_key, bins_key, x_label in (
+        ("prompt_tokens", "ttft_s", "ttft_by_prompt_tokens", "prompt tokens"),
+        ("output_tokens", "e2e_s", "e2e_by_output_tokens", "output tokens"),
     ):
         x, y, total = run.pairs(x_key, y_key)
         if total:
+            m = metric(y_key)
             drawn = "" if len(x) == total else f" ({len(x):,} of {total:,} requests drawn, evenly by index)"
-            fig = plots.scatter(title + drawn, x_label, f"{y_label} [ms]", x, y, s.get(bins_key) or [])
+            title = f"{m.label} against {x_label}{drawn}"
+            fig = plots.scatter(title, x_label, m, x, y, s.get(bins_key) or [])
             figs.append(page.plot(fig))
     if figs:
         page.add("<h2>Latency against length</h2>")
@@ -227,6 +246,7 @@ def _workload_sections(page: Page, run: SavedRun) -> None:
     turns = s.get("per_turn") or []
     if turns:
         page.add("<h2>Per turn</h2>")
+        ttft, decode = metric("ttft_s"), metric("decode_tps")
         rows = "".join(
             "<tr>"
             + "".join(
@@ -234,9 +254,9 @@ def _workload_sections(page: Page, run: SavedRun) -> None:
                 for cell in (
                     t["turn"],
                     f"{t['requests']:,}",
-                    ms(t.get("ttft_p50_s")),
-                    ms(t.get("ttft_mean_s")),
-                    num(t.get("decode_tps_p50")),
+                    e(fmt(ttft.shown(t.get("ttft_p50_s")), ttft.unit)),
+                    e(fmt(ttft.shown(t.get("ttft_mean_s")), ttft.unit)),
+                    e(fmt(decode.shown(t.get("decode_tps_p50")), decode.unit)),
                     num(t.get("prompt_tokens_mean")),
                     num(t.get("cached_tokens_mean")),
                 )
@@ -245,9 +265,20 @@ def _workload_sections(page: Page, run: SavedRun) -> None:
             for t in turns
         )
         page.add(
-            "<table><tr><th>turn</th><th>requests</th><th>TTFT p50 [ms]</th><th>TTFT mean [ms]</th>"
-            "<th>decode p50 [tok/s/user]</th><th>prompt tokens, mean</th><th>cached tokens, mean</th></tr>"
-            f"{rows}</table>"
+            "<table><tr>"
+            + "".join(
+                f"<th>{e(h)}</th>"
+                for h in (
+                    "turn",
+                    "requests",
+                    ttft.stat_heading("p50"),
+                    ttft.stat_heading("mean"),
+                    decode.stat_heading("p50"),
+                    "prompt tokens, mean",
+                    "cached tokens, mean",
+                )
+            )
+            + f"</tr>{rows}</table>"
         )
     cache = s.get("cache") or {}
     if cache.get("hit_rate") is not None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pytps.measure.catalogue import metric
 from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
+from pytps.sweep.cells import TABLE, headline_metric
 
 
 def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
@@ -63,33 +65,22 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         page.add(
             meta_list(
                 [
-                    (
-                        "knee, decode tok/s/user",
-                        a.get("knee_decode") if a.get("knee_decode") is not None else "none in range",
-                    ),
-                    ("knee, E2E tok/s/user", a.get("knee") if a.get("knee") is not None else "none in range"),
+                    (f"knee, on {metric('decode_tps').label}", _in_range(a.get("knee_decode"))),
+                    (f"knee, on {metric('user_tps').label}", _in_range(a.get("knee"))),
                     ("max goodput", most),
                     (
                         f"SLO capacity ({a.get('slo_target', 0):.0%} useful)",
-                        a.get("slo_capacity") if a.get("slo_capacity") is not None else "none in range",
+                        _in_range(a.get("slo_capacity")),
                     ),
                 ]
             )
         )
-    cols = [
-        ("p50 TTFT [ms]", "ttft_p50_s", 1e3, "ms"),
-        ("p50 TPOT [ms]", "tpot_p50_s", 1e3, "ms"),
-        ("mean decode [tok/s/user]", "decode_tps_mean", 1, "tok/s"),
-        ("mean E2E speed [tok/s/user]", "user_tps_mean", 1, "tok/s"),
-        ("output [tok/s, all users]", "output_throughput_tps", 1, "tok/s"),
-        ("goodput [req/s]", "goodput_rps", 1, "req/s"),
-        ("errors [%]", "error_rate", 100, "%"),
-    ]
-    head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(c[0] for c in cols)])
+    cols = [(name, *headline_metric(name)) for name in TABLE]
+    head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(heading for _, heading, _ in cols)])
     rows = []
     for cell in cells:
         h = cell.get("headline") or {}
-        vals = [fmt(None if h.get(k) is None else h[k] * sc, u) for _, k, sc, u in cols]
+        vals = [fmt(m.shown(h.get(name)), m.unit) for name, _, m in cols]
         status = cell.get("status", "") + (f": {cell['error']}" if cell.get("error") else "")
         rows.append(
             "<tr>"
@@ -104,3 +95,7 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         "draws its distributions and timeline.</p>"
     )
     return page
+
+
+def _in_range(value: Any) -> Any:
+    return "none in range" if value is None else value
