@@ -136,26 +136,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+# How many digits each column of the cells' table prints: a cell's figures side by side in a column
+# line up on the point.
+DIGITS = {
+    "ttft_p50_s": ".1f",
+    "tpot_p50_s": ".2f",
+    "user_tps_mean": ",.1f",
+    "decode_tps_mean": ",.1f",
+    "output_throughput_tps": ",.0f",
+    "goodput_rps": ",.2f",
+    "error_rate": ".1f",
+}
+
+
 def print_curve(index: dict[str, Any]) -> None:
     """The curve as a table (units in every header), then what it says."""
+    from pytps.measure.catalogue import metric
+    from pytps.sweep.cells import TABLE, headline_metric
+
     names = list(index["axes"])
-    cols = [
-        ("p50 TTFT [ms]", "ttft_p50_s", 1e3, ".1f"),
-        ("p50 TPOT [ms]", "tpot_p50_s", 1e3, ".2f"),
-        ("mean tok/s/user (E2E)", "user_tps_mean", 1, ",.1f"),
-        ("mean decode tok/s/user", "decode_tps_mean", 1, ",.1f"),
-        ("output tok/s (all users)", "output_throughput_tps", 1, ",.0f"),
-        ("goodput [req/s]", "goodput_rps", 1, ",.2f"),
-        ("errors", "error_rate", 100, ".1f"),
-    ]
-    header = [*names, *(c[0] for c in cols)]
+    cols = [(name, *headline_metric(name)) for name in TABLE]
+    header = [*names, *(heading for _, heading, _ in cols)]
     rows = []
     for cell in index["cells"]:
         h = cell["headline"] or {}
         row = [str(cell["values"][n]) for n in names]
-        for _, key, scale, fmt in cols:
-            v = h.get(key)
-            row.append("-" if v is None else format(v * scale, fmt) + ("%" if key == "error_rate" else ""))
+        row += ["-" if h.get(name) is None else format(m.shown(h[name]), DIGITS[name]) for name, _, m in cols]
         if cell["status"] != "done":
             row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
             row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
@@ -165,14 +171,15 @@ def print_curve(index: dict[str, Any]) -> None:
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(" | ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
+    user, decode = metric("user_tps"), metric("decode_tps")
     for a in index["analysis"]:
         where = ", ".join(f"{k}={v}" for k, v in a["fixed"].items())
         prefix = f"[{where}] " if where else ""
         best = a["max_goodput"]
         most = "-" if best is None else "{:.2f} req/s at {}".format(best["goodput_rps"], best["value"])
         print(
-            f"{prefix}knee ({a['axis']}, per-user output tok/s over E2E): {_or_none(a['knee'])} · "
-            f"knee on decode tok/s: {_or_none(a['knee_decode'])} · max goodput: {most} · "
+            f"{prefix}knee ({a['axis']}, on {user.label}): {_or_none(a['knee'])} · "
+            f"knee on {decode.label}: {_or_none(a['knee_decode'])} · max goodput: {most} · "
             f"SLO capacity ({a['slo_target']:.0%} useful): {_or_none(a['slo_capacity'])}"
         )
     if index.get("stopped"):

@@ -13,21 +13,13 @@ from typing import Any
 import numpy as np
 
 from pytps.errors import ConfigError
+from pytps.measure.catalogue import Metric, metric
 from pytps.results.folder import SavedResults, load_saved
 
-# Per-request metrics, from the journals: (key, label, display scale, display unit).
-REQUEST_METRICS = (
-    ("ttft_s", "TTFT", 1e3, "ms"),
-    ("tpot_s", "TPOT", 1e3, "ms"),
-    ("e2e_s", "E2E", 1e3, "ms"),
-    ("decode_tps", "decode speed/user", 1.0, "tok/s"),
-    ("user_tps", "E2E speed/user", 1.0, "tok/s"),
-)
+# Per-request metrics, from the journals (labels, units, scales: measure/catalogue).
+REQUEST_METRICS = tuple(metric(k) for k in ("ttft_s", "tpot_s", "e2e_s", "decode_tps", "user_tps"))
 # Run-level figures, from results.json: one value per run, so an interval needs repeated runs.
-RUN_METRICS = (
-    ("output_throughput_tps", "output throughput", 1.0, "tok/s"),
-    ("request_throughput_rps", "request throughput", 1.0, "req/s"),
-)
+RUN_METRICS = tuple(metric(k) for k in ("output_throughput_tps", "request_throughput_rps"))
 STATS = ("mean", "p50")
 # Resampled statistics are computed in blocks of about this many values, so memory stays bounded
 # however long the runs (2,000 resamples of 100,000 requests would otherwise be 1.6 GB).
@@ -249,6 +241,11 @@ def comparability_warnings(sides: Sequence[Side], max_days: float) -> list[str]:
 # ---- the comparison --------------------------------------------------------------------------
 
 
+def _described(m: Metric) -> dict[str, Any]:
+    """A metric's entry in the comparison: its key, and how to show it (from the catalogue)."""
+    return {"key": m.key, "label": m.label, "unit": m.unit, "scale": m.scale, "better": m.better}
+
+
 def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_days: float = 7.0) -> dict[str, Any]:
     """Every other side against the first (the baseline), as a JSON-able dict (docs/compare.md)."""
     if len(sides) < 2:
@@ -262,15 +259,12 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
     rng = np.random.default_rng(seed)
     base = sides[0]
     metrics = []
-    for key, label, scale, unit in REQUEST_METRICS:
-        per_side = [[run.values(key) for run in side.runs] for side in sides]
+    for m in REQUEST_METRICS:
+        per_side = [[run.values(m.key) for run in side.runs] for side in sides]
         if not any(sum(r.size for r in s) for s in per_side):
             continue
         entry: dict[str, Any] = {
-            "key": key,
-            "label": label,
-            "unit": unit,
-            "scale": scale,
+            **_described(m),
             "level": "request",
             "n": [int(sum(r.size for r in s)) for s in per_side],
             "stats": {},
@@ -281,17 +275,14 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
                 "diffs": [bootstrap_diff(per_side[0], s, stat, resamples, rng).as_dict() for s in per_side[1:]],
             }
         metrics.append(entry)
-    for key, label, scale, unit in RUN_METRICS:
-        per_side_runs = [[run.summary.get(key) for run in side.runs] for side in sides]
+    for m in RUN_METRICS:
+        per_side_runs = [[run.summary.get(m.key) for run in side.runs] for side in sides]
         vals = [[float(v) for v in s if isinstance(v, (int, float))] for s in per_side_runs]
         if not any(vals):
             continue
         metrics.append(
             {
-                "key": key,
-                "label": label,
-                "unit": unit,
-                "scale": scale,
+                **_described(m),
                 "level": "run",
                 "n": [len(v) for v in vals],
                 "stats": {

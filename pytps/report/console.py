@@ -9,60 +9,40 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pytps.measure import catalogue
+from pytps.measure.catalogue import Metric
 from pytps.report import run_warnings
 from pytps.report.numbers import fmt, sparkline
 
-# (summary key, label, scale to display unit, unit)
-ROWS = (
-    ("ttft_s", "TTFT", 1e3, "ms"),
-    ("ttfat_s", "TTFAT (answer)", 1e3, "ms"),
-    ("tpot_s", "TPOT", 1e3, "ms"),
-    ("itl_s", "ITL", 1e3, "ms"),
-    ("e2e_s", "E2E", 1e3, "ms"),
-    ("e2e_500_s", "E2E, 500 tokens", 1e3, "ms"),
-    ("decode_tps", "decode speed/user", 1.0, "tok/s"),
-    ("user_tps", "E2E speed/user", 1.0, "tok/s"),
-    ("ttft_sched_s", "TTFT from schedule", 1e3, "ms"),
-    ("e2e_sched_s", "E2E from schedule", 1e3, "ms"),
-    ("schedule_lag_s", "schedule lag", 1e3, "ms"),
-    ("kernel_read_lag_s", "kernel→stamp lag", 1e6, "µs"),
-)
-
-# The server's own timings (summary.server_timings), shown beside pytps's when it reports them.
-SERVER_ROWS = (
-    ("prompt_s", "server prompt", 1e3, "ms"),
-    ("ttft_minus_prompt_s", "TTFT − prompt", 1e3, "ms"),
-    ("decode_s", "server decode", 1e3, "ms"),
-    ("tpot_s", "server TPOT", 1e3, "ms"),
-    ("tpot_minus_server_s", "TPOT − server", 1e6, "µs"),
-)
+# The table's rows, in order: the run's own distributions, then the server's timings when it
+# reported them (labels, units and scales: pytps/measure/catalogue.py).
+ROWS = catalogue.DISTRIBUTIONS
+SERVER_ROWS = catalogue.SERVER
 
 
-def _fmt(value: float | None, scale: float, unit: str) -> str:
-    return fmt(None if value is None else value * scale, unit)
+Row = tuple[Metric, dict[str, Any]]
 
 
-def _present(stats: dict[str, Any], spec: Any) -> list[tuple[str, str, dict[str, Any], float]]:
-    """(label, unit, stats, scale) of each (key, label, scale, unit) of `spec` with samples in `stats`."""
-    out = []
-    for key, label, scale, unit in spec:
-        d = stats.get(key)
-        if d and d.get("count"):
-            out.append((label, unit, d, scale))
-    return out
+def _fmt(value: float | None, m: Metric) -> str:
+    return fmt(m.shown(value), m.unit)
 
 
-def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
-    """(label, unit, stats, scale) of each distribution the run has, in report order."""
+def _present(stats: dict[str, Any], spec: tuple[Metric, ...]) -> list[Row]:
+    """(metric, its distribution) of each metric of `spec` with samples in `stats`."""
+    return [(m, stats[m.key]) for m in spec if (stats.get(m.key) or {}).get("count")]
+
+
+def summary_rows(summary: dict[str, Any]) -> list[Row]:
+    """(metric, distribution) of each distribution the run has, in report order."""
     return _present(summary, ROWS)
 
 
-def server_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
-    """(label, unit, stats, scale) of the server's own timings, when it reported them."""
+def server_rows(summary: dict[str, Any]) -> list[Row]:
+    """(metric, distribution) of the server's own timings, when it reported them."""
     return _present(summary.get("server_timings") or {}, SERVER_ROWS)
 
 
-def table_rows(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], float]]:
+def table_rows(summary: dict[str, Any]) -> list[Row]:
     """Every row of the summary table: pytps's own figures, then the server's when it reported
     them. The console, the HTML report and the Markdown/CSV tables all print these."""
     return summary_rows(summary) + server_rows(summary)
@@ -108,21 +88,31 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             f"{transport} · {meta.get('date_utc')}"
         )
     )
-    # Light borders: the table fits an 80-column terminal with every label on one line.
-    table = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("metric", "mean ± σ", "p50", "p90", "p99", "min … max", "n"):
-        table.add_column(col, justify="right" if col != "metric" else "left")
-    for i, (label, unit, d, scale) in enumerate(table_rows(s)):
+    # Light borders, no edges, one space and a column rule between columns: the table fits an
+    # 80-column terminal (rich's width when stdout is a file) with every label on one line.
+    table = Table(
+        show_header=True,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+    )
+    # The label never wraps (catalogue.LABEL_MAX keeps it short); numbers give way first.
+    table.add_column("metric", justify="left", no_wrap=True)
+    for col in ("mean ± σ", "p50", "p90", "p99", "min … max", "n"):
+        table.add_column(col, justify="right")
+    for i, (m, d) in enumerate(table_rows(s)):
         if i == len(summary_rows(s)) and i:
             table.add_section()
         table.add_row(
             # "[ms]" is rich markup to rich, which would drop it and leave "TTFT" without its unit.
-            escape(f"{label} [{unit}]"),
-            f"{_fmt(d['mean'], scale, unit)} ± {_fmt(d['stddev'], scale, unit)}",
-            _fmt(d["p50"], scale, unit),
-            _fmt(d["p90"], scale, unit),
-            _fmt(d["p99"], scale, unit),
-            f"{_fmt(d['min'], scale, unit)} … {_fmt(d['max'], scale, unit)}",
+            escape(m.heading),
+            f"{_fmt(d['mean'], m)} ± {_fmt(d['stddev'], m)}",
+            _fmt(d["p50"], m),
+            _fmt(d["p90"], m),
+            _fmt(d["p99"], m),
+            f"{_fmt(d['min'], m)} … {_fmt(d['max'], m)}",
             str(d["count"]),
         )
     console.print(table)

@@ -13,6 +13,7 @@ from bokeh.models.annotations import Label, Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
+from pytps.measure.catalogue import Metric, metric
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import Timeline, cdf_points
 
@@ -71,6 +72,7 @@ def timeline(tl: Timeline) -> Any:
     """A row per request (ordered by send time), a bar from its send to its finish, a tick per
     output event."""
     n_rows = max(len(tl.rows), 1)
+    ttft, e2e = metric("ttft_s"), metric("e2e_s")
     height = int(min(max(n_rows * 3 + 80, 260), 700))
     fig = _figure(
         "token arrival timeline",
@@ -87,8 +89,8 @@ def timeline(tl: Timeline) -> Any:
             "end": [r["end_s"] for r in tl.rows],
             "index": [r["index"] for r in tl.rows],
             "events": [r["events"] for r in tl.rows],
-            "ttft_ms": [None if r["ttft_s"] is None else r["ttft_s"] * 1e3 for r in tl.rows],
-            "e2e_ms": [None if r["e2e_s"] is None else r["e2e_s"] * 1e3 for r in tl.rows],
+            "ttft": [ttft.shown(r["ttft_s"]) for r in tl.rows],
+            "e2e": [e2e.shown(r["e2e_s"]) for r in tl.rows],
             "outcome": ["ok" if r["ok"] else str(r["error"]) for r in tl.rows],
             "color": ["#9ecae1" if r["ok"] else "#fc9272" for r in tl.rows],
         },
@@ -101,8 +103,8 @@ def timeline(tl: Timeline) -> Any:
                 ("request", "@index"),
                 ("outcome", "@outcome"),
                 ("events", "@events"),
-                ("TTFT [ms]", "@ttft_ms{0,0.000}"),
-                ("E2E [ms]", "@e2e_ms{0,0.000}"),
+                (ttft.heading, "@ttft{0,0.000}"),
+                (e2e.heading, "@e2e{0,0.000}"),
             ],
         )
     )
@@ -155,7 +157,8 @@ def errors(counts: dict[str, int]) -> Any:
 def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[str, Any] | None) -> Any:
     """Per-user decode TPS (mean over users) against aggregate output throughput, one point per
     done cell, labelled with its value on the swept axis; the knee and max goodput marked."""
-    fig = _figure(title, "aggregate output throughput [tok/s]", "decode speed per user, mean [tok/s]", 380)
+    aggregate, per_user, goodput = metric("output_throughput_tps"), metric("decode_tps"), metric("goodput_rps")
+    fig = _figure(title, aggregate.heading, per_user.stat_heading("mean"), 380)
     src = ColumnDataSource(
         {
             "x": [p["x"] for p in points],
@@ -171,9 +174,9 @@ def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[
         HoverTool(
             tooltips=[
                 ("cell", "@label"),
-                ("tok/s (all)", "@x{0,0.0}"),
-                ("tok/s/user", "@y{0,0.0}"),
-                ("goodput req/s", "@goodput{0,0.00}"),
+                (aggregate.heading, "@x{0,0.0}"),
+                (per_user.stat_heading("mean"), "@y{0,0.0}"),
+                (goodput.heading, "@goodput{0,0.00}"),
             ]
         )
     )
@@ -195,15 +198,15 @@ def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[
     return fig
 
 
-def scatter(title: str, x_label: str, y_label: str, x: np.ndarray, y: np.ndarray, bins: list[dict[str, Any]]) -> Any:
-    """One point per request (x a length in tokens, y a time in s, drawn in ms), with the
-    summary's own power-of-two bins as a p50 step line, so the points and results.json agree."""
-    fig = _figure(title, x_label, y_label, 300)
-    fig.scatter(x, y * 1e3, size=4, alpha=0.35, color="#3182bd", legend_label="requests")
+def scatter(title: str, x_label: str, y: Metric, xs: np.ndarray, ys: np.ndarray, bins: list[dict[str, Any]]) -> Any:
+    """One point per request (x a length in tokens, y the metric `y`, drawn in its display unit),
+    with the summary's own power-of-two bins as a p50 step line, so the points and results.json agree."""
+    fig = _figure(title, x_label, y.heading, 300)
+    fig.scatter(xs, ys * y.scale, size=4, alpha=0.35, color="#3182bd", legend_label="requests")
     if bins:
-        xs = [b["lo"] for b in bins] + [bins[-1]["hi"]]
-        ys = [b["p50"] * 1e3 for b in bins] + [bins[-1]["p50"] * 1e3]
-        fig.step(xs, ys, mode="after", line_width=2, color="#e6550d", legend_label="bin p50 (summary)")
+        bin_x = [b["lo"] for b in bins] + [bins[-1]["hi"]]
+        bin_y = [b["p50"] * y.scale for b in bins] + [bins[-1]["p50"] * y.scale]
+        fig.step(bin_x, bin_y, mode="after", line_width=2, color="#e6550d", legend_label="bin p50 (summary)")
     fig.legend.location = "top_left"
-    fig.add_tools(HoverTool(tooltips=[("tokens", "@x"), (y_label, "@y{0.000}")]))
+    fig.add_tools(HoverTool(tooltips=[("tokens", "@x"), (y.heading, "@y{0.000}")]))
     return fig

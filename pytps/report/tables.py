@@ -17,9 +17,9 @@ STATS = ("mean", "stddev", "p50", "p90", "p99", "min", "max")
 def markdown(results: dict[str, Any]) -> str:
     """A GitHub-flavoured Markdown table, numbers as the console prints them."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "| --- | --- |" + " ---: |" * (len(COLUMNS) - 2)]
-    for label, unit, d, scale in table_rows(results.get("summary") or {}):
-        cells = [f"{label} [{unit}]", unit]
-        cells += [fmt(None if d.get(k) is None else d[k] * scale, unit) for k in STATS]
+    for m, d in table_rows(results.get("summary") or {}):
+        cells = [m.heading, m.unit]
+        cells += [fmt(m.shown(d.get(k)), m.unit) for k in STATS]
         cells.append(str(d["count"]))
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -31,7 +31,7 @@ def csv_text(results: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    for label, unit, d, scale in table_rows(results.get("summary") or {}):
-        values = ["" if d.get(k) is None else f"{d[k] * scale:.10g}" for k in STATS]
-        writer.writerow([f"{label} [{unit}]", unit, *values, d["count"]])
+    for m, d in table_rows(results.get("summary") or {}):
+        values = ["" if d.get(k) is None else f"{d[k] * m.scale:.10g}" for k in STATS]
+        writer.writerow([m.heading, m.unit, *values, d["count"]])
     return out.getvalue()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.measure.catalogue import Metric, metric
 from pytps.results.folder import write_json_atomic
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
@@ -47,6 +48,24 @@ HEADLINE = {
     "error_rate": ("error_rate", None),
     "requests_ok": ("requests_ok", None),
 }
+
+#: The cells' table (`pytps sweep`'s console and its HTML page), in order: headline figures.
+TABLE = (
+    "ttft_p50_s",
+    "tpot_p50_s",
+    "user_tps_mean",
+    "decode_tps_mean",
+    "output_throughput_tps",
+    "goodput_rps",
+    "error_rate",
+)
+
+
+def headline_metric(name: str) -> tuple[str, Metric]:
+    """(heading, catalogue entry) of a headline figure: "TTFT p50 [ms]" and TTFT's entry."""
+    key, stat = HEADLINE[name]
+    m = metric(key)
+    return (m.stat_heading(stat) if stat else m.heading), m
 
 
 def parse_axis(name: str, text: str) -> list[Any]:

@@ -160,7 +160,7 @@ def test_10000_requests_stay_bounded_in_drawn_points(browser: Any, run_10k: Path
 def test_an_empty_plot_has_no_ink(browser: Any, tmp_path: Path) -> None:
     """The pixel check's own control: the same figure with no data is blank to it."""
     from pytps.report import html_plots
-    from pytps.report.html import Page
+    from pytps.report.html_page import Page
 
     page = Page("empty")
     page.add(page.plot(html_plots.in_flight(np.zeros(0), np.zeros(0))))

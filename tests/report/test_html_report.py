@@ -57,8 +57,8 @@ def test_the_run_report_holds_every_part(run_with_errors: Path, tmp_path: Path) 
                    "concurrency 4, 40 requests", meta["transport"], meta["client"]["host"], meta["pytps_version"]):
         assert needle in text, needle
     # The summary table, a unit on every row.
-    for row in ("TTFT [ms]", "TPOT [ms]", "ITL [ms]", "E2E [ms]", "decode speed/user [tok/s]",
-                "output throughput, all users [tok/s]"):
+    for row in ("TTFT [ms]", "TPOT [ms]", "ITL [ms]", "E2E [ms]", "decode TPS [tok/s]",
+                "output throughput [tok/s]"):
         assert row in text, row
     # Its numbers are the summary's, as the console prints them.
     from pytps.report.numbers import fmt
@@ -174,7 +174,7 @@ def test_run_and_sweep_and_compare_write_html(tmp_path: Path) -> None:
     self_contained(text)
     index = json.loads((tmp_path / "sw" / "sweep.json").read_text())
     assert "per-user decode speed vs aggregate throughput along concurrency" in text
-    assert "knee, decode tok/s/user" in text and "max goodput" in text
+    assert "knee, on decode TPS" in text and "max goodput" in text
     assert text.count("<tr>") >= 1 + len(index["cells"])
     # pytps report on the sweep's folder draws the same page.
     assert cli("report", str(tmp_path / "sw"), "--html").returncode == 0

@@ -76,7 +76,7 @@ def test_a_sweep_runs_every_cell_into_its_folder_and_indexes_them(tmp_path):
         assert cell["headline"]["requests_ok"] == run["summary"]["requests_ok"] == 8
     assert index["analysis"][0]["slo_capacity"] == 4 and index["analysis"][0]["max_goodput"]["value"] in (1, 2, 4)
     # The curve is printed with units in its headers, and progress went to stderr.
-    assert "output tok/s (all users)" in proc.stdout and "cell 3/3" in proc.stderr
+    assert "output throughput [tok/s]" in proc.stdout and "cell 3/3" in proc.stderr
     assert_documented(index)
 
 

@@ -1,0 +1,116 @@
+"""The metric catalogue: for every figure a report shows, its summary key, its label, its display
+unit, the scale from the summary's unit to that one, and whether lower or higher is better.
+
+Every table takes its labels and units from here (the console's and its Markdown/CSV forms, the
+HTML pages, `pytps compare`, `pytps sweep`), so a metric is named and given its unit once
+(tests/measure/test_catalogue.py checks that no other module writes them). Definitions are in
+docs/metrics.md; `description` is the one-line reminder shown beside the label (HTML tooltips).
+
+Labels are short on purpose: the console's table prints "label [unit]" in its first column and
+must fit an 80-column terminal (what rich assumes when stdout is a file) with every label on one
+line. So a label is at most LABEL_MAX characters with its unit; the long name is the description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: The longest "label [unit]" of the console's table (DISTRIBUTIONS and SERVER) that its first
+#: column holds at 80 columns beside the widest numbers without wrapping.
+LABEL_MAX = 20
+
+#: How a statistic is named in a heading ("TTFT p50 [ms]"); a median is p50 everywhere.
+STAT_NAMES = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "median": "p50"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure of a summary: `value × scale` is its value in `unit`."""
+
+    key: str
+    label: str
+    unit: str
+    scale: float
+    better: Literal["lower", "higher"] | None
+    description: str
+
+    @property
+    def heading(self) -> str:
+        """The label with its unit: "TTFT [ms]"."""
+        return f"{self.label} [{self.unit}]"
+
+    def stat_heading(self, stat: str) -> str:
+        """A statistic of it, with its unit: "TTFT p50 [ms]"."""
+        return f"{self.label} {STAT_NAMES.get(stat, stat)} [{self.unit}]"
+
+    def shown(self, value: float | None) -> float | None:
+        """A summary value in the display unit (None stays None)."""
+        return None if value is None else value * self.scale
+
+
+def _m(key: str, label: str, unit: str, scale: float, better: Literal["lower", "higher"] | None, what: str) -> Metric:
+    return Metric(key, label, unit, scale, better, what)
+
+
+MS, US = 1e3, 1e6
+
+#: The per-request distributions of a run's summary, in the console table's order.
+DISTRIBUTIONS: tuple[Metric, ...] = (
+    _m("ttft_s", "TTFT", "ms", MS, "lower", "time to first token: first output − send"),
+    _m("ttfat_s", "TTFAT", "ms", MS, "lower", "time to first answer token (after any reasoning)"),
+    _m("tpot_s", "TPOT", "ms", MS, "lower", "time per output token after the first"),
+    _m("itl_s", "ITL", "ms", MS, "lower", "inter-token latency, one sample per token"),
+    _m("e2e_s", "E2E", "ms", MS, "lower", "end-to-end time: end of the stream − send"),
+    _m("e2e_500_s", "E2E 500 tok", "ms", MS, "lower", "E2E for 500 output tokens: TTFT + 499 × TPOT"),
+    _m("decode_tps", "decode TPS", "tok/s", 1.0, "higher", "decode speed per user: tokens after the first / time"),
+    _m("user_tps", "user TPS", "tok/s", 1.0, "higher", "speed a user sees: output tokens / E2E"),
+    _m("ttft_sched_s", "TTFT sched", "ms", MS, "lower", "TTFT from the scheduled send (rate mode)"),
+    _m("e2e_sched_s", "E2E sched", "ms", MS, "lower", "E2E from the scheduled send (rate mode)"),
+    _m("schedule_lag_s", "schedule lag", "ms", MS, "lower", "how late the client sent (rate mode)"),
+    _m("kernel_read_lag_s", "kernel read lag", "µs", US, "lower", "kernel receive stamp to pytps's stamp"),
+)
+
+#: The server's own timings (summary.server_timings), shown beside pytps's when it reports them.
+SERVER: tuple[Metric, ...] = (
+    _m("prompt_s", "server prompt", "ms", MS, "lower", "the server's own prompt (prefill) time"),
+    _m("ttft_minus_prompt_s", "TTFT − prompt", "ms", MS, "lower", "TTFT − server prompt time: network, queue, client"),
+    _m("decode_s", "server decode", "ms", MS, "lower", "the server's own decode time"),
+    _m("tpot_s", "server TPOT", "ms", MS, "lower", "the server's own time per output token"),
+    _m("tpot_minus_server_s", "TPOT − server", "µs", US, None, "pytps's TPOT − the server's"),
+)
+
+#: One value per run.
+RUN: tuple[Metric, ...] = (
+    _m("output_throughput_tps", "output throughput", "tok/s", 1.0, "higher", "output tokens per second, all users"),
+    _m(
+        "steady_output_throughput_tps",
+        "steady throughput",
+        "tok/s",
+        1.0,
+        "higher",
+        "output tok/s while 95% of the target concurrency was in flight",
+    ),
+    _m("request_throughput_rps", "request throughput", "req/s", 1.0, "higher", "successful requests per second"),
+    _m("goodput_rps", "goodput", "req/s", 1.0, "higher", "useful requests per second"),
+    _m("goodput_tps", "useful throughput", "tok/s", 1.0, "higher", "output tokens of useful requests per second"),
+    _m("useful_share", "useful", "%", 100.0, "higher", "share of measured requests that were useful"),
+    _m("error_rate", "errors", "%", 100.0, "lower", "share of measured requests that failed"),
+    _m("output_tokens_total", "output tokens", "tokens", 1.0, None, "output tokens of the measured requests"),
+    _m("requests_ok", "requests ok / measured", "requests", 1.0, None, "successful and measured requests"),
+    _m("measured_window_s", "measured window", "s", 1.0, None, "from the first measured send to the last finish"),
+    _m("client_cpu_us_per_token", "client CPU per token", "µs", 1.0, "lower", "pytps's own CPU time per token"),
+)
+
+_BY_KEY = {m.key: m for m in (*DISTRIBUTIONS, *RUN)}
+_SERVER_BY_KEY = {m.key: m for m in SERVER}
+
+
+def metric(key: str) -> Metric:
+    """The catalogue's entry for a summary key (KeyError names an unknown one)."""
+    return _BY_KEY[key]
+
+
+def server_metric(key: str) -> Metric:
+    """The catalogue's entry for a key of summary.server_timings."""
+    return _SERVER_BY_KEY[key]

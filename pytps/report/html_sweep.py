@@ -1,0 +1,101 @@
+"""The HTML page of a sweep (`pytps report SWEEP_DIR --html`, `pytps sweep --html`): what was
+swept, the curve of per-user decode speed against aggregate throughput per second axis value, with
+the knee and the most goodput marked, and the cells' table; read from sweep.json and its cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytps.measure.catalogue import metric
+from pytps.report.html_page import Page, e, meta_list
+from pytps.report.numbers import fmt
+from pytps.report.saved_run import load_saved_run
+from pytps.sweep.cells import TABLE, headline_metric
+
+
+def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
+    from pytps.report import html_plots as plots
+
+    axes: dict[str, list[Any]] = index.get("axes") or {}
+    page = Page(f"pytps sweep: {directory.name}")
+    first_meta: dict[str, Any] = {}
+    for cell in index.get("cells") or []:
+        if cell.get("status") == "done" and (directory / cell["dir"] / "results.json").is_file():
+            first_meta = load_saved_run(directory / cell["dir"]).meta
+            break
+    items = [
+        ("swept", ", ".join(f"{k} = {', '.join(map(str, v))}" for k, v in axes.items())),
+        ("when (UTC)", index.get("date_utc")),
+        ("model", first_meta.get("model")),
+        ("prompt size [tokens]", (first_meta.get("workload") or {}).get("input_tokens")),
+        ("output size [tokens]", (first_meta.get("workload") or {}).get("output_tokens")),
+        ("transport", first_meta.get("transport")),
+        ("client host", (first_meta.get("client") or {}).get("host")),
+        ("pytps version", first_meta.get("pytps_version")),
+        ("stopped early", index.get("stopped")),
+        ("results folder", str(directory)),
+    ]
+    page.add(f"<h1>pytps sweep: {e(first_meta.get('model') or directory.name)}</h1>")
+    page.add(meta_list(items))
+    page.add("<h2>Sweep curve</h2>")
+    page.add(
+        '<p class="note">Each point a cell (labelled with its value on the swept axis): its mean decode speed '
+        "per user against its aggregate output throughput. The knee (on decode speed) and the cell with the most "
+        "goodput are marked (docs/metrics.md, Sweeps).</p>"
+    )
+    cells = index.get("cells") or []
+    for a in index.get("analysis") or []:
+        axis, fixed = a["axis"], a.get("fixed") or {}
+        points = []
+        for cell in cells:
+            vals, h = cell.get("values") or {}, cell.get("headline") or {}
+            if cell.get("status") != "done" or any(vals.get(k) != v for k, v in fixed.items()):
+                continue
+            x, y = h.get("output_throughput_tps"), h.get("decode_tps_mean")
+            if x is None or y is None:
+                continue
+            points.append({"value": vals.get(axis), "x": x, "y": y, "goodput_rps": h.get("goodput_rps")})
+        points.sort(key=lambda p: p["value"])
+        where = ", ".join(f"{k}={v}" for k, v in fixed.items())
+        title = f"per-user decode speed vs aggregate throughput along {axis}" + (f" ({where})" if where else "")
+        best = a.get("max_goodput")
+        page.add(page.plot(plots.sweep_curve(title, points, a.get("knee_decode"), best)))
+        most = "-" if best is None else f"{best['goodput_rps']:.2f} req/s at {axis} {best['value']}"
+        page.add(
+            meta_list(
+                [
+                    (f"knee, on {metric('decode_tps').label}", _in_range(a.get("knee_decode"))),
+                    (f"knee, on {metric('user_tps').label}", _in_range(a.get("knee"))),
+                    ("max goodput", most),
+                    (
+                        f"SLO capacity ({a.get('slo_target', 0):.0%} useful)",
+                        _in_range(a.get("slo_capacity")),
+                    ),
+                ]
+            )
+        )
+    cols = [(name, *headline_metric(name)) for name in TABLE]
+    head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(heading for _, heading, _ in cols)])
+    rows = []
+    for cell in cells:
+        h = cell.get("headline") or {}
+        vals = [fmt(m.shown(h.get(name)), m.unit) for name, _, m in cols]
+        status = cell.get("status", "") + (f": {cell['error']}" if cell.get("error") else "")
+        rows.append(
+            "<tr>"
+            + "".join(f"<td>{e(cell['values'].get(a))}</td>" for a in axes)
+            + f"<td>{e(status)}</td>"
+            + "".join(f'<td class="num">{e(v)}</td>' for v in vals)
+            + "</tr>"
+        )
+    page.add(f"<h2>Cells</h2><table><tr>{head}</tr>{''.join(rows)}</table>")
+    page.add(
+        '<p class="note">Each cell is a run folder of its own: <code>pytps report DIR --html</code> on it '
+        "draws its distributions and timeline.</p>"
+    )
+    return page
+
+
+def _in_range(value: Any) -> Any:
+    return "none in range" if value is None else value
