@@ -184,7 +184,23 @@ class Matrix:
                 )
 
     def _bad(self, key: str, message: str) -> None:
-        raise ConfigError(f"{self.path}:{self.line_of(key, 0, None)}: {message}")
+        raise ConfigError(f"{self.path}:{self.top_line_of(key)}: {message}")
+
+    def top_line_of(self, key: str) -> int:
+        """The line (1-based) of a top-level name: its [key] / [[key]] header, or `key = ...`
+        (`key.sub = ...`) above the first header, where TOML's top-level keys are."""
+        lines = self.text.splitlines()
+        header = re.compile(r"^\s*\[\[?\s*" + re.escape(key) + r"\s*[\].]")
+        assignment = re.compile(r'^\s*["\']?' + re.escape(key) + r'["\']?\s*[=.]')
+        in_top = True
+        for i, line in enumerate(lines):
+            if header.match(line):
+                return i + 1
+            if line.lstrip().startswith("["):
+                in_top = False
+            elif in_top and assignment.match(line):
+                return i + 1
+        return 1
 
     def line_of(self, table: str, index: int, key: str | None) -> int:
         """The line (1-based) of `key` in the index-th [table] / [[table]], or of the table's header."""

@@ -109,6 +109,25 @@ def test_errors_name_the_key_and_its_line(tmp_path, text, line, needle):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("# a matrix\n\nmodel = 'x'\n[[endpoint]]\n[[workload]]\n", 3, "unknown table or key 'model'"),
+        ("[[endpoint]]\n[[workload]]\n[unknown]\nx = 1\n", 3, "unknown table or key 'unknown'"),
+        ("\n\n  requests.count = 3\n[[endpoint]]\n[[workload]]\n", 3, "unknown table or key 'requests'"),
+        ("\nendpoint = 'http://x'\n[[workload]]\n", 2, "endpoint must be written as [[endpoint]] tables"),
+    ],
+)
+def test_a_top_level_key_is_reported_at_its_own_line(tmp_path, text, line, needle):
+    from pytps.errors import ConfigError
+    from pytps.sweep.matrix import Matrix
+
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as exc:
+        Matrix(path)
+    assert str(exc.value).startswith(f"{path}:{line}: ") and needle in str(exc.value), exc.value
+
+
 def test_the_shipped_example_parses_and_names_its_cells():
     from pytps.sweep.matrix import Matrix
 
