@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -62,6 +63,13 @@ async def sleep_until_ns(t_ns: int) -> None:
         await asyncio.sleep(delay)
     while _now_ns() < t_ns:
         await asyncio.sleep(0)
+
+
+def _is_sessions(workload: object) -> bool:
+    """Whether the workload is multi-turn sessions (pytps.workload.sessions), without importing
+    that module for a run that has none: a SessionWorkload exists only once its module is loaded."""
+    module = sys.modules.get("pytps.workload.sessions")
+    return module is not None and isinstance(workload, module.SessionWorkload)
 
 
 class Runner:
@@ -376,11 +384,10 @@ class Runner:
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
-                from pytps.runner.sessions import run_sessions
-                from pytps.workload.sessions import SessionWorkload
-
                 first = self._first_request(model, output)
-                if isinstance(cfg.workload, SessionWorkload):
+                if _is_sessions(cfg.workload):
+                    from pytps.runner.sessions import run_sessions
+
                     await run_sessions(self, model, output, lambda: first)
                 else:
                     await first
