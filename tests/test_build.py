@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytps
 from pytps import _core
@@ -48,3 +50,47 @@ def test_missing_extension_says_how_to_build(tmp_path):
     assert "BuildError" in out.stdout
     assert "Did you build it?" in out.stdout
     assert "pip install" in out.stdout
+
+
+STUBS = Path(__file__).resolve().parents[1] / "pytps" / "_core"
+BINDINGS = Path(__file__).resolve().parents[1] / "csrc" / "bindings"
+
+
+def _stub_names(path: Path) -> set[str]:
+    """The top-level names a .pyi file declares (classes, functions, annotated constants)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_stub_folder_does_not_shadow_the_compiled_module():
+    # pytps/_core/ holds .pyi files only (no __init__.py): the import system prefers the .so beside it.
+    import importlib.machinery
+
+    assert not (STUBS / "__init__.py").exists()
+    assert _core.__file__ is not None and _core.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    assert not hasattr(_core, "__path__")  # a module, not a (namespace) package
+
+
+def test_the_stubs_mirror_the_bindings():
+    # One .pyi per register_* concept of csrc/bindings, each re-exported by __init__.pyi ...
+    concepts = {p.stem.removeprefix("register_") for p in BINDINGS.glob("register_*.cpp")}
+    files = {p.stem for p in STUBS.glob("*.pyi")} - {"__init__"}
+    assert files == concepts
+    init = ast.parse((STUBS / "__init__.pyi").read_text())
+    exported = {
+        (node.module, alias.name)
+        for node in init.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    declared = {(f"pytps._core.{f}", name) for f in files for name in _stub_names(STUBS / f"{f}.pyi")}
+    assert exported == declared
+    # ... and together they declare exactly the compiled module's names.
+    public = {n for n in dir(_core) if not (n.startswith("__") and n.endswith("__"))}
+    assert {name for _, name in declared} == public

@@ -7,17 +7,19 @@ import argparse
 import json
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
-MATRIX_SCHEMA_VERSION = 1
+MATRIX_SCHEMA_VERSION = 2
 
 
 def run_matrix(args: argparse.Namespace, kind: str) -> int:
-    """kind: "run" (each cell one run) or "sweep" (each cell a sweep over its list-valued keys)."""
+    """kind: "run" (each cell one run; a list-valued key, one run per value) or "sweep" (each cell
+    a sweep over its list-valued keys)."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
     from pytps.results.folder import write_json_atomic
@@ -35,15 +37,14 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             overrides.pop(axis)  # a sweep's list flags are axes, handled with the file's
     base_override = args.base_url
     out = results_dir(args, f"{kind}-matrix")
+    cells = matrix.cells
+    if kind == "run":
+        # A flag given on the command line replaces the file's list; a list left is one run per value.
+        overridden = [replace(c, settings={**c.settings, **overrides}) for c in cells]
+        cells = [run for cell in overridden for run in cell.runs()]
     # Every cell is checked before the first runs, so a typo in the last cell costs nothing.
-    for cell in matrix.cells:
+    for cell in cells:
         settings = {**cell.settings, **overrides}
-        if kind == "run" and (lists := [k for k in AXES if isinstance(settings.get(k), list)]):
-            line = cell.where.get(lists[0])
-            raise ConfigError(
-                f"{matrix.path}:{line}: workload {cell.workload!r}: {lists[0]} is a list, which "
-                "`pytps sweep -c` sweeps; `pytps run -c` takes one value"
-            )
         try:
             make_config(
                 base_override or cell.base_url or "http://127.0.0.1:9",
@@ -57,15 +58,16 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         "kind": kind,
         "cells": [],
     }
-    for n, cell in enumerate(matrix.cells, start=1):
+    for n, cell in enumerate(cells, start=1):
         print(
-            f"pytps {kind} -c: cell {n}/{len(matrix.cells)}: {cell.endpoint} x {cell.workload}",
+            f"pytps {kind} -c: cell {n}/{len(cells)}: {cell.endpoint} x {cell.workload}{_values_label(cell.values)}",
             file=sys.stderr,
             flush=True,
         )
         entry: dict[str, Any] = {
             "endpoint": cell.endpoint,
             "workload": cell.workload,
+            "values": cell.values,
             "dir": cell.dir,
             "status": "done",
             "error": None,
@@ -131,6 +133,10 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     return 0
 
 
+def _values_label(values: dict[str, Any]) -> str:
+    return "".join(f" {k}={v}" for k, v in values.items())
+
+
 def _fmt(headline: dict[str, Any], key: str, scale: float, fmt: str) -> str:
     v = headline.get(key)
     return "-" if v is None else format(v * scale, fmt)
@@ -139,7 +145,7 @@ def _fmt(headline: dict[str, Any], key: str, scale: float, fmt: str) -> str:
 def print_matrix(index: dict[str, Any]) -> None:
     for c in index["cells"]:
         h = c["headline"] or {}
-        name = f"{c['endpoint']} x {c['workload']}"
+        name = f"{c['endpoint']} x {c['workload']}{_values_label(c.get('values') or {})}"
         if c["status"] != "done":
             print(f"{name}: {c['status']} {c['error'] or ''}")
         elif index["kind"] == "run":

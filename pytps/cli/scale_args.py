@@ -42,6 +42,8 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
 
 def scale_options(args: argparse.Namespace) -> ScaleOptions | None:
     """The run's ScaleOptions, or None for a run in this process alone."""
+    if args.workers == "1" and args.backend == "local":
+        return None  # the common case decided without importing pytps.scale (start-up cost)
     from pytps.scale import ScaleOptions, parse_workers
 
     workers = parse_workers(args.workers)

@@ -7,9 +7,10 @@ ns (int64), taken once at the read and never again downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Error classes, shared by every transport (docs/metrics.md, "Errors").
 ERROR_TIMEOUT = "timeout"
@@ -63,7 +64,11 @@ def compressed_body_detail(encoding: str) -> str:
     )
 
 
-def _empty(dtype: Any) -> np.ndarray:
+def _empty(dtype: str) -> np.ndarray:
+    # numpy is imported on a record's first making, not with this module: the CLI's start-up
+    # (`pytps --version`, `--help`) reaches the records through the transport names, and needs no numpy.
+    import numpy as np
+
     return np.zeros(0, dtype=dtype)
 
 
@@ -91,13 +96,13 @@ class RequestRecord:
     server_timings: tuple[str, str] | None = None
     done: bool = False
     events: int = 0
-    output_times_ns: np.ndarray = field(default_factory=lambda: _empty(np.int64))
-    output_kinds: np.ndarray = field(default_factory=lambda: _empty(np.uint8))
-    output_tokens: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    output_chars: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    output_times_ns: np.ndarray = field(default_factory=lambda: _empty("int64"))
+    output_kinds: np.ndarray = field(default_factory=lambda: _empty("uint8"))
+    output_tokens: np.ndarray = field(default_factory=lambda: _empty("int32"))
+    output_chars: np.ndarray = field(default_factory=lambda: _empty("int32"))
     # With kernel timestamps (native transport): the kernel's receive stamp of the read behind
     # each output_times_ns entry, on CLOCK_MONOTONIC; empty when not measured.
-    output_kernel_times_ns: np.ndarray = field(default_factory=lambda: _empty(np.int64))
+    output_kernel_times_ns: np.ndarray = field(default_factory=lambda: _empty("int64"))
     first_output_ns: int | None = None
     first_answer_ns: int | None = None
     last_output_ns: int | None = None

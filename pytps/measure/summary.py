@@ -35,6 +35,7 @@ from pytps.measure.metrics import (
 from pytps.measure.records import RequestRecord
 from pytps.measure.server_timings import SUMMARY_STATS as _SERVER_STATS
 from pytps.measure.slo import Judge, Verdict, evaluate_run
+from pytps.measure.totals import RunTotals, measured_window_s
 from pytps.measure.workload_figures import WorkloadFigures
 
 _NO_NS = -(2**63)  # an int64 column's None
@@ -63,10 +64,8 @@ class RunSummary:
         self.target_concurrency = target_concurrency
         self.rate_mode = rate_mode
         self.judge = judge or Judge()
-        self.useful = 0  # measured requests that were useful
-        self.useful_tokens = 0
+        self.totals = RunTotals()  # counts of measured requests (throughput, goodput, errors)
         self.cost_total = 0.0  # of measured requests
-        self._why_not: dict[str, int] = {}
         # A column per figure the summary has percentiles of; e2e_500_s is derived from two of them.
         names = _SECONDS + (_SCHED_SECONDS if rate_mode else ())
         self._seconds = {name: array("d") for name in names}
@@ -78,15 +77,7 @@ class RunSummary:
         self._itl = _core.Histogram()
         self._gaps = _core.Histogram()
         self._kernel_lag = _core.Histogram()
-        self._errors: dict[str, int] = {}
-        self._sources: dict[str, int] = {}
-        self.requests_measured = 0
-        self.requests_retried = 0  # sent again on a new connection (a stale kept-alive one)
-        self.requests_ok = 0
-        self.tokens_ok = 0  # output tokens of successful measured requests
-        self.events_ok = 0
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
-        self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
         self.workload = WorkloadFigures(prompt_includes_cached=self.judge.prompt_includes_cached)
         # The server's own timings of successful measured requests that reported them.
         self._server: dict[str, array[float]] = {name: array("d") for name in _SERVER_STATS}
@@ -135,27 +126,11 @@ class RunSummary:
         self._ok.append(ok)
         if not measured:
             return False
-        self.requests_measured += 1
-        self.requests_retried += retries > 0
         if verdict.cost is not None:
             self.cost_total += verdict.cost
-        if verdict.useful:
-            self.useful += 1
-            self.useful_tokens += m.output_tokens
-        elif verdict.why_not is not None:
-            kind = verdict.why_not.split(":")[0]  # error / slo / validation
-            self._why_not[kind] = self._why_not.get(kind, 0) + 1
-        if self._first is None or m.t_send_ns < self._first[0]:
-            self._first = (m.t_send_ns, math.nan if m.ttft_s is None else m.ttft_s)
-        if not ok:
-            assert m.error is not None
-            self._errors[m.error] = self._errors.get(m.error, 0) + 1
+        if not self.totals.add(m, retries=retries, useful=verdict.useful, why_not=verdict.why_not):
             return False
-        self.requests_ok += 1
         self.workload.add(usage, turn, m)
-        self.tokens_ok += m.output_tokens
-        self.events_ok += m.output_events
-        self._sources[m.token_source] = self._sources.get(m.token_source, 0) + 1
         st = m.server_timings
         if st is not None:
             self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
@@ -224,11 +199,8 @@ class RunSummary:
         # The measured window: first measured send to last measured finish.
         t0 = int(t_send[measured].min()) if measured.any() else None
         t1 = int(finish[measured & finished].max()) if (measured & finished).any() else None
-        window_s = (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
-        summary["measured_window_s"] = window_s
-        summary["output_tokens_total"] = self.tokens_ok
-        summary["output_throughput_tps"] = self.tokens_ok / window_s if window_s else None
-        summary["request_throughput_rps"] = self.requests_ok / window_s if window_s else None
+        totals = self.totals
+        summary.update(totals.figures(measured_window_s(t0, t1)))
 
         # One pass over the events: tokens per second of the time series, tokens in the steady window.
         target = self.target_concurrency or 0
@@ -266,38 +238,22 @@ class RunSummary:
         summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
         summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len else None
 
-        summary["requests_total"] = self.requests_measured
-        summary["requests_ok"] = self.requests_ok
-        summary["requests_retried"] = self.requests_retried
-        failed = self.requests_measured - self.requests_ok
-        summary["error_rate"] = failed / self.requests_measured if self.requests_measured else None
-        summary["errors"] = dict(sorted(self._errors.items()))
-        sources = self._sources
-        summary["token_source"] = next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None)
-        summary["token_sources"] = dict(sources)
-        summary["tokens_per_event"] = self.tokens_ok / self.events_ok if self.events_ok else None
-        # Goodput: useful requests (docs/metrics.md, "Goodput and SLOs"), over the measured window.
-        summary["useful_requests"] = self.useful
-        summary["useful_share"] = self.useful / self.requests_measured if self.requests_measured else None
-        summary["goodput_rps"] = self.useful / window_s if window_s else None
-        summary["goodput_tps"] = self.useful_tokens / window_s if window_s else None
-        summary["not_useful"] = dict(sorted(self._why_not.items()))
         judge = self.judge
         prices = judge.prices
         if prices is not None:
-            n, tokens = self.requests_measured, self.tokens_ok
+            n, tokens, useful = totals.requests, totals.tokens_ok, totals.useful
             summary["cost"] = {
                 "currency": prices.currency,
                 "total": self.cost_total,
                 "per_request": self.cost_total / n if n else None,
                 "per_million_output_tokens": self.cost_total / tokens * 1e6 if tokens else None,
-                "per_useful_response": self.cost_total / self.useful if self.useful else None,
+                "per_useful_response": self.cost_total / useful if useful else None,
             }
         if judge.slo_run:
             checks = evaluate_run(judge.slo_run, summary)
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["server_timings"] = self._server_summary()
-        summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
+        summary["first_ttft_s"] = totals.first_ttft_s
         summary.update(self.workload.finish())
         summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
         return summary

@@ -4,6 +4,11 @@ and hands what was measured to pytps.runner.finalize at the end, also when inter
 Send times are taken by the transport; the runner only decides *when* to send. In rate mode
 the schedule is absolute (start + offset_i), so a late send never delays the ones after it,
 and each record keeps its intended send time for coordinated-omission-corrected latency.
+
+One send loop per load model serves a single process and each worker of a scaled run
+(pytps.scale.worker) alike, through three hooks of Runner: the share of the schedule it sends
+(pytps.runner.share.Share; the whole of it by default), the start barrier awaited before the
+schedule's first send (it gives the schedule's t0), and the stop signal (request_stop).
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pytps._native import _core
@@ -21,10 +27,23 @@ from pytps.measure.records import RequestRecord
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
 from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
+from pytps.runner.share import Share
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload import request_formats
 
 _now_ns = _core.now_ns
+
+#: A start barrier: awaited once, after the probe and before the schedule's first send, with the
+#: transport's schedule lead (ns). Returns the schedule's t0 on this process's CLOCK_MONOTONIC
+#: (rate mode sends index i at t0 + offset_i; concurrency mode ignores it), or None: send nothing more.
+StartBarrier = Callable[[int], Awaitable[int | None]]
+
+
+async def start_now(schedule_lead_ns: int) -> int:
+    """The barrier of a run in one process: the schedule starts one lead from now, so its first
+    requests can be handed over in time too (the origin is a choice; lateness against it is
+    still all counted)."""
+    return _now_ns() + schedule_lead_ns
 
 
 class Progress:
@@ -46,13 +65,25 @@ async def sleep_until_ns(t_ns: int) -> None:
         await asyncio.sleep(0)
 
 
+def _is_sessions(workload: object) -> bool:
+    """Whether the workload is multi-turn sessions (pytps.workload.sessions), without importing
+    that module for a run that has none: a SessionWorkload exists only once its module is loaded."""
+    module = sys.modules.get("pytps.workload.sessions")
+    return module is not None and isinstance(workload, module.SessionWorkload)
+
+
 class Runner:
     """One run of cfg. transport: a Transport of the caller's (left open at the end), or None for
-    the one pytps.transport.registry picks (closed at the end)."""
+    the one pytps.transport.registry picks (closed at the end).
 
-    # Hooks for a runner that is one worker of a scaled run (pytps.scale.worker): the index of
-    # the request sent alone first, and the results folder's writer.
-    probe_index = 0
+    A runner that sends part of a run (one worker of pytps.scale) is given
+    - share: the indexes (concurrency mode) or arrivals (rate mode) it sends, its slots, and its
+      probe, the request sent alone first (None: the whole of cfg.plan, Share.whole);
+    - start: the start barrier (StartBarrier; None: start_now);
+    and may be stopped from another thread with request_stop(): the requests in flight finish.
+    """
+
+    # The results folder's writer (a scale worker's keeps its event log for the driver's merge).
     output_type: type[RunOutput] = RunOutput
 
     def __init__(
@@ -63,8 +94,12 @@ class Runner:
         *,
         keep_records: bool = False,
         envelope: dict[str, Any] | None = None,
+        share: Share | None = None,
+        start: StartBarrier | None = None,
     ) -> None:
         self.cfg = cfg
+        self._share = share
+        self._start = start or start_now
         # This host's trust envelope for the run's transport (pytps.calibrate.envelope_for), given
         # as a value: the run judges itself against it (measure.envelope) and never imports calibrate.
         self.envelope = envelope
@@ -84,6 +119,9 @@ class Runner:
         self._errors = 0
         self._stop = False
         self.stopped_reason: str | None = None
+        # When measurement began on this process's clock: the first measured take (concurrency
+        # mode), the schedule's t0 (rate mode); None before.
+        self.t_measure_start_ns: int | None = None
         # Called with each finished record before it is journaled (pytps.workload.sessions tags it).
         self.on_record: Callable[[RequestRecord], None] | None = None
 
@@ -91,6 +129,31 @@ class Runner:
     def stopping(self) -> bool:
         """An early stop (--max-error-rate) was decided: send nothing more."""
         return self._stop
+
+    @property
+    def share(self) -> Share:
+        """The part of the schedule this runner sends."""
+        if self._share is None:
+            self._share = Share.whole(self.cfg.plan)
+        return self._share
+
+    def request_stop(self, reason: str | None = None) -> None:
+        """Send nothing more (safe from another thread); the requests in flight finish. The first
+        reason given is the run's stopped_reason."""
+        self._stop = True
+        if reason and self.stopped_reason is None:
+            self.stopped_reason = reason
+
+    def counters(self) -> dict[str, Any]:
+        """The live counts a progress display or a scale driver's snapshot shows."""
+        return {
+            "finished": self.finished,
+            "measured": self._measured,
+            "in_flight": self._in_flight,
+            "tokens": self._tokens,
+            "errors": self._errors,
+            "t_measure_start_ns": self.t_measure_start_ns,
+        }
 
     @property
     def transport(self) -> Transport:
@@ -167,16 +230,18 @@ class Runner:
             measured = self._measured
             limit = self.cfg.max_error_rate
             if limit is not None and measured >= 10 and self._errors / measured > limit:
-                self._stop = True
-                self.stopped_reason = (
+                self.request_stop(
                     f"error rate {self._errors / measured:.1%} exceeded --max-error-rate "
                     f"{limit:.1%} after {measured} requests"
                 )
 
-    async def _first_request(self, model: str, output: RunOutput, warmup: bool) -> None:
-        """Sends request 0 alone, to fail fast on a wrong key, path or model, and to learn
-        whether the server accepts the usage request (retried once without it)."""
-        rec = await self.transport.send(self._spec(self.probe_index, model, warmup))
+    async def _first_request(self, model: str, output: RunOutput) -> None:
+        """Sends the share's probe (request 0 of a single process) alone, to fail fast on a wrong
+        key, path or model, and to learn whether the server accepts the usage request (retried
+        once without it)."""
+        probe = self.share.probe_index
+        warmup = self.share.is_warmup(probe)
+        rec = await self.transport.send(self._spec(probe, model, warmup))
         if (
             self._include_usage
             and rec.status is not None
@@ -184,7 +249,7 @@ class Runner:
         ):
             self._include_usage = False
             self._usage_note = "the server rejected stream_options.include_usage; retried without it"
-            rec = await self.transport.send(self._spec(self.probe_index, model, warmup))
+            rec = await self.transport.send(self._spec(probe, model, warmup))
         if rec.status in (401, 403):
             raise EndpointError(
                 f"the endpoint refused the API key (HTTP {rec.status}); set --api-key-env "
@@ -193,7 +258,7 @@ class Runner:
         if rec.status == 404:
             raise EndpointError(
                 f"{request_formats.describe_error(404, rec.error_detail or '', self._secrets)} for "
-                f"{self.cfg.base_url}{self._spec(self.probe_index, model, warmup).path}: wrong --base-url or --api, "
+                f"{self.cfg.base_url}{self._spec(probe, model, warmup).path}: wrong --base-url or --api, "
                 f"or unknown model '{model}'"
             )
         if rec.error in ("connect",):
@@ -208,79 +273,80 @@ class Runner:
 
     # ---- load -------------------------------------------------------------------------------
 
-    async def send_one(self, i: int, model: str, output: RunOutput, warmup: bool) -> None:
-        """Sends request i now and finishes it (the session driver's step)."""
+    async def send_one(
+        self, i: int, model: str, output: RunOutput, warmup: bool, t_sched_ns: int | None = None
+    ) -> None:
+        """Sends request i now (t_sched_ns: its scheduled time, rate mode) and finishes it: the
+        step of every send loop, and of the session driver."""
         self._in_flight += 1
         try:
-            rec = await self.transport.send(self._spec(i, model, warmup))
+            rec = await self.transport.send(self._spec(i, model, warmup, t_sched_ns))
         finally:
             self._in_flight -= 1
         self._finish(rec, output)
 
     async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
-        plan = self.cfg.plan
-        next_index = 1
-        end_index = plan.warmup + plan.requests if plan.requests is not None else None
-        # Duration is measurement time: it starts with the first measured request.
+        """The share's slots each send the next index of the share as soon as their last finished."""
+        if await self._start(self.transport.schedule_lead_ns) is None:
+            return
+        share, plan = self.share, self.cfg.plan
+        indices = share.indices()
+        # Duration is measurement time: it starts with the first measured request. (A scale
+        # driver stops every worker at the run's end; a worker's own deadline is a backstop.)
         deadline: int | None = None
 
         def take() -> int | None:
-            nonlocal next_index, deadline
-            if self._stop or (end_index is not None and next_index >= end_index):
+            nonlocal deadline
+            if self._stop:
                 return None
+            i = next(indices, None)
             now = _now_ns()
-            if deadline is not None and now >= deadline:
+            if i is None or (deadline is not None and now >= deadline):
                 return None
-            if deadline is None and plan.duration_s and next_index >= plan.warmup:
-                deadline = now + int(plan.duration_s * 1e9)
-            i = next_index
-            next_index += 1
+            if self.t_measure_start_ns is None and not share.is_warmup(i):
+                self.t_measure_start_ns = now
+                if plan.duration_s:
+                    deadline = now + int(plan.duration_s * 1e9)
             return i
 
-        async def worker() -> None:
+        async def slot() -> None:
             while (i := take()) is not None:
-                self._in_flight += 1
-                try:
-                    rec = await self.transport.send(self._spec(i, model, i < plan.warmup))
-                finally:
-                    self._in_flight -= 1
-                self._finish(rec, output)
+                await self.send_one(i, model, output, share.is_warmup(i))
 
-        await asyncio.gather(*(worker() for _ in range(plan.concurrency or 1)))
+        await asyncio.gather(*(slot() for _ in range(share.slots or 1)))
 
     async def _rate_loop(self, model: str, output: RunOutput) -> None:
-        """Sends on an absolute schedule that starts after the first (probe) request."""
-        plan = self.cfg.plan
-        end_index = plan.warmup + plan.requests if plan.requests is not None else None
-        limit = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
+        """Sends the share's arrivals on the absolute schedule t0 + offset_i, t0 from the start
+        barrier (after the probe)."""
+        # A transport that paces sends itself (the native engine's timers) gets each request a
+        # little ahead of its time and holds it until t_sched; asyncio timers are only ms-exact.
+        lead_ns = self.transport.schedule_lead_ns
+        t0 = await self._start(lead_ns)
+        if t0 is None:
+            return
+        share, plan = self.share, self.cfg.plan
+        limit = asyncio.Semaphore(share.slots) if share.slots else None
         tasks: set[asyncio.Task[None]] = set()
 
         async def one(i: int, t_sched: int) -> None:
             if limit is not None:
                 await limit.acquire()
-            self._in_flight += 1
             try:
-                rec = await self.transport.send(self._spec(i, model, i < plan.warmup, t_sched))
+                await self.send_one(i, model, output, share.is_warmup(i), t_sched)
             finally:
-                self._in_flight -= 1
                 if limit is not None:
                     limit.release()
-            self._finish(rec, output)
 
-        # A transport that paces sends itself (the native engine's timers) gets each request a
-        # little ahead of its time and holds it until t_sched; asyncio timers are only ms-exact.
-        lead_ns = self.transport.schedule_lead_ns
-        # The schedule starts one lead from now, so its first requests can be handed over in
-        # time too (the origin is a choice; lateness against it is still all counted).
-        t0 = _now_ns() + lead_ns
         deadline = t0 + int(plan.duration_s * 1e9) if plan.duration_s else None
-        for i, offset in enumerate(plan.arrivals_ns(self.cfg.seed), start=1):
-            if self._stop or (end_index is not None and i >= end_index):
-                break
+        if self.t_measure_start_ns is None:
+            self.t_measure_start_ns = t0
+        for i, offset in share.scheduled(plan.arrivals_ns(self.cfg.seed)):
             t_sched = t0 + int(offset)
-            if deadline is not None and t_sched >= deadline:
+            if self._stop or (deadline is not None and t_sched >= deadline):
                 break
             await sleep_until_ns(t_sched - lead_ns)
+            if self.stopping:  # decided while this slept (the error rate, another thread's request_stop)
+                break
             task = asyncio.create_task(one(i, t_sched))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -318,11 +384,10 @@ class Runner:
             t_start = _now_ns()
             ticker = asyncio.create_task(self._report_progress(t_start))
             try:
-                from pytps.runner.sessions import run_sessions
-                from pytps.workload.sessions import SessionWorkload
+                first = self._first_request(model, output)
+                if _is_sessions(cfg.workload):
+                    from pytps.runner.sessions import run_sessions
 
-                first = self._first_request(model, output, warmup=cfg.plan.warmup > 0)
-                if isinstance(cfg.workload, SessionWorkload):
                     await run_sessions(self, model, output, lambda: first)
                 else:
                     await first

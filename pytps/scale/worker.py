@@ -1,9 +1,11 @@
 """One worker of a scaled run: the same code whether it lives in a process of this host
 (pytps.scale.local) or in a Ray actor (pytps.scale.ray_backend).
 
-A worker is a Runner (pytps.runner.loop) over its share of the run (pytps.scale.share) that
-- sends its probe, then waits at the barrier for the driver's `go` with the run's t0 on its own
-  clock (rate mode), so all workers start together;
+A worker is a Runner (pytps.runner.loop) over its share of the run (pytps.scale.share), through
+the runner's hooks (no loop of its own):
+- it sends its probe, then waits at the start barrier (WorkerCore.start) for the driver's `go`
+  with the run's t0 on its own clock (rate mode), so all workers start together;
+- the driver's stop reaches it as the runner's request_stop;
 - writes its own results folder as requests finish (journal, event log), so its finished
   requests survive its death, and keeps the event log at the end for the driver's merge;
 - hands back its per-token histograms as Histogram.to_bytes, and answers the driver's
@@ -18,18 +20,15 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytps._native import _core
 from pytps.errors import PytpsError
 from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
 from pytps.results.event_log import read_chunks
 from pytps.runner.config import make_config
 from pytps.runner.finalize import EVENT_LOG, RunOutput, RunResult, write_results
-from pytps.runner.loop import Runner, sleep_until_ns
+from pytps.runner.loop import Runner
 from pytps.scale.clock import ClockReading, read_clocks
 from pytps.scale.share import Share
-
-_now_ns = _core.now_ns
 
 # A record's absolute times: what a skewed clock (tests) moves. Everything else is a duration.
 _ABSOLUTE_FIELDS = (
@@ -100,121 +99,6 @@ class WorkerOutput(RunOutput):
         return RunResult(out_dir=self.out_dir, metadata=metadata, summary=summary, records=[])
 
 
-class WorkerRunner(Runner):
-    """A Runner over one share of the run, started by the driver's barrier."""
-
-    def __init__(self, cfg: Any, share: Share, core: WorkerCore) -> None:
-        super().__init__(cfg)
-        self.share = share
-        self.probe_index = share.probe_index
-        self.core = core
-        self.t_measure_start_ns: int | None = None  # this worker's clock (skew included)
-
-    def request_stop(self, reason: str | None) -> None:
-        self._stop = True
-        if reason and self.stopped_reason is None:
-            self.stopped_reason = reason
-
-    def stop_requested(self) -> bool:
-        return self._stop
-
-    def counters(self) -> dict[str, Any]:
-        return {
-            "finished": self.finished,
-            "measured": self._measured,
-            "in_flight": self._in_flight,
-            "tokens": self._tokens,
-            "errors": self._errors,
-            "t_measure_start_ns": self.t_measure_start_ns,
-        }
-
-    async def _first_request(self, model: str, output: RunOutput, warmup: bool) -> None:
-        # Warm-up by the run's rule (index < --warmup), not this worker's: its probe is index k.
-        await super()._first_request(model, output, self.share.is_warmup(self.probe_index))
-
-    async def _barrier(self) -> int | None:
-        """Waits for the driver's go; the run's t0 on this process's CLOCK_MONOTONIC (None: stop)."""
-        self.core.ready(self.transport.schedule_lead_ns)
-        while not self.core.go_event.is_set():
-            if self._stop:
-                return None
-            await asyncio.sleep(0.002)
-        return self.core.t0_ns - self.core.skew_ns
-
-    def _measuring(self, now_ns: int) -> None:
-        if self.t_measure_start_ns is None:
-            self.t_measure_start_ns = now_ns + self.core.skew_ns
-
-    async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
-        if await self._barrier() is None:
-            return
-        share, plan = self.share, self.cfg.plan
-        indices = share.indices()
-        deadline: int | None = None  # the driver stops every worker at the run's; this is a backstop
-
-        def take() -> int | None:
-            nonlocal deadline
-            if self._stop:
-                return None
-            i = next(indices, None)
-            now = _now_ns()
-            if i is None or (deadline is not None and now >= deadline):
-                return None
-            if not share.is_warmup(i):
-                self._measuring(now)
-                if deadline is None and plan.duration_s:
-                    deadline = now + int(plan.duration_s * 1e9)
-            return i
-
-        async def slot() -> None:
-            while (i := take()) is not None:
-                self._in_flight += 1
-                try:
-                    rec = await self.transport.send(self._spec(i, model, share.is_warmup(i)))
-                finally:
-                    self._in_flight -= 1
-                self._finish(rec, output)
-
-        await asyncio.gather(*(slot() for _ in range(share.slots or 1)))
-
-    async def _rate_loop(self, model: str, output: RunOutput) -> None:
-        t0 = await self._barrier()
-        if t0 is None:
-            return
-        share, plan = self.share, self.cfg.plan
-        limit = asyncio.Semaphore(share.slots) if share.slots else None
-        tasks: set[asyncio.Task[None]] = set()
-
-        async def one(i: int, t_sched: int) -> None:
-            if limit is not None:
-                await limit.acquire()
-            self._in_flight += 1
-            try:
-                rec = await self.transport.send(self._spec(i, model, share.is_warmup(i), t_sched))
-            finally:
-                self._in_flight -= 1
-                if limit is not None:
-                    limit.release()
-            self._finish(rec, output)
-
-        lead_ns = self.transport.schedule_lead_ns
-        deadline = t0 + int(plan.duration_s * 1e9) if plan.duration_s else None
-        self._measuring(t0)
-        for i, offset in share.scheduled(plan.arrivals_ns(self.cfg.seed)):
-            t_sched = t0 + int(offset)
-            if self._stop or (deadline is not None and t_sched >= deadline):
-                break
-            if t_sched - lead_ns > _now_ns():
-                await sleep_until_ns(t_sched - lead_ns)
-                if self.stop_requested():  # set by the driver's thread while this slept
-                    break
-            task = asyncio.create_task(one(i, t_sched))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        if tasks:
-            await asyncio.gather(*tasks)
-
-
 class WorkerCore:
     """The worker's side of the protocol; every method but run() may be called from another
     thread while run() goes."""
@@ -226,7 +110,7 @@ class WorkerCore:
         self.t0_ns = 0
         self.phase = "starting"  # starting, ready (at the barrier), running, done, failed
         self.schedule_lead_ns = 0
-        self._runner: WorkerRunner | None = None
+        self._runner: Runner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._stop_reason: str | None = None
@@ -240,6 +124,16 @@ class WorkerCore:
     def ready(self, schedule_lead_ns: int) -> None:
         self.schedule_lead_ns = schedule_lead_ns
         self.phase = "ready"
+
+    async def start(self, schedule_lead_ns: int) -> int | None:
+        """The runner's start barrier: waits for the driver's go; the run's t0 on this process's
+        CLOCK_MONOTONIC (None: stopped before it came)."""
+        self.ready(schedule_lead_ns)
+        while not self.go_event.is_set():
+            if self._stopped or (self._runner is not None and self._runner.stopping):
+                return None
+            await asyncio.sleep(0.002)
+        return self.t0_ns - self.skew_ns
 
     def go(self, t0_ns: int) -> None:
         """Start sending; t0_ns: the run's t0 on this worker's clock (rate mode)."""
@@ -265,6 +159,8 @@ class WorkerCore:
     def snapshot(self) -> dict[str, Any]:
         runner = self._runner
         counters = runner.counters() if runner is not None else {}
+        if counters.get("t_measure_start_ns") is not None:
+            counters["t_measure_start_ns"] += self.skew_ns  # on the worker's (skewed) clock
         return {"worker": self.worker, "phase": self.phase, "schedule_lead_ns": self.schedule_lead_ns, **counters}
 
     def run(self, job: WorkerJob) -> WorkerResult:
@@ -273,7 +169,7 @@ class WorkerCore:
 
         try:
             cfg = make_config(job.base_url, **job.settings)
-            runner = WorkerRunner(cfg, job.share, self)
+            runner = Runner(cfg, share=job.share, start=self.start)
             runner.output_type = type("SkewedWorkerOutput", (WorkerOutput,), {"skew_ns": job.skew_ns})
             with self._lock:
                 self._runner = runner
@@ -297,7 +193,7 @@ class WorkerCore:
             stopped_reason=result.stopped_reason,
         )
 
-    async def _main(self, runner: WorkerRunner) -> RunResult:
+    async def _main(self, runner: Runner) -> RunResult:
         with self._lock:
             self._loop = asyncio.get_running_loop()
             task = asyncio.ensure_future(runner.run())

@@ -19,7 +19,6 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.measure.catalogue import Metric, metric
-from pytps.results.folder import write_json_atomic
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
 SWEEP_SCHEMA_VERSION = 1
@@ -293,6 +292,9 @@ class Sweep:
             "stopped": self.stopped,
         }
         self.out.mkdir(parents=True, exist_ok=True)
+        # Imported here: the flags' help (cli/run_args) reads this module's names, without numpy.
+        from pytps.results.folder import write_json_atomic
+
         write_json_atomic(self.out / "sweep.json", index)
         return index
 

@@ -1,6 +1,7 @@
 """A benchmark matrix in TOML (`pytps run -c bench.toml`, `pytps sweep -c bench.toml`): endpoints x
 workloads, with shared defaults, SLOs and validation. Every cell is a run (or, for sweep, a
-sweep) into one results folder, indexed by matrix.json. Layout: examples/bench.toml and
+sweep) into one results folder, indexed by matrix.json; for run, a workload's list-valued key
+(`concurrency = [1, 4, 16]`) makes one run per value. Layout: examples/bench.toml and
 docs/matrix.md.
 
 Errors name the key and its line: tomllib gives no positions, so a key's line is found in the
@@ -9,6 +10,7 @@ text, after the header of the table it belongs to.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -96,13 +98,34 @@ class Cell:
     base_url: str | None  # None: the built-in emulator, with `emulator` settings
     emulator: dict[str, Any] = field(default_factory=dict)
     where: dict[str, int] = field(default_factory=dict)  # setting -> line in the file, for errors
+    values: dict[str, Any] = field(default_factory=dict)  # one run's pick of the list-valued keys (runs())
 
     @property
     def dir(self) -> str:
-        return f"cells/{_safe(self.endpoint)}/{_safe(self.workload)}"
+        base = f"cells/{_safe(self.endpoint)}/{_safe(self.workload)}"
+        return f"{base}/{_values_name(self.values)}" if self.values else base
 
     def axes(self) -> dict[str, Any]:
         return {k: self.settings[k] for k in AXIS_KEYS if isinstance(self.settings.get(k), list)}
+
+    def runs(self) -> list[Cell]:
+        """`pytps run -c`: one run per value of each list-valued key (per combination, for two),
+        in ascending order as a sweep's cells; this cell itself when none is a list."""
+        axes = {k: sorted(set(v)) for k, v in self.axes().items()}
+        if not axes:
+            return [self]
+        return [
+            Cell(
+                endpoint=self.endpoint,
+                workload=self.workload,
+                settings={**self.settings, **values},
+                base_url=self.base_url,
+                emulator=self.emulator,
+                where=self.where,
+                values=values,
+            )
+            for values in (dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values()))
+        ]
 
 
 class Matrix:
@@ -184,7 +207,23 @@ class Matrix:
                 )
 
     def _bad(self, key: str, message: str) -> None:
-        raise ConfigError(f"{self.path}:{self.line_of(key, 0, None)}: {message}")
+        raise ConfigError(f"{self.path}:{self.top_line_of(key)}: {message}")
+
+    def top_line_of(self, key: str) -> int:
+        """The line (1-based) of a top-level name: its [key] / [[key]] header, or `key = ...`
+        (`key.sub = ...`) above the first header, where TOML's top-level keys are."""
+        lines = self.text.splitlines()
+        header = re.compile(r"^\s*\[\[?\s*" + re.escape(key) + r"\s*[\].]")
+        assignment = re.compile(r'^\s*["\']?' + re.escape(key) + r'["\']?\s*[=.]')
+        in_top = True
+        for i, line in enumerate(lines):
+            if header.match(line):
+                return i + 1
+            if line.lstrip().startswith("["):
+                in_top = False
+            elif in_top and assignment.match(line):
+                return i + 1
+        return 1
 
     def line_of(self, table: str, index: int, key: str | None) -> int:
         """The line (1-based) of `key` in the index-th [table] / [[table]], or of the table's header."""
@@ -229,6 +268,12 @@ def _expect_json(value: Any) -> bool | str | None:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def _values_name(values: dict[str, Any]) -> str:
+    """A run's values as a sweep names its cells: concurrency=4,input_tokens=128."""
+    name = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    return name.replace("/", "_").replace(" ", "")
 
 
 def _safe(name: str) -> str:

@@ -1,0 +1,68 @@
+"""Stubs of the compiled module pytps._core (the .so beside this folder), one file per
+register_* concept of csrc/bindings (csrc/bindings/module.cpp calls them), as
+boost-histogram's src/boost_histogram/_core/*.pyi.
+
+The compiled module is flat: every name is an attribute of pytps._core itself. The files here
+exist for the type checker only (a directory without __init__.py does not shadow the .so, see
+tests/test_build.py); import the names from pytps._core (or pytps), never from pytps._core.clock.
+"""
+
+from pytps._core.client import (
+    TLS_AVAILABLE as TLS_AVAILABLE,
+)
+from pytps._core.client import (
+    ClientEngine as ClientEngine,
+)
+from pytps._core.client import (
+    ClientResult as ClientResult,
+)
+from pytps._core.client import (
+    measure_read_floor as measure_read_floor,
+)
+from pytps._core.client import (
+    tls_library_version as tls_library_version,
+)
+from pytps._core.clock import (
+    clock_info as clock_info,
+)
+from pytps._core.clock import (
+    now_ns as now_ns,
+)
+from pytps._core.emulator import (
+    Emulator as Emulator,
+)
+from pytps._core.histogram import (
+    Histogram as Histogram,
+)
+from pytps._core.http import (
+    HttpStreamRecorder as HttpStreamRecorder,
+)
+from pytps._core.io import (
+    EPOLL_WAIT as EPOLL_WAIT,
+)
+from pytps._core.io import (
+    _event_loop_probe as _event_loop_probe,
+)
+from pytps._core.recorder import (
+    DIALECTS as DIALECTS,
+)
+from pytps._core.recorder import (
+    KIND_CONTENT as KIND_CONTENT,
+)
+from pytps._core.recorder import (
+    KIND_REASONING as KIND_REASONING,
+)
+from pytps._core.recorder import (
+    KIND_TOOL as KIND_TOOL,
+)
+from pytps._core.recorder import (
+    StreamRecorder as StreamRecorder,
+)
+from pytps._core.sse import (
+    SSEEvent as SSEEvent,
+)
+from pytps._core.sse import (
+    SSEParser as SSEParser,
+)
+
+__version__: str

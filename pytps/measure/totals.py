@@ -1,0 +1,92 @@
+"""The run summary's counts, and the figures made of them: throughput, goodput, error rate,
+token sources (docs/metrics.md defines each).
+
+One piece of code for both summaries of a run: pytps.measure.summary.RunSummary (exact columns,
+the run's) and pytps.embed.bounded.RunningSummary (histograms, an instrumented program's) count
+with RunTotals.add and finish with RunTotals.figures, so the same formulas give both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytps.measure.metrics import NS_PER_S, RequestMetrics
+
+
+def measured_window_s(t_first_send_ns: int | None, t_last_finish_ns: int | None) -> float | None:
+    """The measured window: first measured send to last measured finish (None: empty or zero)."""
+    t0, t1 = t_first_send_ns, t_last_finish_ns
+    return (t1 - t0) / NS_PER_S if t0 is not None and t1 is not None and t1 > t0 else None
+
+
+@dataclass
+class RunTotals:
+    """Running counts of measured requests, O(1) per request."""
+
+    requests: int = 0
+    ok: int = 0
+    retried: int = 0  # sent again on a new connection (a stale kept-alive one)
+    tokens_ok: int = 0  # output tokens of successful requests
+    events_ok: int = 0  # output events of successful requests
+    useful: int = 0
+    useful_tokens: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # error class -> count
+    token_sources: dict[str, int] = field(default_factory=dict)
+    not_useful: dict[str, int] = field(default_factory=dict)  # error / slo / validation -> count
+    first: tuple[int, float | None] | None = None  # (t_send_ns, ttft_s) of the earliest request
+
+    def add(self, m: RequestMetrics, *, retries: int, useful: bool, why_not: str | None) -> bool:
+        """One measured request; True when it succeeded (its figures count)."""
+        self.requests += 1
+        self.retried += retries > 0
+        if useful:
+            self.useful += 1
+            self.useful_tokens += m.output_tokens
+        elif why_not is not None:
+            kind = why_not.split(":")[0]
+            self.not_useful[kind] = self.not_useful.get(kind, 0) + 1
+        if self.first is None or m.t_send_ns < self.first[0]:
+            self.first = (m.t_send_ns, m.ttft_s)
+        if not m.ok:
+            assert m.error is not None
+            self.errors[m.error] = self.errors.get(m.error, 0) + 1
+            return False
+        self.ok += 1
+        self.tokens_ok += m.output_tokens
+        self.events_ok += m.output_events
+        self.token_sources[m.token_source] = self.token_sources.get(m.token_source, 0) + 1
+        return True
+
+    def figures(self, window_s: float | None) -> dict[str, Any]:
+        """The summary's keys made of the counts, over the measured window, in results.json's order.
+        The steady window's two keys are None: a summary that knows every event fills them in."""
+        n, ok, useful = self.requests, self.ok, self.useful
+        sources = self.token_sources
+        return {
+            "measured_window_s": window_s,
+            "output_tokens_total": self.tokens_ok,
+            "output_throughput_tps": self.tokens_ok / window_s if window_s else None,
+            "request_throughput_rps": ok / window_s if window_s else None,
+            "steady_window_s": None,
+            "steady_output_throughput_tps": None,
+            "requests_total": n,
+            "requests_ok": ok,
+            "requests_retried": self.retried,
+            "error_rate": (n - ok) / n if n else None,
+            "errors": dict(sorted(self.errors.items())),
+            "token_source": next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None),
+            "token_sources": dict(sources),
+            "tokens_per_event": self.tokens_ok / self.events_ok if self.events_ok else None,
+            # Goodput: useful requests (docs/metrics.md, "Goodput and SLOs"), over the measured window.
+            "useful_requests": useful,
+            "useful_share": useful / n if n else None,
+            "goodput_rps": useful / window_s if window_s else None,
+            "goodput_tps": self.useful_tokens / window_s if window_s else None,
+            "not_useful": dict(sorted(self.not_useful.items())),
+        }
+
+    @property
+    def first_ttft_s(self) -> float | None:
+        """TTFT of the earliest request sent (the cold start), None if it had none."""
+        return None if self.first is None else self.first[1]
