@@ -10,6 +10,9 @@ KIND_REASONING: int  # 1: reasoning/thinking text
 KIND_TOOL: int  # 2: tool-call name or argument deltas
 
 DIALECTS: tuple[str, ...]  # ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama")
+# Each dialect's generation request paths below the server's root, its default first:
+# {"openai-chat": ("/v1/chat/completions",), ..., "ollama": ("/api/chat", "/api/generate")}
+DIALECT_PATHS: dict[str, tuple[str, ...]]
 
 class StreamRecorder:
     """The per-request hot path: frames one response stream and records what each event generated.
