@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 from urllib.parse import urlsplit
 
 from pytps.errors import ConfigError
-from pytps.transport.network import proxy_for
 
 if TYPE_CHECKING:
     from pytps.transport.base import Transport
@@ -219,6 +218,9 @@ def _serves(entry: TransportEntry, cfg: TransportSettings, needs: list[str]) -> 
     if "https://" in needs and entry.tls_missing() is not None:
         return False
     # A proxy in the environment is honoured by some transports only: the others go direct.
+    # (Imported here: network loads ssl, which the --transport choices of `--help` do not need.)
+    from pytps.transport.network import proxy_for
+
     return entry.proxies or proxy_for(cfg.base_url) is None
 
 
