@@ -20,6 +20,9 @@ ROWS = catalogue.DISTRIBUTIONS
 SERVER_ROWS = catalogue.SERVER
 
 
+# The figures of the line under the table, in order.
+RUN_LINE = ("output_throughput_tps", "steady_output_throughput_tps", "request_throughput_rps")
+
 Row = tuple[Metric, dict[str, Any]]
 
 
@@ -127,10 +130,14 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     def num(v: float | None, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
+    # The run-level line: labels and units from the catalogue, the sentence around them here.
+    out, steady, req = (catalogue.metric(k) for k in RUN_LINE)
+    good, good_tokens = catalogue.metric("goodput_rps"), catalogue.metric("goodput_tps")
+
     console.print(
-        f"output throughput {num(s.get('output_throughput_tps'), ',.1f')} tok/s (all users) · "
-        f"steady {num(s.get('steady_output_throughput_tps'), ',.1f')} tok/s · "
-        f"{num(s.get('request_throughput_rps'), ',.2f')} req/s · "
+        f"{out.label} {num(s.get(out.key), ',.1f')} {out.unit} (all users) · "
+        f"steady {num(s.get(steady.key), ',.1f')} {steady.unit} · "
+        f"{num(s.get(req.key), ',.2f')} {req.unit} · "
         f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · "
         f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
         + (escape(f" {s.get('errors')}") if s.get("errors") else "")
@@ -139,8 +146,8 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     slo = meta.get("slo") or {}
     if s.get("useful_share") is not None and (slo.get("per_request_s") or slo.get("validation")):
         console.print(
-            f"goodput {num(s.get('goodput_rps'), ',.2f')} useful req/s · {num(s.get('goodput_tps'), ',.1f')} useful "
-            f"tok/s · {s['useful_share']:.1%} useful"
+            f"{good.label} {num(s.get(good.key), ',.2f')} useful {good.unit} · "
+            f"{num(s.get(good_tokens.key), ',.1f')} useful {good_tokens.unit} · {s['useful_share']:.1%} useful"
             + (escape(f" (not useful: {s['not_useful']})") if s.get("not_useful") else "")
         )
     if s.get("slo_run"):
