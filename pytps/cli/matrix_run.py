@@ -100,6 +100,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, base_url: str = base_url
                     ) -> dict[str, Any]:
                         cfg = make_config(base_url, **fixed, **values, out=cell_dir)
+                        cfg.store_as = cfg.store_as and "sweep_cell"
                         result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
                         if result.interrupted:
                             raise KeyboardInterrupt

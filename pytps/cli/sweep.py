@@ -120,6 +120,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
             cfg = build_config(args, base_url, **fixed, **values, out=cell_dir)
+            cfg.store_as = cfg.store_as and "sweep_cell"
             result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
             if result.interrupted:
                 raise KeyboardInterrupt

@@ -273,6 +273,7 @@ class WorkerCore:
 
         try:
             cfg = make_config(job.base_url, **job.settings)
+            cfg.store_as = None  # a share of the run: the driver records the merged run
             runner = WorkerRunner(cfg, job.share, self)
             runner.output_type = type("SkewedWorkerOutput", (WorkerOutput,), {"skew_ns": job.skew_ns})
             with self._lock:
