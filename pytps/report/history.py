@@ -71,7 +71,7 @@ def fmt_value(metric: str, value: float | None) -> str:
         return "-"
     scale, unit = unit_of(metric)
     v = value * scale
-    text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+    text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
     return f"{text} {unit}".rstrip()
 
 
@@ -113,24 +113,24 @@ class Group:
         return (self.endpoint, self.model, self.fingerprint)
 
     def describe(self) -> str:
-        """The group's workload in a few words (from the fingerprinted settings)."""
-        c = self.runs[-1].comparable
-        wl, load = c.get("workload") or {}, c.get("load") or {}
-        kind = wl.get("kind", "?")
-        if kind in ("synthetic", "sessions"):
-            what = f"in {wl.get('input_tokens')}, out {wl.get('output_tokens')}"
-        elif kind == "dataset":
-            what = f"dataset {wl.get('source')}"
-        elif kind == "trace":
-            what = f"trace {(wl.get('trace') or {}).get('path')}"
-        else:
-            what = kind
-        level = (
-            f"concurrency {load.get('concurrency')}"
-            if load.get("mode") == "concurrency"
-            else f"rate {load.get('rate_rps')}/s"
-        )
-        return f"{c.get('api')}, {what}, {level}"
+        return describe_comparable(self.runs[-1].comparable)
+
+
+def describe_comparable(c: dict[str, Any]) -> str:
+    """A group's workload in a few words, from the fingerprinted settings."""
+    wl, load = c.get("workload") or {}, c.get("load") or {}
+    kind = wl.get("kind", "?")
+    if kind in ("synthetic", "sessions"):
+        what = f"input {wl.get('input_tokens')} tok, output {wl.get('output_tokens')} tok"
+    elif kind == "dataset":
+        what = f"dataset {wl.get('source')}"
+    elif kind == "trace":
+        what = f"trace {(wl.get('trace') or {}).get('path')}"
+    else:
+        what = kind
+    level = {"concurrency": f"concurrency {load.get('concurrency')}", "rate": f"rate {load.get('rate_rps')}/s"}
+    parts = [c.get("api"), what, level.get(str(load.get("mode")))]
+    return ", ".join(str(p) for p in parts if p)
 
 
 def group_runs(runs: Iterable[StoredRun]) -> list[Group]:

@@ -4,11 +4,12 @@ of values with their changes. Offline like the run report: Bokeh's JavaScript in
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytps.report.history import fmt_change, fmt_value, unit_of
+from pytps.report.history import describe_comparable, fmt_change, fmt_value, unit_of
 from pytps.report.html import Page, _bokeh, _write, e
 
 
@@ -64,10 +65,9 @@ def history_page(trends: list[dict[str, Any]]) -> Page:
     )
     for t in trends:
         page.add(f"<h2>{e(t['endpoint'])} · {e(t['model'])} · fingerprint {e(t['fingerprint'])}</h2>")
-        wl, load = t["workload"].get("workload") or {}, t["workload"].get("load") or {}
         page.add(
-            f'<p class="note">API {e(t["workload"].get("api"))}; workload {e(wl)}; load {e(load)}; '
-            f"baseline: run {e(t['baseline'])}</p>"
+            f'<p class="note">{e(describe_comparable(t["workload"]))}; baseline: run {e(t["baseline"])}. '
+            f"Everything the fingerprint covers: <code>{e(json.dumps(t['workload'], sort_keys=True))}</code></p>"
         )
         plots = [page.plot(trend_plot(metric, m, t["baseline"])) for metric, m in t["metrics"].items()]
         page.add('<div class="plots2">' + "".join(plots) + "</div>")
@@ -81,8 +81,13 @@ def history_page(trends: list[dict[str, Any]]) -> Page:
                 f'<td class="num">{e(fmt_change(m["points"][i]["change_vs_baseline"]))}</td>'
                 for metric, m in t["metrics"].items()
             )
-            rows.append(f"<tr><td>{p0['id']}</td><td>{e(p0['when_utc'])}</td>{cells}<td>{e(p0['folder'])}</td></tr>")
-        page.add(f"<table><tr><th>run</th><th>when (UTC)</th>{head}<th>folder</th></tr>{''.join(rows)}</table>")
+            when = f'<td style="white-space: nowrap">{e(p0["when_utc"])}</td>'
+            rows.append(f"<tr><td>{p0['id']}</td>{when}{cells}<td>{e(p0['folder'])}</td></tr>")
+        # A wide table scrolls in its own box rather than widening the page.
+        page.add(
+            '<div style="overflow-x: auto"><table><tr><th>run</th><th>when (UTC)</th>'
+            f"{head}<th>folder</th></tr>{''.join(rows)}</table></div>"
+        )
     return page
 
 
