@@ -103,10 +103,12 @@ def test_twenty_seeded_reruns_with_no_change_are_not_flagged(store_spec: str, mo
         with Store(store_spec) as store:
             store.forget(r.id for r in store.runs())
         group = _group_of(store_spec, [*base, rerun], list(range(6)))
-        # TTFT, the metric the regression is planted in: 50 ms, well above this machine's own jitter.
-        # (A sub-millisecond TPOT on a host shared with other builds moves for real, and is flagged.)
-        findings = check_group(group, {"ttft_p50": 0.10, "e2e_p50": 0.10}, seed=k)
-        assert len(findings) == 2 and not any(f.note for f in findings)
+        # TTFT, the metric the regression is planted in: the emulator's 50 ms, well above this machine's
+        # own jitter. (On a host shared with other builds, a sub-millisecond TPOT, and the E2E that adds
+        # it up, can move by more than 10% for real between runs: the check flags that, rightly.)
+        (finding,) = check_group(group, {"ttft_p50": 0.10}, seed=k)
+        assert finding.note is None and len(finding.against) == 5
+        findings = [finding]
         flagged += [f.line() for f in findings if f.regression]
     assert flagged == []
 
