@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "check",
         help="flag regressions of the latest run against its comparable predecessors (exit 1)",
         description="The latest complete run of each group against up to --window comparable runs before it, "
-        "with the bootstrap 95%% interval `pytps compare` uses: a regression is a change for the worse beyond "
+        "with the bootstrap 95% interval `pytps compare` uses: a regression is a change for the worse beyond "
         "the limit whose interval leaves out 0. One line per regression and exit 1; exit 0 otherwise.",
     )
     _store_arg(c, suppress=True)
