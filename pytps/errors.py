@@ -22,3 +22,8 @@ class ConfigError(PytpsError, ValueError):
 
 class EndpointError(PytpsError):
     """The endpoint cannot be benchmarked as asked: unreachable, refusing the key, unknown path or model."""
+
+
+class StoreError(PytpsError):
+    """The results store cannot be used: it cannot be opened, its schema is newer than this pytps
+    knows, or its backend is not installed. A run that meets it still writes its folder."""

@@ -14,7 +14,8 @@
   Run: `pytest -m calibrate_full` (.ci/steps/48-calibrate.sh).
 
 Every test sees its own PYTPS_ENVELOPE_DIR, so no run reads the trust envelope saved by the
-user's own `pytps calibrate`.
+user's own `pytps calibrate`, and its own PYTPS_STORE (a SQLite file of its own), so no run is
+recorded in the user's results store (pytps history).
 """
 
 from __future__ import annotations
@@ -84,12 +85,14 @@ def _no_user_envelope(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     # Session-wide first, so that module fixtures (runs made once per module) see it too.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope-session")))
+        mp.setenv("PYTPS_STORE", str(tmp_path_factory.mktemp("store-session") / "history.sqlite"))
         yield
 
 
 @pytest.fixture(autouse=True)
 def _own_envelope_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTPS_ENVELOPE_DIR", str(tmp_path_factory.mktemp("envelope")))
+    monkeypatch.setenv("PYTPS_STORE", str(tmp_path_factory.mktemp("store") / "history.sqlite"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

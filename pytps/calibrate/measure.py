@@ -64,6 +64,7 @@ def measure_transport(
             base_url, model="m", concurrency=cell.concurrency, requests=cell.concurrency * rounds,
             output_tokens=str(output_tokens), input_tokens="32", transport=transport,
             kernel_timestamps=kernel_timestamps, out=out, timeout=60.0, warmup=1,
+            store=False,  # a cell of the calibration, not a run: `pytps calibrate` records its own row
         )  # fmt: skip
         if transport == "native":
             from pytps.transport.native_transport import NativeTransport

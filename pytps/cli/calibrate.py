@@ -55,6 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
     p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs pytps[plot])")
     p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
+    p.add_argument("--store", metavar="PATH|URL", help="the results store to record the calibration in (pytps history)")
+    p.add_argument("--no-store", action="store_true", help="do not record the calibration in the results store")
     # The slowed-client test hook: each native read stamped this much later (tests only).
     p.add_argument("--test-read-delay-us", type=float, default=0.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
@@ -133,6 +135,12 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=1)
+    if not args.no_store:
+        from pathlib import Path
+
+        from pytps.calibrate.store_entry import record_calibration
+
+        record_calibration(data, args.store, Path(args.json if args.json and args.json != "-" else "."))
     if args.plot:
         print(f"heat map: {write_heatmap(data, args.plot)}", file=sys.stderr)
     for t, path in (data.get("envelopes") or {}).items():

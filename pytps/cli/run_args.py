@@ -173,6 +173,13 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     )
     out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
     out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    out.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        help="the results store the run is recorded in: a SQLite file, sqlite:///FILE or postgresql://... "
+        "(default: $PYTPS_STORE, else $XDG_DATA_HOME/pytps/history.sqlite; see pytps history)",
+    )
+    out.add_argument("--no-store", action="store_true", help="do not record the run in the results store")
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
     emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
     emu.add_argument("--emu-itl-us", type=float, default=2000.0)
@@ -209,7 +216,7 @@ def explicit_settings(args: argparse.Namespace, parser_defaults: dict[str, Any])
     """The settings of the flags given on the command line (those that differ from their defaults):
     what overrides a matrix file."""
     given = {dest for dest, default in parser_defaults.items() if getattr(args, dest, default) != default}
-    renamed = {"header": "headers"}
+    renamed = {"header": "headers", "no_store": "store"}
     return {k: v for k, v in flag_settings(args).items() if k in {renamed.get(d, d) for d in given}}
 
 
@@ -267,6 +274,7 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         trace_window=args.trace_window,
         max_input_tokens=args.max_input_tokens,
         max_output_tokens=args.max_output_tokens,
+        store=False if args.no_store else args.store,
     )
 
 
@@ -304,6 +312,7 @@ def cell_summary(cfg: RunConfig) -> dict[str, Any]:
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
 
+    cfg.store_as = cfg.store_as and "sweep_cell"  # the results store files it as a sweep's cell
     result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
     if result.interrupted:
         raise KeyboardInterrupt

@@ -102,7 +102,19 @@ RUN: tuple[Metric, ...] = (
     _m("client_cpu_us_per_token", "client CPU per token", "µs", 1.0, "lower", "pytps's own CPU time per token"),
 )
 
+#: Figures the results store keeps that no run summary has: a run's request count, and a
+#: calibration's (pytps calibrate, docs/calibrate.md).
+STORED: tuple[Metric, ...] = (
+    _m("requests_total", "requests measured", "requests", 1.0, None, "measured requests of the run"),
+    _m("stamp_delay_p99_us", "stamp delay p99", "µs", 1.0, "lower", "calibrate: p99 of client stamp − emulator write"),
+    _m("cpu_us_per_token", "CPU per token", "µs", 1.0, "lower", "calibrate: the client's CPU per token"),
+    _m(
+        "cells_passed_share", "cells passed", "%", 100.0, "higher", "calibrate: share of the ladder's cells that passed"
+    ),
+)
+
 _BY_KEY = {m.key: m for m in (*DISTRIBUTIONS, *RUN)}
+_STORED_BY_KEY = {m.key: m for m in STORED}
 _SERVER_BY_KEY = {m.key: m for m in SERVER}
 
 
@@ -114,3 +126,19 @@ def metric(key: str) -> Metric:
 def server_metric(key: str) -> Metric:
     """The catalogue's entry for a key of summary.server_timings."""
     return _SERVER_BY_KEY[key]
+
+
+def of_figure(name: str) -> Metric | None:
+    """The entry behind a flat figure name, as the results store and sweep headlines name them:
+    a summary key (`output_throughput_tps`), or a distribution with its statistic (`ttft_p50`,
+    `decode_tps_mean`). None for a figure the catalogue does not hold."""
+    if name in _BY_KEY:
+        return _BY_KEY[name]
+    if name in _STORED_BY_KEY:
+        return _STORED_BY_KEY[name]
+    base, _, stat = name.rpartition("_")
+    if stat in ("mean", "max") or (stat.startswith("p") and stat[1:].isdigit()):
+        for key in (f"{base}_s", base):
+            if key in _BY_KEY:
+                return _BY_KEY[key]
+    return None

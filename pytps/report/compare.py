@@ -63,6 +63,9 @@ def _stat_fn(stat: str) -> Callable[[np.ndarray], np.ndarray]:
         return lambda a: np.nanmean(a, axis=-1)
     if stat == "p50":
         return lambda a: np.nanmedian(a, axis=-1)
+    if stat in ("p90", "p95", "p99"):  # pytps history check on a tail percentile
+        q = float(stat[1:])
+        return lambda a: np.nanpercentile(a, q, axis=-1)
     raise ValueError(stat)
 
 
@@ -71,7 +74,9 @@ def point(runs: Sequence[np.ndarray], stat: str) -> float | None:
     pooled = np.concatenate(list(runs)) if runs else np.empty(0)
     if pooled.size == 0:
         return None
-    return float(np.mean(pooled) if stat == "mean" else np.median(pooled))
+    if stat == "mean":
+        return float(np.mean(pooled))
+    return float(np.median(pooled) if stat == "p50" else np.percentile(pooled, float(stat[1:])))
 
 
 def resample(runs: Sequence[np.ndarray], stat: str, resamples: int, rng: np.random.Generator) -> np.ndarray:

@@ -70,6 +70,10 @@ class RunConfig:
     tokenizer: TokenCounter | None = None
     # Which requests are useful, and what they cost (pytps.measure.slo, pytps.measure.cost).
     judge: Judge = field(default_factory=Judge)
+    # The results store the finished run is recorded in (pytps.results.store): None is $PYTPS_STORE,
+    # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
+    store: str | None = None
+    store_as: str | None = "run"
 
 
 def make_config(
@@ -125,8 +129,10 @@ def make_config(
     trace_window: str | None = None,
     max_input_tokens: int | None = None,
     max_output_tokens: int | None = None,
+    store: str | os.PathLike[str] | bool | None = None,
 ) -> RunConfig:
-    """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
+    """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
+    store: the results store to record the run in (a path or URL); False: not recorded."""
     from pytps.workload.synthetic import DatasetWorkload, LengthSpec, SyntheticWorkload
     from pytps.workload.tokenizer import LocalTokenizer
 
@@ -225,6 +231,8 @@ def make_config(
         ca_bundle=os.fspath(ca_bundle) if ca_bundle is not None else None,
         insecure=insecure,
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
+        store=None if store is None or isinstance(store, bool) else os.fspath(store),
+        store_as=None if store is False else "run",
     )
 
 

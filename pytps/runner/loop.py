@@ -420,4 +420,9 @@ class Runner:
         result = output.finish(metadata, self.envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
+        if cfg.store_as is not None:
+            from pytps.runner.store_entry import record_in_store
+
+            # After the folder is whole: a store that fails costs one warning, never the run.
+            record_in_store(cfg.store, {"metadata": metadata, "summary": result.summary}, out_dir, cfg.store_as)
         return result

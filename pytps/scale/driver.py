@@ -434,6 +434,12 @@ class ScaledRun:
         merged = merge_results(out_dir, parts, plan=self.cfg.plan, judge=self.cfg.judge, metadata=metadata)
         merged.interrupted = interrupted
         merged.stopped_reason = stopped
+        if self.cfg.store_as is not None:
+            from pytps.runner.store_entry import record_in_store
+
+            record_in_store(
+                self.cfg.store, {"metadata": merged.metadata, "summary": merged.summary}, out_dir, self.cfg.store_as
+            )
         return merged
 
 

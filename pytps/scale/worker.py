@@ -169,6 +169,7 @@ class WorkerCore:
 
         try:
             cfg = make_config(job.base_url, **job.settings)
+            cfg.store_as = None  # a share of the run: the driver records the merged run
             runner = Runner(cfg, share=job.share, start=self.start)
             runner.output_type = type("SkewedWorkerOutput", (WorkerOutput,), {"skew_ns": job.skew_ns})
             with self._lock:

@@ -69,6 +69,14 @@ def test_calibrate_quick_end_to_end(tmp_path):
     assert env["cpu_count"] == os.cpu_count() and env["kernel"] and env["pytps_version"] == pytps.__version__
     assert len(env["cells"]) == len(data["cells"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Recorded in the results store (this test's own, tests/conftest.py): one row per transport.
+    from pytps.results.store import Store
+
+    with Store() as store:
+        (row,) = store.runs(kinds=["calibrate"])
+    assert (row.model, row.transport, row.status, row.folder) == ("calibrate/native", "native", "complete", env["path"])
+    assert row.figures["stamp_delay_p99_us"] == max(c["figures"]["stamp_delay_p99_us"] for c in data["cells"])
+    assert 0 <= row.figures["cells_passed_share"] <= 1 and row.figures["cpu_us_per_token"] > 0
 
 
 def test_every_figure_comes_from_the_measured_events(monkeypatch):

@@ -167,3 +167,25 @@ def test_an_empty_plot_has_no_ink(browser: Any, tmp_path: Path) -> None:
     (tmp_path / "empty.html").write_text(page.render())
     load(browser, tmp_path / "empty.html")
     assert plot_ink(browser) == {"plot0": 0.0}
+
+
+def test_the_history_trend_page_loads_clean_with_every_plot_drawn(browser: Any, tmp_path: Path) -> None:
+    # A week of nightly runs against one emulator, recorded with the store's clock injected.
+    from datetime import datetime, timedelta, timezone
+
+    from pytps.report.history import group_runs, trend
+    from pytps.report.html_history import write_history
+    from pytps.results.folder import load_results
+    from pytps.results.store import Store
+
+    start = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)
+    with pytps.Emulator(ttft_ms=5, itl_us=300) as emu, Store(str(tmp_path / "h.sqlite")) as store:
+        for day in range(7):
+            out = tmp_path / f"night{day}"
+            pytps.run(emu.base_url, model="m", out=out, requests=20, concurrency=4, output_tokens=8, seed=day,
+                      store=False)  # fmt: skip
+            store.clock = lambda day=day: start + timedelta(days=day)  # type: ignore[misc]
+            store.record(load_results(out), out)
+        (group,) = group_runs(store.runs())
+    page = write_history([trend(group, ["ttft_p50", "decode_tps_p50"])], tmp_path / "trend.html")
+    assert len(check_clean_and_drawn(browser, page)) == 2

@@ -1,0 +1,321 @@
+"""`pytps history`: the results store's runs grouped and trended, `history add DIR...` to import saved
+folders, `history check` to flag regressions (exit 1). The arithmetic is pytps.report.history's; this
+module holds the flags and the output (docs/history.md)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = """examples:
+  pytps history                                                  # recent runs, grouped
+  pytps history --endpoint http://127.0.0.1:8000 --model llama --metric ttft_p50,decode_tps_p50
+  pytps history --endpoint http://127.0.0.1:8000 --baseline 12 --html trend.html
+  pytps history --fingerprint 3fa2 --csv > trend.csv
+  pytps history add results/                                     # import folders saved before the store
+  pytps history add --prune                                      # forget runs whose folders are gone
+  pytps history check --metric ttft_p50,tpot_p50 --max-change 10%   # exit 1 on a regression
+  pytps history check --limits limits.toml --json
+
+A run is comparable with another exactly when their workload fingerprints match (docs/results.md).
+The store: --store PATH|URL, else $PYTPS_STORE, else $XDG_DATA_HOME/pytps/history.sqlite.
+"""
+
+
+def _store_arg(p: argparse.ArgumentParser, suppress: bool) -> None:
+    # On the subcommands too, without a default there: a subparser's default would overwrite the
+    # value given before the subcommand's name.
+    p.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        default=argparse.SUPPRESS if suppress else None,
+        help="the results store: a SQLite file, sqlite:///FILE or postgresql://... (default: $PYTPS_STORE, "
+        "else $XDG_DATA_HOME/pytps/history.sqlite)",
+    )
+
+
+def _filter_args(p: argparse.ArgumentParser, suppress: bool) -> None:
+    d = argparse.SUPPRESS if suppress else None
+    p.add_argument("--endpoint", metavar="URL", default=d, help="only this endpoint (its base URL)")
+    p.add_argument("--model", default=d, help="only this model")
+    p.add_argument("--fingerprint", metavar="F", default=d, help="only this workload fingerprint (a prefix will do)")
+
+
+HELP = "trends of the runs in the results store, imports, and the regression check"
+DESCRIPTION = (
+    "Every pytps run, sweep cell and calibration is recorded in the results store. Without a "
+    "filter, list recent runs grouped by endpoint, model and workload fingerprint; with --endpoint, --model "
+    "or --fingerprint, print each metric's trend with the change against the previous comparable run and "
+    "against the baseline."
+)
+
+
+def add_arguments(h: argparse.ArgumentParser) -> None:
+    _store_arg(h, suppress=False)
+    _filter_args(h, suppress=False)
+    h.add_argument(
+        "--metric",
+        metavar="M[,M...]",
+        help="the metrics to trend (default ttft_p50,tpot_p50,decode_tps_p50,output_throughput_tps)",
+    )
+    h.add_argument("--baseline", type=int, metavar="RUN", help="the run (its id) changes are measured against")
+    h.add_argument("--limit", type=int, default=10, metavar="N", help="the last N runs of each group (default 10)")
+    h.add_argument("--all", action="store_true", help="also sweep cells and calibrations (runs only by default)")
+    h.add_argument("--json", action="store_true", help="print JSON")
+    h.add_argument("--csv", action="store_true", help="print CSV: one row per run and metric")
+    h.add_argument("--html", metavar="FILE", help="write the trend as one offline HTML page (Bokeh)")
+    h.set_defaults(func=cmd_history)
+    actions = h.add_subparsers(dest="history_action", metavar="ACTION")
+    a = actions.add_parser("add", help="import saved results folders")
+    a.add_argument("dirs", nargs="*", metavar="DIR", help="results folders, or folders holding them (searched)")
+    a.add_argument("--prune", action="store_true", help="forget runs whose folders are gone")
+    _store_arg(a, suppress=True)
+    a.set_defaults(func=cmd_add)
+    c = actions.add_parser(
+        "check",
+        help="flag regressions of the latest run against its comparable predecessors (exit 1)",
+        description="The latest complete run of each group against up to --window comparable runs before it, "
+        "with the bootstrap 95% interval `pytps compare` uses: a regression is a change for the worse beyond "
+        "the limit whose interval leaves out 0. One line per regression and exit 1; exit 0 otherwise.",
+    )
+    _store_arg(c, suppress=True)
+    _filter_args(c, suppress=True)
+    c.add_argument("--metric", dest="check_metric", metavar="M[,M...]", help="the metrics to check (default ttft_p50)")
+    c.add_argument("--max-change", default="10%", help="the largest change for the worse allowed (default 10%%)")
+    c.add_argument("--limits", metavar="FILE", help='per-metric limits in TOML: [limits] ttft_p50 = "10%%"')
+    c.add_argument("--window", type=int, default=5, help="earlier comparable runs to compare with (default 5)")
+    c.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    c.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    c.add_argument("--json", dest="check_json", action="store_true", help="print every finding as JSON")
+    c.set_defaults(func=cmd_check)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from pytps.results.store import Store
+
+    return Store(getattr(args, "store", None))
+
+
+def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
+    from pytps.report.history import group_runs
+    from pytps.results.store import normalize_endpoint
+
+    endpoint = getattr(args, "endpoint", None)
+    runs = store.runs(
+        endpoint=normalize_endpoint(endpoint) if endpoint else None,
+        model=getattr(args, "model", None),
+        fingerprint=getattr(args, "fingerprint", None),
+        kinds=kinds,
+    )
+    return group_runs(runs)
+
+
+# ---- pytps history ---------------------------------------------------------------------------
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from pytps.errors import ConfigError
+    from pytps.report.history import parse_metrics, trend
+
+    if args.limit < 1:
+        raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
+    metrics = parse_metrics(args.metric)
+    with _open(args) as store:
+        groups = _selected(args, store, None if args.all else ("run",))
+    if not groups:
+        print(f"no runs in the results store {store.where} match; pytps run records each run there "
+              "(pytps history add DIR imports saved folders)", file=sys.stderr)  # fmt: skip
+        return 0
+    for g in groups:
+        g.runs = g.runs[-args.limit :]
+    filtered = any(getattr(args, k) for k in ("endpoint", "model", "fingerprint"))
+    trends = [trend(g, metrics, args.baseline if filtered else None) for g in groups]
+    if args.html:
+        from pytps.report.html_history import write_history
+
+        written = write_history(trends, args.html)
+        print(f"report: {written}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(trends, indent=2))
+    elif args.csv:
+        _csv(trends)
+    elif filtered:
+        _render_trends(groups, trends)
+    else:
+        _render_groups(groups, trends)
+    return 0
+
+
+def _csv(trends: list[dict[str, Any]]) -> None:
+    w = csv.writer(sys.stdout)
+    w.writerow(
+        ["endpoint", "model", "fingerprint", "id", "when_utc", "kind", "status", "metric", "value",
+         "change_vs_previous", "change_vs_baseline", "folder"]
+    )  # fmt: skip
+    for t in trends:
+        for metric, m in t["metrics"].items():
+            for p in m["points"]:
+                w.writerow(
+                    [t["endpoint"], t["model"], t["fingerprint"], p["id"], p["when_utc"], p["kind"], p["status"],
+                     metric, p["value"], p["change_vs_previous"], p["change_vs_baseline"], p["folder"]]
+                )  # fmt: skip
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _render_groups(groups: list[Any], trends: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from pytps.report.history import fmt_value
+
+    console = _console()
+    for g, t in zip(groups, trends, strict=True):
+        console.print(
+            f"[bold]{escape(g.endpoint)}[/]  model {escape(g.model)}  fingerprint [bold]{g.fingerprint}[/]  "
+            f"({escape(g.describe())}; {len(g.runs)} runs shown)"
+        )
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        for col in ("id", "when (UTC)", "kind", "status", *t["metrics"], "folder"):
+            right = col in t["metrics"] or col == "id"
+            table.add_column(escape(col), justify="right" if right else "left", overflow="fold")
+        for i, run in enumerate(g.runs):
+            vals = [fmt_value(m, t["metrics"][m]["points"][i]["value"]) for m in t["metrics"]]
+            table.add_row(str(run.id), run.as_dict()["when_utc"], run.kind, run.status, *vals, escape(run.folder))
+        console.print(table)
+        console.print()
+
+
+def _render_trends(groups: list[Any], trends: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from pytps.report.history import fmt_change, fmt_value
+
+    console = _console()
+    for g, t in zip(groups, trends, strict=True):
+        console.print(
+            f"[bold]{escape(g.endpoint)}[/]  model {escape(g.model)}  fingerprint [bold]{g.fingerprint}[/]  "
+            f"({escape(g.describe())}); baseline: run {t['baseline']}"
+        )
+        for metric, m in t["metrics"].items():
+            last = m["points"][-1]
+            better = "higher" if m["higher_is_better"] else "lower"
+            console.print(
+                f"  {metric:<24} {m['sparkline']}  latest {fmt_value(metric, last['value'])}, "
+                f"{fmt_change(last['change_vs_previous'])} vs previous, "
+                f"{fmt_change(last['change_vs_baseline'])} vs baseline ({better} is better)",
+                markup=False,
+            )
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        table.add_column("id", justify="right")
+        table.add_column("when (UTC)")
+        for metric in t["metrics"]:
+            table.add_column(escape(f"{metric} (Δprev, Δbase)"), justify="right")
+        for i, run in enumerate(g.runs):
+            cells = []
+            for metric, m in t["metrics"].items():
+                p = m["points"][i]
+                cells.append(
+                    f"{fmt_value(metric, p['value'])} ({fmt_change(p['change_vs_previous'])}, "
+                    f"{fmt_change(p['change_vs_baseline'])})"
+                )
+            table.add_row(str(run.id), run.as_dict()["when_utc"], *cells)
+        console.print(table)
+        console.print()
+
+
+# ---- pytps history add -----------------------------------------------------------------------
+
+
+def _folders(dirs: list[str]) -> list[Path]:
+    from pytps.errors import ConfigError
+
+    out: list[Path] = []
+    for d in dirs:
+        p = Path(d)
+        if (p / "results.json").is_file():
+            out.append(p)
+        elif p.is_dir():
+            out.extend(sorted(r.parent for r in p.rglob("results.json")))
+        else:
+            raise ConfigError(f"{d}: no such folder; give results folders (holding results.json) or folders of them")
+    return out
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from pytps.errors import ConfigError
+    from pytps.results.folder import load_results
+    from pytps.results.store import parse_when
+
+    if not args.dirs and not args.prune:
+        raise ConfigError("history add needs results folders (DIR...), or --prune to forget runs with folders gone")
+    folders = _folders(args.dirs)
+    added = known = bad = 0
+    with _open(args) as store:
+        for folder in folders:
+            try:
+                results = load_results(folder)
+            except (OSError, ValueError) as exc:
+                print(f"pytps: skipped {folder}: results.json unreadable ({exc})", file=sys.stderr)
+                bad += 1
+                continue
+            meta = results.get("metadata") or {}
+            when = parse_when(meta.get("date_utc")) or datetime.fromtimestamp(
+                (folder / "results.json").stat().st_mtime, timezone.utc
+            )
+            kind = "sweep_cell" if (folder.parent / "sweep.json").is_file() else "run"
+            if store.record(results, folder, kind=kind, when=when) is None:
+                known += 1
+            else:
+                added += 1
+        forgotten = 0
+        if args.prune:
+            gone = [r.id for r in store.runs(kinds=("run", "sweep_cell")) if not Path(r.folder).exists()]
+            forgotten = store.forget(gone)
+        where = store.where
+    print(
+        f"{added} runs added to {where}, {known} already there, {bad} unreadable"
+        + (f"; {forgotten} forgotten (folders gone)" if args.prune else "")
+    )
+    return 0
+
+
+# ---- pytps history check ---------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pytps.errors import ConfigError
+    from pytps.report.history import check, load_limits, parse_limit, parse_metrics
+
+    if args.limits and args.check_metric:
+        raise ConfigError("--limits FILE names the metrics and their limits: leave out --metric, or --limits")
+    if args.limits:
+        limits = load_limits(args.limits)
+    else:
+        limit = parse_limit(args.max_change)
+        limits = {m: limit for m in parse_metrics(args.check_metric or "ttft_p50")}
+    with _open(args) as store:
+        groups = _selected(args, store, ("run",))
+    findings = check(groups, limits, window=args.window, resamples=args.resamples, seed=args.seed)
+    regressions = [f for f in findings if f.regression]
+    if args.check_json:
+        print(json.dumps([f.as_dict() for f in findings], indent=2))
+    else:
+        for f in regressions:
+            print("REGRESSION " + f.line())
+        for f in findings:
+            if not f.regression:
+                print(("note: " if f.note else "ok: ") + f.line(), file=sys.stderr)
+    if not findings:
+        print("nothing to check: no group has two complete comparable runs", file=sys.stderr)
+    return 1 if regressions else 0
