@@ -61,6 +61,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="X",
         help="stop the sweep after a cell whose median E2E is X times the first cell's (default 20)",
     )
+    se = p.add_argument_group("capacity search (docs/metrics.md, Capacity search)")
+    se.add_argument(
+        "--search",
+        choices=("rate", "concurrency"),
+        help="find the highest load whose --slo-run targets and error rate hold, by bracketing and "
+        "narrowing, instead of running a grid",
+    )
+    se.add_argument(
+        "--search-start",
+        type=float,
+        metavar="LOAD",
+        help="the first probe's load (default: rate, what one request in flight sustains, from a short "
+        "run at concurrency 1; concurrency, 1)",
+    )
+    se.add_argument(
+        "--search-precision",
+        type=float,
+        default=0.05,
+        metavar="F",
+        help="stop when the bracket is narrower than this share of the load (default 0.05)",
+    )
+    se.add_argument("--search-max-probes", type=int, default=10, metavar="N", help="at most N runs in all (default 10)")
+    se.add_argument(
+        "--search-repeats",
+        type=int,
+        default=2,
+        metavar="N",
+        help="run an undecided probe (an interval straddling a limit) up to N more times (default 2)",
+    )
+    se.add_argument(
+        "--search-max-error-rate",
+        type=float,
+        default=0.01,
+        metavar="F",
+        help="a probe fails above this error rate (default 0.01)",
+    )
     add_html_argument(p, "the sweep's curve")
     p.set_defaults(func=cmd_sweep)
 
@@ -105,6 +141,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_matrix(args, "sweep")
     if args.html is not None:
         check_html_available()
+    if args.search:
+        return cmd_search(args)
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell
@@ -181,3 +219,86 @@ def print_curve(index: dict[str, Any]) -> None:
 
 def _or_none(value: Any) -> str:
     return "none in this range" if value is None else str(value)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
+    from pytps.calibrate.envelope import envelope_for
+    from pytps.measure.saturation import SaturationWatch
+    from pytps.measure.slo import parse_slo_run
+    from pytps.results.folder import load_journal
+    from pytps.runner.event_loop import run_coroutine
+    from pytps.runner.loop import Runner
+    from pytps.sweep.cells import Cell, Sweep, headline
+    from pytps.sweep.search import CapacitySearch, ProbeRun, capacity_line
+
+    for name in ("concurrency", "rate"):
+        if getattr(args, name) is not None:
+            raise ConfigError(
+                f"--search {args.search} places the load itself: leave out --{name} (or use --search-start)"
+            )
+    slo_run = parse_slo_run(args.slo_run)
+    out = results_dir(args, "sweep")
+    cells: list[Cell] = []
+
+    def say(line: str) -> None:
+        print(f"pytps sweep: {line}", file=sys.stderr, flush=True)
+
+    with ExitStack() as stack:
+        base_url = endpoint_url(args, stack, "searching")
+        build_config(args, base_url, **{args.search: 1})  # every flag checked first
+
+        def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+            load_setting = {"concurrency": int(load)} if mode == "concurrency" else {"rate": load}
+            cfg = build_config(args, base_url, **load_setting, out=out / "cells" / name)
+            watch = SaturationWatch(mode, rate_rps=load if mode == "rate" else None)
+            result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg), saturation=watch).run())
+            if result.interrupted:
+                raise KeyboardInterrupt
+            lines = [j for j in load_journal(result.out_dir) if not j["warmup"]]
+            keys = {"ttft_s", "ttfat_s", "tpot_s", "e2e_s", "e2e_500_s"}
+            values = {k: [j[k] for j in lines if j["ok"] and j.get(k) is not None] for k in keys}
+            if mode == args.search:
+                cells.append(Cell({mode: load}, f"cells/{name}", "done", headline(result.summary)))
+            saturation = result.metadata.get("saturation") or {}
+            return ProbeRun(
+                values=values,
+                ok=[bool(j["ok"]) for j in lines],
+                saturation=saturation.get("reason"),
+                completion_rps=result.summary.get("request_throughput_rps") if result.summary else None,
+                dir=f"cells/{name}",
+            )
+
+        search = CapacitySearch(
+            axis=args.search,
+            run_probe=run_probe,
+            slo_run=slo_run,
+            max_error_rate=args.search_max_error_rate,
+            precision=args.search_precision,
+            max_probes=args.search_max_probes,
+            repeats=args.search_repeats,
+            start=args.search_start,
+            progress=say,
+        )
+        sweep = Sweep(axes={args.search: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)
+        try:
+            answer = search.run()
+        except KeyboardInterrupt:
+            # The probes measured so far are kept, indexed, with what they said.
+            sweep.axes[args.search] = sorted({c.values[args.search] for c in cells}) or [1]
+            sweep.stopped = "interrupted"
+            sweep.extra = {"search": search.result()}
+            sweep.write_index()
+            raise
+        sweep.axes[args.search] = sorted({c.values[args.search] for c in cells}) or [1]
+        sweep.extra = {"search": answer}
+        index = sweep.write_index()
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        print_curve(index)
+        print(capacity_line(answer))
+    print(f"results: {out} (sweep.json indexes the probes)", file=sys.stderr)
+    if args.html is not None:
+        write_html(out, args.html)
+    return 0

@@ -18,6 +18,7 @@ from typing import Any
 from pytps._native import _core
 from pytps.errors import EndpointError
 from pytps.measure.records import RequestRecord
+from pytps.measure.saturation import SaturationWatch
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
 from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
@@ -63,11 +64,14 @@ class Runner:
         *,
         keep_records: bool = False,
         envelope: dict[str, Any] | None = None,
+        saturation: SaturationWatch | None = None,
     ) -> None:
         self.cfg = cfg
         # This host's trust envelope for the run's transport (pytps.calibrate.envelope_for), given
         # as a value: the run judges itself against it (measure.envelope) and never imports calibrate.
         self.envelope = envelope
+        # A capacity search's probe: stop sending once the load is past saturation (measure.saturation).
+        self.saturation = saturation
         self.progress = progress or Progress()
         self._given_transport = transport
         self._transport = transport
@@ -86,6 +90,11 @@ class Runner:
         self.stopped_reason: str | None = None
         # Called with each finished record before it is journaled (pytps.workload.sessions tags it).
         self.on_record: Callable[[RequestRecord], None] | None = None
+
+    def stop(self, reason: str) -> None:
+        """Send nothing more; the requests in flight finish and the run ends with this reason."""
+        self._stop = True
+        self.stopped_reason = reason
 
     @property
     def stopping(self) -> bool:
@@ -165,6 +174,15 @@ class Runner:
                 self._errors += 1
             self._measured += 1
             measured = self._measured
+            if self.saturation is not None and not self._stop and rec.t_done_ns is not None:
+                why = self.saturation.observe(
+                    rec.t_sched_ns if rec.t_sched_ns is not None else rec.t_send_ns,
+                    rec.t_done_ns,
+                    m.ttft_s,
+                    m.schedule_lag_s,
+                )
+                if why is not None:
+                    self.stop(f"past saturation: {why}")
             limit = self.cfg.max_error_rate
             if limit is not None and measured >= 10 and self._errors / measured > limit:
                 self._stop = True
@@ -352,6 +370,16 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
+        metadata["saturation"] = None
+        if self.saturation is not None:
+            why = self.saturation.finish()
+            if self.stopped_reason and self.stopped_reason.startswith("past saturation: "):
+                why = self.stopped_reason.removeprefix("past saturation: ")
+            metadata["saturation"] = {
+                "saturated": why is not None,
+                "reason": why,
+                "stopped_early": why is not None and self._stop,
+            }
         result = output.finish(metadata, self.envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
