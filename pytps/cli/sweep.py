@@ -249,7 +249,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         build_config(args, base_url, **{args.search: 1})  # every flag checked first
 
         def run_probe(mode: str, load: float, name: str) -> ProbeRun:
-            load_setting = {"concurrency": int(load)} if mode == "concurrency" else {"rate": load}
+            # A rate search's first run is at concurrency 1, where arrivals have no shape.
+            load_setting: dict[str, Any] = (
+                {"concurrency": int(load), "arrival": "poisson", "burstiness": 1.0}
+                if mode == "concurrency"
+                else {"rate": load}
+            )
             cfg = build_config(args, base_url, **load_setting, out=out / "cells" / name)
             watch = SaturationWatch(mode, rate_rps=load if mode == "rate" else None)
             result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg), saturation=watch).run())

@@ -7,7 +7,8 @@ time) less those finished. Below capacity they hover around rate x latency; past
 without bound, as fast as arrivals outrun completions. The rule fits a line to the in-flight
 count sampled once per window and calls the load saturated when the line rises by more than
 `min_growth` requests (and more than `growth_share` of the level it started from) over the run,
-at a rate of at least `min_deficit` of the arrival rate: completions fall behind arrivals. The
+at a rate of at least `min_deficit` of the arrival rate, and the rise is real (the slope at least
+`min_slope_t` standard errors of the fit): completions fall behind arrivals. The
 schedule lag (send stamp minus scheduled instant) growing past `max_lag_s` means the client
 itself could not keep the schedule, which also ends the probe.
 
@@ -36,6 +37,7 @@ class SaturationRule:
     min_growth: float = 4.0  # requests
     growth_share: float = 0.25  # of the in-flight level at the start
     min_deficit: float = 0.005  # of the arrival rate
+    min_slope_t: float = 3.0  # the growth's slope, in standard errors of the fit
     max_lag_s: float = 0.25
     trend_windows: int = 4
     ttft_rise: float = 2.0
@@ -102,12 +104,16 @@ class SaturationWatch:
                 return f"the schedule lag grew to {lag[-1]:.3g} s: the client could not send on schedule"
             y = np.asarray(self._in_flight[1:])  # the first window holds the ramp up
             t = np.arange(1, n) * r.window_s
-            slope = float(np.polyfit(t, y, 1)[0])
+            slope, intercept = (float(c) for c in np.polyfit(t, y, 1))
             growth = slope * (t[-1] - t[0])
+            residual = y - (slope * t + intercept)
+            spread = float(np.sqrt(np.sum(residual**2) / max(len(y) - 2, 1)))
+            slope_t = slope / (spread / float(np.sqrt(np.sum((t - t.mean()) ** 2)))) if spread > 0 else np.inf
             start = float(np.mean(y[: max(1, len(y) // 3)]))
             if (
                 growth > max(r.min_growth, r.growth_share * start)
                 and slope > r.min_deficit * self.rate_rps
+                and slope_t >= r.min_slope_t
                 and y[-1] > start
             ):
                 return (

@@ -193,3 +193,31 @@ def test_search_keys_are_documented_and_written():
     walk(out, "")
     written = {w for w in written if not w.endswith("[]")}
     assert written == documented, (written - documented, documented - written)
+
+
+def feed_batch(rate: float, seconds: float, slots: int = 8, service_s: float = 0.036, seed: int = 0) -> str | None:
+    """Constant arrivals into a server of `slots` slots, each request holding one for service_s (the
+    emulator's --max-batch model: 8 / 0.036 s = 222.2 req/s), finishes jittered by up to 1 ms."""
+    import heapq
+
+    rng = np.random.default_rng(seed)
+    free = [0.0] * slots
+    done = []
+    for i in range(int(rate * seconds)):
+        t = i / rate
+        start = max(t, heapq.heappop(free))
+        end = start + service_s
+        heapq.heappush(free, end)
+        done.append((end + rng.uniform(0, 0.001), t))
+    watch = SaturationWatch("rate", rate)
+    why = None
+    for end, t in sorted(done):
+        why = watch.observe(int(t * 1e9), int(end * 1e9), end - t) or why
+    return why
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_saturation_rule_on_a_batch_server_near_its_capacity(seed):
+    assert feed_batch(215.0, 5, seed=seed) is None  # 97% of capacity: the saw-tooth is not growth
+    assert feed_batch(222.0, 5, seed=seed) is None  # at capacity
+    assert feed_batch(228.0, 5, seed=seed) is not None  # 2.6% past it: 6 more each second
