@@ -7,11 +7,14 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
 from pytps.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -223,86 +226,32 @@ def _or_none(value: Any) -> str:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
-    from pytps.calibrate.envelope import envelope_for
-    from pytps.measure.saturation import SaturationWatch
+    from pytps.cli.search_run import SEARCH_KEYS, search_folder
     from pytps.measure.slo import parse_slo_run
-    from pytps.results.folder import load_journal
-    from pytps.runner.event_loop import run_coroutine
-    from pytps.runner.loop import Runner
-    from pytps.sweep.cells import Cell, Sweep, headline
-    from pytps.sweep.search import CapacitySearch, ProbeRun, capacity_line
 
     for name in ("concurrency", "rate"):
         if getattr(args, name) is not None:
             raise ConfigError(
                 f"--search {args.search} places the load itself: leave out --{name} (or use --search-start)"
             )
-    slo_run = parse_slo_run(args.slo_run)
     out = results_dir(args, "sweep")
-    cells: list[Cell] = []
-
-    def say(line: str) -> None:
-        print(f"pytps sweep: {line}", file=sys.stderr, flush=True)
-
     with ExitStack() as stack:
         base_url = endpoint_url(args, stack, "searching")
         build_config(args, base_url, **{args.search: 1})  # every flag checked first
-
-        def run_probe(mode: str, load: float, name: str) -> ProbeRun:
-            # A rate search's first run is at concurrency 1, where arrivals have no shape.
-            load_setting: dict[str, Any] = (
-                {"concurrency": int(load), "arrival": "poisson", "burstiness": 1.0}
-                if mode == "concurrency"
-                else {"rate": load}
-            )
-            cfg = build_config(args, base_url, **load_setting, out=out / "cells" / name)
-            watch = SaturationWatch(mode, rate_rps=load if mode == "rate" else None)
-            result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg), saturation=watch).run())
-            if result.interrupted:
-                raise KeyboardInterrupt
-            lines = [j for j in load_journal(result.out_dir) if not j["warmup"]]
-            keys = {"ttft_s", "ttfat_s", "tpot_s", "e2e_s", "e2e_500_s"}
-            values = {k: [j[k] for j in lines if j["ok"] and j.get(k) is not None] for k in keys}
-            if mode == args.search:
-                cells.append(Cell({mode: load}, f"cells/{name}", "done", headline(result.summary)))
-            saturation = result.metadata.get("saturation") or {}
-            return ProbeRun(
-                values=values,
-                ok=[bool(j["ok"]) for j in lines],
-                saturation=saturation.get("reason"),
-                completion_rps=result.summary.get("request_throughput_rps") if result.summary else None,
-                dir=f"cells/{name}",
-            )
-
-        search = CapacitySearch(
-            axis=args.search,
-            run_probe=run_probe,
-            slo_run=slo_run,
-            max_error_rate=args.search_max_error_rate,
-            precision=args.search_precision,
-            max_probes=args.search_max_probes,
-            repeats=args.search_repeats,
-            start=args.search_start,
-            progress=say,
+        index = search_folder(
+            {k: getattr(args, k) for k in SEARCH_KEYS},
+            parse_slo_run(args.slo_run),
+            out,
+            lambda load, cell_out: build_config(args, base_url, **load, out=cell_out),
+            lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
         )
-        sweep = Sweep(axes={args.search: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)
-        try:
-            answer = search.run()
-        except KeyboardInterrupt:
-            # The probes measured so far are kept, indexed, with what they said.
-            sweep.axes[args.search] = sorted({c.values[args.search] for c in cells}) or [1]
-            sweep.stopped = "interrupted"
-            sweep.extra = {"search": search.result()}
-            sweep.write_index()
-            raise
-        sweep.axes[args.search] = sorted({c.values[args.search] for c in cells}) or [1]
-        sweep.extra = {"search": answer}
-        index = sweep.write_index()
     if args.json:
         print(json.dumps(index, indent=2))
     else:
+        from pytps.sweep.search import capacity_line
+
         print_curve(index)
-        print(capacity_line(answer))
+        print(capacity_line(index["search"]))
     print(f"results: {out} (sweep.json indexes the probes)", file=sys.stderr)
     if args.html is not None:
         write_html(out, args.html)

@@ -221,3 +221,38 @@ def test_saturation_rule_on_a_batch_server_near_its_capacity(seed):
     assert feed_batch(215.0, 5, seed=seed) is None  # 97% of capacity: the saw-tooth is not growth
     assert feed_batch(222.0, 5, seed=seed) is None  # at capacity
     assert feed_batch(228.0, 5, seed=seed) is not None  # 2.6% past it: 6 more each second
+
+
+def test_cli_search_writes_its_probes_and_refuses_a_load_flag(tmp_path: Path):
+    from pytps.emulator import Emulator
+
+    with Emulator(ttft_ms=2, itl_us=500, max_batch=4) as emu:
+        base = [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--search", "rate",
+                "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--duration", "1"]  # fmt: skip
+        bad = subprocess.run([*base, "--rate", "5"], capture_output=True, text=True)
+        p = subprocess.run([*base, "--search-start", "20", "--search-max-probes", "2", "--out", str(tmp_path / "s")],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert bad.returncode == 2 and "leave out --rate" in bad.stderr
+    assert p.returncode == 0, p.stderr
+    index = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    search = index["search"]
+    assert search["runs"] == 2 and [x["load"] for x in search["probes"]][0] == 20
+    assert all((tmp_path / "s" / d).is_dir() for x in search["probes"] for d in x["dirs"])
+    assert [c["values"]["rate"] for c in index["cells"]] == sorted(x["load"] for x in search["probes"])
+    assert "capacity:" in p.stdout
+
+
+def test_matrix_workload_can_ask_for_a_search(tmp_path: Path):
+    cfg = tmp_path / "bench.toml"
+    cfg.write_text(
+        '[[endpoint]]\nname = "emu"\nemulator = { ttft_ms = 2, itl_us = 500, max_batch = 4 }\n'
+        '[[workload]]\nname = "cap"\noutput_tokens = 8\narrival = "constant"\nduration = 1\n'
+        'search = "rate"\nsearch_start = 20\nsearch_max_probes = 2\n'
+    )
+    p = subprocess.run([sys.executable, "-m", "pytps", "sweep", "-c", str(cfg), "--out", str(tmp_path / "m")],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    cell = json.loads((tmp_path / "m" / "matrix.json").read_text())["cells"][0]
+    assert cell["status"] == "done" and cell["capacity"]["low"] is not None
+    run = subprocess.run([sys.executable, "-m", "pytps", "run", "-c", str(cfg)], capture_output=True, text=True)
+    assert run.returncode == 2 and "search is `pytps sweep -c`'s" in run.stderr
