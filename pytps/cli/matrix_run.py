@@ -22,6 +22,8 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     a sweep over its list-valued keys)."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
+    from pytps.cli.search_run import SEARCH_KEYS, search_folder
+    from pytps.measure.slo import parse_slo_run
     from pytps.results.folder import write_json_atomic
     from pytps.runner.config import make_config
     from pytps.runner.event_loop import run_coroutine
@@ -45,11 +47,14 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     # Every cell is checked before the first runs, so a typo in the last cell costs nothing.
     for cell in cells:
         settings = {**cell.settings, **overrides}
+        if kind == "run" and "search" in settings:
+            line = cell.where.get("search")
+            raise ConfigError(f"{matrix.path}:{line}: workload {cell.workload!r}: search is `pytps sweep -c`'s")
+        checked = {k: (v[0] if isinstance(v, list) else v) for k, v in settings.items() if k not in SEARCH_KEYS}
+        if settings.get("search") in ("rate", "concurrency"):
+            checked[settings["search"]] = 1  # the search places the load: any one checks the rest
         try:
-            make_config(
-                base_override or cell.base_url or "http://127.0.0.1:9",
-                **{k: (v[0] if isinstance(v, list) else v) for k, v in settings.items()},
-            )
+            make_config(base_override or cell.base_url or "http://127.0.0.1:9", **checked)
         except ConfigError as exc:
             raise matrix.locate(cell, exc) from None
     index: dict[str, Any] = {
@@ -73,6 +78,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             "error": None,
             "headline": None,
             "analysis": None,
+            "capacity": None,
         }
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
@@ -89,6 +95,26 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     entry["headline"] = headline(result.summary)
                     if result.interrupted:
                         raise KeyboardInterrupt
+                elif settings.get("search"):
+                    options = {k: settings.pop(k, getattr(args, k)) for k in SEARCH_KEYS}
+                    search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
+
+                    def make_probe(
+                        load: dict[str, Any],
+                        cell_out: Path,
+                        fixed: dict[str, Any] = search_settings,
+                        url: str = base_url,
+                    ) -> Any:
+                        return make_config(url, **fixed, **load, out=cell_out)
+
+                    found = search_folder(
+                        options,
+                        parse_slo_run(settings.get("slo_run")),
+                        out / cell.dir,
+                        make_probe,
+                        lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+                    )
+                    entry["analysis"], entry["capacity"] = found["analysis"], found["search"]["capacity"]
                 else:
                     axes = {k: sorted(set(v)) for k, v in settings.items() if k in AXES and isinstance(v, list)}
                     if not axes:
@@ -156,6 +182,11 @@ def print_matrix(index: dict[str, Any]) -> None:
                 f"{_fmt(h, 'goodput_rps', 1, ',.2f')} req/s · errors {_fmt(h, 'error_rate', 100, '.1f')}%"
             )
         else:
+            if c.get("capacity"):
+                cap = c["capacity"]
+                low, high = (f"{v:.4g}" if v is not None else "?" for v in (cap["low"], cap["high"]))
+                print(f"{name}: capacity {low}–{high} (the cell's sweep.json has the probes)")
+                continue
             for a in c["analysis"] or []:
                 best = (a["max_goodput"] or {}).get("value")
                 print(f"{name}: knee {a['knee']} · max goodput at {best} · SLO capacity {a['slo_capacity']}")

@@ -7,11 +7,14 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
 from pytps.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -61,6 +64,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="X",
         help="stop the sweep after a cell whose median E2E is X times the first cell's (default 20)",
     )
+    se = p.add_argument_group("capacity search (docs/metrics.md, Capacity search)")
+    se.add_argument(
+        "--search",
+        choices=("rate", "concurrency"),
+        help="find the highest load whose --slo-run targets and error rate hold, by bracketing and "
+        "narrowing, instead of running a grid",
+    )
+    se.add_argument(
+        "--search-start",
+        type=float,
+        metavar="LOAD",
+        help="the first probe's load (default: rate, what one request in flight sustains, from a short "
+        "run at concurrency 1; concurrency, 1)",
+    )
+    se.add_argument(
+        "--search-precision",
+        type=float,
+        default=0.05,
+        metavar="F",
+        help="stop when the bracket is narrower than this share of the load (default 0.05)",
+    )
+    se.add_argument("--search-max-probes", type=int, default=10, metavar="N", help="at most N runs in all (default 10)")
+    se.add_argument(
+        "--search-repeats",
+        type=int,
+        default=2,
+        metavar="N",
+        help="run an undecided probe (an interval straddling a limit) up to N more times (default 2)",
+    )
+    se.add_argument(
+        "--search-max-error-rate",
+        type=float,
+        default=0.01,
+        metavar="F",
+        help="a probe fails above this error rate (default 0.01)",
+    )
     add_html_argument(p, "the sweep's curve")
     p.set_defaults(func=cmd_sweep)
 
@@ -105,6 +144,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_matrix(args, "sweep")
     if args.html is not None:
         check_html_available()
+    if args.search:
+        return cmd_search(args)
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell
@@ -188,3 +229,37 @@ def print_curve(index: dict[str, Any]) -> None:
 
 def _or_none(value: Any) -> str:
     return "none in this range" if value is None else str(value)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
+    from pytps.cli.search_run import SEARCH_KEYS, search_folder
+    from pytps.measure.slo import parse_slo_run
+
+    for name in ("concurrency", "rate"):
+        if getattr(args, name) is not None:
+            raise ConfigError(
+                f"--search {args.search} places the load itself: leave out --{name} (or use --search-start)"
+            )
+    out = results_dir(args, "sweep")
+    with ExitStack() as stack:
+        base_url = endpoint_url(args, stack, "searching")
+        build_config(args, base_url, **{args.search: 1})  # every flag checked first
+        index = search_folder(
+            {k: getattr(args, k) for k in SEARCH_KEYS},
+            parse_slo_run(args.slo_run),
+            out,
+            lambda load, cell_out: build_config(args, base_url, **load, out=cell_out),
+            lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
+        )
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        from pytps.sweep.search import capacity_line
+
+        print_curve(index)
+        print(capacity_line(index["search"]))
+    print(f"results: {out} (sweep.json indexes the probes)", file=sys.stderr)
+    if args.html is not None:
+        write_html(out, args.html)
+    return 0

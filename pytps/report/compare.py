@@ -4,7 +4,7 @@ confidence interval, and warnings when the runs were not measured alike (docs/co
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pytps.errors import ConfigError
+from pytps.measure.bootstrap import point, resample
 from pytps.measure.catalogue import Metric, metric
 from pytps.results.folder import SavedResults, load_saved
 
@@ -21,9 +22,6 @@ REQUEST_METRICS = tuple(metric(k) for k in ("ttft_s", "tpot_s", "e2e_s", "decode
 # Run-level figures, from results.json: one value per run, so an interval needs repeated runs.
 RUN_METRICS = tuple(metric(k) for k in ("output_throughput_tps", "request_throughput_rps"))
 STATS = ("mean", "p50")
-# Resampled statistics are computed in blocks of about this many values, so memory stays bounded
-# however long the runs (2,000 resamples of 100,000 requests would otherwise be 1.6 GB).
-BLOCK_VALUES = 4_000_000
 
 
 class Run(SavedResults):
@@ -52,64 +50,6 @@ def load_side(spec: str, label: str) -> Side:
     if not paths:
         raise ConfigError(f"empty run list {spec!r}: give a results directory, or several joined by commas")
     return Side(label, [load_run(s.strip()) for s in paths])
-
-
-# ---- the bootstrap ---------------------------------------------------------------------------
-
-
-def _stat_fn(stat: str) -> Callable[[np.ndarray], np.ndarray]:
-    """The statistic along the last axis, NaN (padding) ignored."""
-    if stat == "mean":
-        return lambda a: np.nanmean(a, axis=-1)
-    if stat == "p50":
-        return lambda a: np.nanmedian(a, axis=-1)
-    if stat in ("p90", "p95", "p99"):  # pytps history check on a tail percentile
-        q = float(stat[1:])
-        return lambda a: np.nanpercentile(a, q, axis=-1)
-    raise ValueError(stat)
-
-
-def point(runs: Sequence[np.ndarray], stat: str) -> float | None:
-    """The statistic of a side: over all its measured requests pooled."""
-    pooled = np.concatenate(list(runs)) if runs else np.empty(0)
-    if pooled.size == 0:
-        return None
-    if stat == "mean":
-        return float(np.mean(pooled))
-    return float(np.median(pooled) if stat == "p50" else np.percentile(pooled, float(stat[1:])))
-
-
-def resample(runs: Sequence[np.ndarray], stat: str, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """`resamples` bootstrap replicates of the statistic of a side's pooled requests.
-
-    One run: resample its requests with replacement. Several runs: a two-level bootstrap, so the
-    spread covers run-to-run variation too: draw as many runs as there are, with replacement, then
-    resample each drawn run's requests with replacement, and pool. Vectorized: a block of replicates
-    is one (replicates, runs, longest run) array, each run's short rows padded with NaN.
-    """
-    runs = [np.asarray(r, dtype=np.float64) for r in runs]
-    if not runs or any(r.size == 0 for r in runs):
-        raise ValueError("every run needs at least one value")
-    fn = _stat_fn(stat)
-    k = len(runs)
-    sizes = np.array([r.size for r in runs])
-    longest = int(sizes.max())
-    padded = np.full((k, longest), np.nan)
-    for i, r in enumerate(runs):
-        padded[i, : r.size] = r
-    out = np.empty(resamples)
-    block = max(1, BLOCK_VALUES // (k * longest))
-    for start in range(0, resamples, block):
-        b = min(block, resamples - start)
-        # Which runs each replicate draws (all the one run when there is one: no draw, no RNG use,
-        # so a single-run side is the plain one-level bootstrap).
-        chosen = rng.integers(0, k, size=(b, k)) if k > 1 else np.zeros((b, 1), dtype=np.int64)
-        n = sizes[chosen]  # (b, k): each drawn run's own request count
-        idx = (rng.random((b, k, longest)) * n[..., None]).astype(np.int64)
-        vals = padded[chosen[..., None], idx]
-        vals[np.arange(longest)[None, None, :] >= n[..., None]] = np.nan
-        out[start : start + b] = fn(vals.reshape(b, k * longest))
-    return out
 
 
 @dataclass

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from pytps.errors import ConfigError
+from pytps.measure.bootstrap import resample
 from pytps.measure.catalogue import of_figure
-from pytps.report.compare import bootstrap_diff, load_run, resample
+from pytps.report.compare import bootstrap_diff, load_run
 from pytps.results.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
 
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -24,6 +24,7 @@ from typing import Any
 from pytps._native import _core
 from pytps.errors import EndpointError
 from pytps.measure.records import RequestRecord
+from pytps.measure.saturation import SaturationWatch
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
 from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
@@ -96,6 +97,7 @@ class Runner:
         envelope: dict[str, Any] | None = None,
         share: Share | None = None,
         start: StartBarrier | None = None,
+        saturation: SaturationWatch | None = None,
     ) -> None:
         self.cfg = cfg
         self._share = share
@@ -103,6 +105,8 @@ class Runner:
         # This host's trust envelope for the run's transport (pytps.calibrate.envelope_for), given
         # as a value: the run judges itself against it (measure.envelope) and never imports calibrate.
         self.envelope = envelope
+        # A capacity search's probe: stop sending once the load is past saturation (measure.saturation).
+        self.saturation = saturation
         self.progress = progress or Progress()
         self._given_transport = transport
         self._transport = transport
@@ -228,6 +232,15 @@ class Runner:
                 self._errors += 1
             self._measured += 1
             measured = self._measured
+            if self.saturation is not None and not self._stop and rec.t_done_ns is not None:
+                why = self.saturation.observe(
+                    rec.t_sched_ns if rec.t_sched_ns is not None else rec.t_send_ns,
+                    rec.t_done_ns,
+                    m.ttft_s,
+                    m.schedule_lag_s,
+                )
+                if why is not None:
+                    self.request_stop(f"past saturation: {why}")
             limit = self.cfg.max_error_rate
             if limit is not None and measured >= 10 and self._errors / measured > limit:
                 self.request_stop(
@@ -417,6 +430,16 @@ class Runner:
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
         metadata["stopped_reason"] = self.stopped_reason
+        metadata["saturation"] = None
+        if self.saturation is not None:
+            why = self.saturation.finish()
+            if self.stopped_reason and self.stopped_reason.startswith("past saturation: "):
+                why = self.stopped_reason.removeprefix("past saturation: ")
+            metadata["saturation"] = {
+                "saturated": why is not None,
+                "reason": why,
+                "stopped_early": why is not None and self._stop,
+            }
         result = output.finish(metadata, self.envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason

@@ -162,6 +162,7 @@ class Sweep:
     progress: Callable[[str], None] = lambda line: None
     cells: list[Cell] = field(default_factory=list)
     stopped: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # more of sweep.json (a capacity search's `search`)
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.axes) <= 2:
@@ -290,6 +291,7 @@ class Sweep:
             ],
             "analysis": self.analysis(),
             "stopped": self.stopped,
+            **self.extra,
         }
         self.out.mkdir(parents=True, exist_ok=True)
         # Imported here: the flags' help (cli/run_args) reads this module's names, without numpy.

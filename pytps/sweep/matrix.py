@@ -83,6 +83,13 @@ WORKLOAD_KEYS = {
     "trace_window",
     "max_input_tokens",
     "max_output_tokens",
+    # A capacity search instead of a grid (`pytps sweep -c`; pytps.sweep.search).
+    "search",
+    "search_start",
+    "search_precision",
+    "search_max_probes",
+    "search_repeats",
+    "search_max_error_rate",
 }
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).
