@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
-from bokeh.models.annotations import Label, Span
+from bokeh.models.annotations import BoxAnnotation, Label, Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
@@ -209,4 +209,35 @@ def scatter(title: str, x_label: str, y: Metric, xs: np.ndarray, ys: np.ndarray,
         fig.step(bin_x, bin_y, mode="after", line_width=2, color="#e6550d", legend_label="bin p50 (summary)")
     fig.legend.location = "top_left"
     fig.add_tools(HoverTool(tooltips=[("tokens", "@x"), (y.heading, "@y{0.000}")]))
+    return fig
+
+
+def search_probes(axis: str, probes: list[dict[str, Any]], capacity: dict[str, Any]) -> Any:
+    """A capacity search (sweep.json's `search`): each probe's requests finished per second against
+    its load, coloured by its verdict and numbered in the order probed, with the answer's bracket
+    [highest pass, lowest fail] shaded. Past saturation the points flatten at the capacity."""
+    completion = metric("request_throughput_rps")
+    load_label = f"load [{completion.unit}]" if axis == "rate" else "requests in flight"
+    fig = _figure("capacity search: the probes", load_label, completion.heading, 340)
+    colors = {"pass": "#31a354", "fail": "#de2d26", "undecided": "#fd8d3c"}
+    for status, color in colors.items():
+        chosen = [(i, p) for i, p in enumerate(probes, start=1) if p["status"] == status and p.get("completion_rps")]
+        if not chosen:
+            continue
+        src = ColumnDataSource(
+            {
+                "x": [p["load"] for _, p in chosen],
+                "y": [p["completion_rps"] for _, p in chosen],
+                "n": [str(i) for i, _ in chosen],
+            }
+        )
+        fig.scatter("x", "y", source=src, size=10, color=color, legend_label=status)
+        fig.text("x", "y", text="n", source=src, x_offset=7, y_offset=-4, text_font_size="11px")
+    low, high = capacity.get("low"), capacity.get("high")
+    if low is not None and high is not None:
+        fig.add_layout(BoxAnnotation(left=low, right=high, fill_color="#756bb1", fill_alpha=0.2))
+        fig.add_layout(Label(x=low, y=0, y_units="screen", text="capacity", x_offset=4, text_color="#756bb1"))
+    fig.add_tools(HoverTool(tooltips=[("probe", "@n"), (load_label, "@x{0,0.0}"), (completion.heading, "@y{0,0.0}")]))
+    if fig.legend:
+        fig.legend.location = "top_left"
     return fig

@@ -12,6 +12,7 @@ from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
 from pytps.sweep.cells import TABLE, headline_metric
+from pytps.sweep.search import capacity_line, describe_check
 
 
 def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
@@ -75,6 +76,25 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
                 ]
             )
         )
+    search = index.get("search")
+    if search:
+        page.add("<h2>Capacity search</h2>")
+        page.add(f"<p><b>{e(capacity_line(search))}</b></p>")
+        page.add(
+            '<p class="note">Each probe a whole run at one load, numbered in the order probed: requests finished '
+            "per second against the load. Below capacity they keep up; past it they flatten at the capacity. The "
+            "shaded band is the answer's bracket (docs/metrics.md, Capacity search).</p>"
+        )
+        page.add(page.plot(plots.search_probes(search["axis"], search.get("probes") or [], search["capacity"])))
+        probe_rows = []
+        for i, probe in enumerate(search.get("probes") or [], start=1):
+            load = f"{probe['load']:.4g}"
+            probe_rows.append(
+                f'<tr><td>{i}</td><td class="num">{e(load)}</td><td>{e(probe["status"])}</td>'
+                f"<td>{probe['runs']}</td><td>{e(describe_check(probe.get('deciding')))}</td></tr>"
+            )
+        head = "<tr><th>probe</th><th>load</th><th>verdict</th><th>runs</th><th>deciding check</th></tr>"
+        page.add(f"<table>{head}{''.join(probe_rows)}</table>")
     cols = [(name, *headline_metric(name)) for name in TABLE]
     head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(heading for _, heading, _ in cols)])
     rows = []

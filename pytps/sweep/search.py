@@ -149,6 +149,8 @@ class CapacitySearch:
         return "pass", checks, deciding
 
     def probe(self, load: float) -> Probe:
+        # Four significant digits: a load a person can read and retype, far finer than any bracket.
+        load = float(f"{load:.4g}")
         runs: list[ProbeRun] = []
         status: str = "undecided"
         checks: list[dict[str, Any]] = []

@@ -256,3 +256,22 @@ def test_matrix_workload_can_ask_for_a_search(tmp_path: Path):
     assert cell["status"] == "done" and cell["capacity"]["low"] is not None
     run = subprocess.run([sys.executable, "-m", "pytps", "run", "-c", str(cfg)], capture_output=True, text=True)
     assert run.returncode == 2 and "search is `pytps sweep -c`'s" in run.stderr
+
+
+def test_the_sweep_page_draws_the_probes_and_the_bracket(tmp_path: Path):
+    pytest.importorskip("bokeh")
+    from pytps.emulator import Emulator
+
+    with Emulator(ttft_ms=2, itl_us=500, max_batch=4) as emu:
+        p = subprocess.run(
+            [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--search", "rate",
+             "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--duration", "1",
+             "--search-start", "20", "--search-max-probes", "2", "--out", str(tmp_path / "s"),
+             "--html", str(tmp_path / "s.html")],  # fmt: skip
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "s.html").read_text()
+    assert "Capacity search" in html and "capacity search: the probes" in html
+    index = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert f"<td>{index['search']['probes'][0]['status']}</td>" in html
