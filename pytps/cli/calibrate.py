@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-tpot-error-pct", type=float, default=0.5, help="a cell passes within this (default 0.5)")
     p.add_argument("--max-stamp-p99-ms", type=float, default=1.0, help="a cell passes within this (default 1)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
-    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs pytps[plot])")
+    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs matplotlib)")
     p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
     # The slowed-client test hook: each native read stamped this much later (tests only).
     p.add_argument("--test-read-delay-us", type=float, default=0.0, help=argparse.SUPPRESS)

@@ -29,7 +29,7 @@ def add_html_argument(p: argparse.ArgumentParser, what: str) -> None:
         default=None,
         metavar="FILE",
         help=f"also write {what} as one self-contained HTML file with plots, which opens offline "
-        '(default FILE: report.html in the results folder; needs pip install "pytps[html]"; docs/report.md)',
+        "(default FILE: report.html in the results folder; needs bokeh: pip install bokeh; docs/report.md)",
     )
 
 
@@ -38,7 +38,7 @@ def check_html_available() -> None:
     import importlib.util
 
     if importlib.util.find_spec("bokeh") is None:
-        raise ConfigError('--html needs the bokeh package: pip install "pytps[html]"')
+        raise ConfigError("--html needs the bokeh package: pip install bokeh")
 
 
 def write_html(directory: Path, html: str) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
 from pytps.errors import ConfigError
 from pytps.sweep.cells import AXIS_FORMS
 from pytps.transport.base import TRANSPORT_NAMES
@@ -77,8 +78,7 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     wl.add_argument(
         "--tokenizer",
         metavar="PATH",
-        help="tokenizer.json to count output tokens when the server "
-        'reports no usage (needs: pip install "pytps[tokenizer]")',
+        help="tokenizer.json to count output tokens when the server reports no usage (needs: pip install tokenizers)",
     )
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
@@ -174,8 +174,12 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     out.add_argument("--out", metavar="DIR", help="results directory (default results/<UTC time>-<model>/)")
     out.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
-    emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
-    emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+    emu.add_argument(
+        "--emu-ttft-ms", type=float, default=DEFAULT_TTFT_MS, metavar="MS", help="TTFT in ms (default %(default)s)"
+    )
+    emu.add_argument(
+        "--emu-itl-us", type=float, default=DEFAULT_ITL_US, metavar="US", help="µs between tokens (default %(default)s)"
+    )
     emu.add_argument(
         "--emu-prefill-us-per-token", type=float, default=0.0, metavar="US", help="TTFT per uncached prompt token"
     )

@@ -7,6 +7,7 @@ import contextlib
 import sys
 
 from pytps.cli._help import add_command
+from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
 
 EXAMPLES = """examples:
   pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
@@ -28,10 +29,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "precise native schedule. Runs until Ctrl-C. See docs/emulator.md.",
     )
     p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
-    p.add_argument("--ttft-ms", type=float, default=50.0, help="time to first token in ms (default 50)")
+    p.add_argument(
+        "--ttft-ms", type=float, default=DEFAULT_TTFT_MS, help="time to first token in ms (default %(default)s)"
+    )
     p.add_argument("--ttft-dist", choices=["fixed", "normal", "lognormal"], default="fixed")
     p.add_argument("--ttft-sd-ms", type=float, default=0.0, help="TTFT standard deviation for normal/lognormal")
-    p.add_argument("--itl-us", type=float, default=500.0, help="gap between token events in µs (default 500)")
+    p.add_argument(
+        "--itl-us", type=float, default=DEFAULT_ITL_US, help="gap between token events in µs (default %(default)s)"
+    )
     p.add_argument("--itl-dist", choices=["fixed", "normal", "lognormal", "replay"], default="fixed")
     p.add_argument("--itl-sd-us", type=float, default=0.0, help="gap standard deviation for normal/lognormal")
     p.add_argument(

@@ -42,7 +42,7 @@ def _bokeh() -> Any:
         import bokeh.embed
         import bokeh.resources
     except ImportError:
-        raise ConfigError('--html needs the bokeh package: pip install "pytps[html]"') from None
+        raise ConfigError("--html needs the bokeh package: pip install bokeh") from None
     return bokeh
 
 
