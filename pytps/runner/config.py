@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
+from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
@@ -205,6 +206,8 @@ def make_config(
         prices=prices,
         prompt_includes_cached=api != "anthropic",
     )
+    if out is not None:
+        refuse_used_folder(Path(out))
     return RunConfig(
         judge=judge,
         base_url=normalize_base_url(base_url),
