@@ -16,7 +16,8 @@ EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/ --csv > summary.csv
   pytps report results/20261201T120000Z-my-model/ --trace run.trace.json   # chrome://tracing, Perfetto
   pytps report results/20261201T120000Z-my-model/ --html            # writes report.html in the folder
-  pytps report results/sweep-20261201T120000Z/ --html sweep.html     # a sweep's folder: its curve
+  pytps report results/20261201T120000Z-sweep/                      # a sweep's folder: its curve and knee
+  pytps report results/20261201T120000Z-sweep/ --html sweep.html
 """
 
 
@@ -60,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Print the report of a run saved by `pytps run`, read from its results.json "
         "alone, so it is the same report the run printed.",
     )
-    r.add_argument("dir", help="a results directory written by pytps run (or, with --html, by pytps sweep)")
+    r.add_argument("dir", help="a results directory written by pytps run, or a sweep's (results/<time>-sweep/)")
     form = r.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the summary as JSON")
     form.add_argument(
@@ -84,14 +85,31 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     r.set_defaults(func=cmd_report)
 
 
+def report_sweep(path: Path, args: argparse.Namespace) -> int:
+    """A sweep's folder: its curve and knee as `pytps sweep` printed them (--json: sweep.json)."""
+    from pytps.report.sweep_curve import print_curve
+
+    if args.html is not None:
+        write_html(path, args.html)
+        if not args.json:
+            return 0
+    if args.trace or args.markdown or args.csv:
+        raise ConfigError(f"{path} is a sweep: --trace, --markdown and --csv take one of its cells/*/ folders")
+    index = json.loads((path / "sweep.json").read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        print_curve(index)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from pytps.report.console import render
     from pytps.results.folder import load_results
 
     path = Path(args.dir)
-    if args.html is not None and (path / "sweep.json").exists() and not (path / "results.json").exists():
-        write_html(path, args.html)
-        return 0
+    if (path / "sweep.json").exists() and not (path / "results.json").exists():
+        return report_sweep(path, args)
     if not (path / "results.json").exists():
         raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
     results = load_results(path)
