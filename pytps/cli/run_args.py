@@ -65,11 +65,17 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     wl = p.add_argument_group("workload")
     if sweep:
         wl.add_argument("--input-tokens", default="256", metavar="LIST", help=f"prompt lengths: {AXIS_FORMS}")
-        wl.add_argument("--output-tokens", default="128", metavar="LIST", help=f"output lengths: {AXIS_FORMS}")
+        wl.add_argument(
+            "--output-tokens",
+            metavar="LIST",
+            help=f"output lengths: {AXIS_FORMS} (default 128; with --dataset, each record's own)",
+        )
     else:
         wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
         wl.add_argument(
-            "--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)"
+            "--output-tokens",
+            metavar="N|N:sd|lo-hi",
+            help="max output tokens (default 128; with --dataset, each record's own max_tokens or reply length)",
         )
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
     wl.add_argument(
