@@ -13,6 +13,11 @@ from typing import Any
 
 from pytps._native import _core
 
+# The emulator's timing when none is given: one default for pytps.Emulator, `pytps serve` and the
+# built-in emulator of `pytps run` / `pytps sweep` (each --help shows it).
+DEFAULT_TTFT_MS = 50.0
+DEFAULT_ITL_US = 500.0
+
 __all__ = ["FAULT_KINDS", "Emulator", "parse_fault"]
 
 #: Fault kinds and what they do (see docs/emulator.md).
@@ -153,10 +158,10 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        ttft_ms: float = 50.0,
+        ttft_ms: float = DEFAULT_TTFT_MS,
         ttft_dist: str = "fixed",
         ttft_sd_ms: float = 0.0,
-        itl_us: float = 500.0,
+        itl_us: float = DEFAULT_ITL_US,
         itl_dist: str = "fixed",
         itl_sd_us: float = 0.0,
         itl_replay_us: Sequence[float] | None = None,

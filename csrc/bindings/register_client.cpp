@@ -56,6 +56,10 @@ void register_client(py::module_& m) {
         .def_property_readonly("t_send_ns", [](const ClientResult& r) { return time_or_none(r.t_send_ns); },
                                "Stamp taken right before the write that completed the request, or None if\n"
                                "it was never sent.")
+        .def_property_readonly("t_write_start_ns",
+                               [](const ClientResult& r) { return time_or_none(r.t_write_start_ns); },
+                               "When the request's first write began (the send phase runs from here to\n"
+                               "t_send_ns), or None if it was never written.")
         .def_property_readonly("t_done_ns", [](const ClientResult& r) { return time_or_none(r.t_done_ns); },
                                "When the request finished: the read that ended the response, or the error.")
         .def_property_readonly(

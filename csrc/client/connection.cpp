@@ -90,6 +90,7 @@ Outcome Connection::start_request() {
     request_sent_ = false;
     ++gen_;
     t_start_ns_ = ops_.now();
+    job_->t_write_start_ns = t_start_ns_;  // a resend's start replaces the stale attempt's
     last_data_ns_ = t_start_ns_;
     arm_ = true;  // a write that never completes times out too
     return write();

@@ -95,6 +95,7 @@ void ClientEngine::finish(std::unique_ptr<ClientJob> job, int64_t t_done, const 
     ClientResult r;
     r.id = job->id;
     r.t_send_ns = job->t_send_ns;
+    r.t_write_start_ns = job->t_write_start_ns;
     r.t_done_ns = t_done;
     r.connect_ns = job->connect_ns;
     r.tls_ns = job->tls_ns;

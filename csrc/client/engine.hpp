@@ -62,6 +62,7 @@ struct ClientResult {
     static constexpr int64_t kNoTime = HttpStreamRecorder::kNoTime;
     uint64_t id = 0;
     int64_t t_send_ns = kNoTime;  // right before the write that completed the request
+    int64_t t_write_start_ns = kNoTime;  // when the request's first write began: send = t_send - this
     int64_t t_done_ns = kNoTime;
     int64_t connect_ns = -1;  // duration of a new connection's connect; -1 on a reused one
     int64_t tls_ns = -1;      // duration of a new connection's TLS handshake; -1 on a reused or plain one

@@ -18,6 +18,7 @@ struct ClientJob {
     std::string request;
     int64_t t_sched_ns = kNoTime;
     int64_t t_send_ns = kNoTime;
+    int64_t t_write_start_ns = kNoTime;  // the request's first write began (its send phase's start)
     int64_t connect_ns = -1;
     int64_t tls_ns = -1;
     // The engine's id of the Connection the request was (last) sent on; 0 before any.

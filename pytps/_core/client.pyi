@@ -25,6 +25,9 @@ class ClientResult:
     def t_send_ns(self) -> int | None:
         """Stamp taken right before the write that completed the request; None if never sent."""
     @property
+    def t_write_start_ns(self) -> int | None:
+        """When the request's first write began (the send phase runs from here to t_send_ns)."""
+    @property
     def t_done_ns(self) -> int:
         """When the request finished: the read that ended the response, or the error."""
     @property

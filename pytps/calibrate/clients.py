@@ -118,7 +118,7 @@ def _need(module: str, extra: str = "clients") -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        raise ClientUnavailable(f"{module} is not installed (pip install 'pytps[{extra}]')") from None
+        raise ClientUnavailable(f"{module} is not installed (pip install {module})") from None
 
 
 def resolve_clients(name: str) -> list[Client]:

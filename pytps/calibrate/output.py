@@ -129,7 +129,7 @@ def write_heatmap(data: dict[str, Any], path: str | Path) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ConfigError("--plot needs matplotlib: pip install 'pytps[plot]'") from None
+        raise ConfigError("--plot needs matplotlib: pip install matplotlib") from None
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
         raise ConfigError(f"--plot {path}: name a .png or .svg file")

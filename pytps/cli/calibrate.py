@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tpot-error-pct", type=float, default=0.5, help="a cell passes within this (default 0.5)")
     p.add_argument("--max-stamp-p99-ms", type=float, default=1.0, help="a cell passes within this (default 1)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
-    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs pytps[plot])")
+    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs matplotlib)")
     p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
     p.add_argument("--store", metavar="PATH|URL", help="the results store to record the calibration in (pytps history)")
     p.add_argument("--no-store", action="store_true", help="do not record the calibration in the results store")

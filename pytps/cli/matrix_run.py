@@ -189,4 +189,12 @@ def print_matrix(index: dict[str, Any]) -> None:
                 continue
             for a in c["analysis"] or []:
                 best = (a["max_goodput"] or {}).get("value")
-                print(f"{name}: knee {a['knee']} · max goodput at {best} · SLO capacity {a['slo_capacity']}")
+                print(
+                    f"{name}: knee {_or_none(a['knee'])} · max goodput at {_or_none(best)} · "
+                    f"SLO capacity {_or_none(a['slo_capacity'])}"
+                )
+
+
+def _or_none(value: Any) -> str:
+    """A sweep's figure that was not found (no knee within the range) says so, not `None`."""
+    return "none in this range" if value is None else str(value)

@@ -15,7 +15,8 @@ EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/ --csv > summary.csv
   pytps report results/20261201T120000Z-my-model/ --trace run.trace.json   # chrome://tracing, Perfetto
   pytps report results/20261201T120000Z-my-model/ --html            # writes report.html in the folder
-  pytps report results/sweep-20261201T120000Z/ --html sweep.html     # a sweep's folder: its curve
+  pytps report results/20261201T120000Z-sweep/                      # a sweep's folder: its curve and knee
+  pytps report results/20261201T120000Z-sweep/ --html sweep.html
 """
 
 
@@ -28,7 +29,7 @@ def add_html_argument(p: argparse.ArgumentParser, what: str) -> None:
         default=None,
         metavar="FILE",
         help=f"also write {what} as one self-contained HTML file with plots, which opens offline "
-        '(default FILE: report.html in the results folder; needs pip install "pytps[html]"; docs/report.md)',
+        "(default FILE: report.html in the results folder; needs bokeh: pip install bokeh; docs/report.md)",
     )
 
 
@@ -37,7 +38,7 @@ def check_html_available() -> None:
     import importlib.util
 
     if importlib.util.find_spec("bokeh") is None:
-        raise ConfigError('--html needs the bokeh package: pip install "pytps[html]"')
+        raise ConfigError("--html needs the bokeh package: pip install bokeh")
 
 
 def write_html(directory: Path, html: str) -> None:
@@ -58,7 +59,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", help="a results directory written by pytps run (or, with --html, by pytps sweep)")
+    p.add_argument("dir", help="a results directory written by pytps run, or a sweep's (results/<time>-sweep/)")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the summary as JSON")
     form.add_argument(
@@ -82,14 +83,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def report_sweep(path: Path, args: argparse.Namespace) -> int:
+    """A sweep's folder: its curve and knee as `pytps sweep` printed them (--json: sweep.json)."""
+    from pytps.report.sweep_curve import print_curve
+
+    if args.html is not None:
+        write_html(path, args.html)
+        if not args.json:
+            return 0
+    if args.trace or args.markdown or args.csv:
+        raise ConfigError(f"{path} is a sweep: --trace, --markdown and --csv take one of its cells/*/ folders")
+    index = json.loads((path / "sweep.json").read_text(encoding="utf-8"))
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        print_curve(index)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from pytps.report.console import render
     from pytps.results.folder import load_results
 
     path = Path(args.dir)
-    if args.html is not None and (path / "sweep.json").exists() and not (path / "results.json").exists():
-        write_html(path, args.html)
-        return 0
+    if (path / "sweep.json").exists() and not (path / "results.json").exists():
+        return report_sweep(path, args)
     if not (path / "results.json").exists():
         raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
     results = load_results(path)

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
 from pytps.errors import ConfigError
 from pytps.sweep.cells import AXIS_FORMS
 from pytps.transport.registry import TRANSPORT_NAMES
@@ -64,11 +65,17 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     wl = p.add_argument_group("workload")
     if sweep:
         wl.add_argument("--input-tokens", default="256", metavar="LIST", help=f"prompt lengths: {AXIS_FORMS}")
-        wl.add_argument("--output-tokens", default="128", metavar="LIST", help=f"output lengths: {AXIS_FORMS}")
+        wl.add_argument(
+            "--output-tokens",
+            metavar="LIST",
+            help=f"output lengths: {AXIS_FORMS} (default 128; with --dataset, each record's own)",
+        )
     else:
         wl.add_argument("--input-tokens", default="256", metavar="N|N:sd|lo-hi", help="prompt length (default 256)")
         wl.add_argument(
-            "--output-tokens", default="128", metavar="N|N:sd|lo-hi", help="max output tokens (default 128)"
+            "--output-tokens",
+            metavar="N|N:sd|lo-hi",
+            help="max output tokens (default 128; with --dataset, each record's own max_tokens or reply length)",
         )
     wl.add_argument("--shared-prefix-tokens", type=int, default=0, help="share a prefix of this many tokens")
     wl.add_argument(
@@ -77,8 +84,7 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     wl.add_argument(
         "--tokenizer",
         metavar="PATH",
-        help="tokenizer.json to count output tokens when the server "
-        'reports no usage (needs: pip install "pytps[tokenizer]")',
+        help="tokenizer.json to count output tokens when the server reports no usage (needs: pip install tokenizers)",
     )
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
@@ -181,8 +187,12 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     )
     out.add_argument("--no-store", action="store_true", help="do not record the run in the results store")
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
-    emu.add_argument("--emu-ttft-ms", type=float, default=50.0)
-    emu.add_argument("--emu-itl-us", type=float, default=2000.0)
+    emu.add_argument(
+        "--emu-ttft-ms", type=float, default=DEFAULT_TTFT_MS, metavar="MS", help="TTFT in ms (default %(default)s)"
+    )
+    emu.add_argument(
+        "--emu-itl-us", type=float, default=DEFAULT_ITL_US, metavar="US", help="µs between tokens (default %(default)s)"
+    )
     emu.add_argument(
         "--emu-prefill-us-per-token", type=float, default=0.0, metavar="US", help="TTFT per uncached prompt token"
     )

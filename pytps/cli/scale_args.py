@@ -23,7 +23,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
         "--backend",
         choices=("local", "ray"),
         default="local",
-        help='where workers run: local processes, or Ray actors (pip install "pytps[ray]")',
+        help="where workers run: local processes, or Ray actors (pip install ray)",
     )
     sc.add_argument(
         "--ray-address",

@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import sys
 
+from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
+
 EXAMPLES = """examples:
   pytps serve --port 8000                                   # OpenAI base URL http://127.0.0.1:8000/v1
   pytps serve --ttft-ms 200 --itl-us 250 --tokens-per-event 4
@@ -25,10 +27,14 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
-    p.add_argument("--ttft-ms", type=float, default=50.0, help="time to first token in ms (default 50)")
+    p.add_argument(
+        "--ttft-ms", type=float, default=DEFAULT_TTFT_MS, help="time to first token in ms (default %(default)s)"
+    )
     p.add_argument("--ttft-dist", choices=["fixed", "normal", "lognormal"], default="fixed")
     p.add_argument("--ttft-sd-ms", type=float, default=0.0, help="TTFT standard deviation for normal/lognormal")
-    p.add_argument("--itl-us", type=float, default=500.0, help="gap between token events in µs (default 500)")
+    p.add_argument(
+        "--itl-us", type=float, default=DEFAULT_ITL_US, help="gap between token events in µs (default %(default)s)"
+    )
     p.add_argument("--itl-dist", choices=["fixed", "normal", "lognormal", "replay"], default="fixed")
     p.add_argument("--itl-sd-us", type=float, default=0.0, help="gap standard deviation for normal/lognormal")
     p.add_argument(

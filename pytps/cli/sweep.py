@@ -134,6 +134,7 @@ def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from pytps.report.sweep_curve import print_curve
     from pytps.sweep.cells import StopRule, Sweep
 
     if args.config:
@@ -177,64 +178,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-# How many digits each column of the cells' table prints: a cell's figures side by side in a column
-# line up on the point.
-DIGITS = {
-    "ttft_p50_s": ".1f",
-    "tpot_p50_s": ".2f",
-    "user_tps_mean": ",.1f",
-    "decode_tps_mean": ",.1f",
-    "output_throughput_tps": ",.0f",
-    "goodput_rps": ",.2f",
-    "error_rate": ".1f",
-}
-
-
-def print_curve(index: dict[str, Any]) -> None:
-    """The curve as a table (units in every header), then what it says."""
-    from pytps.measure.catalogue import metric
-    from pytps.sweep.cells import TABLE, headline_metric
-
-    names = list(index["axes"])
-    cols = [(name, *headline_metric(name)) for name in TABLE]
-    header = [*names, *(heading for _, heading, _ in cols)]
-    rows = []
-    for cell in index["cells"]:
-        h = cell["headline"] or {}
-        row = [str(cell["values"][n]) for n in names]
-        row += ["-" if h.get(name) is None else format(m.shown(h[name]), DIGITS[name]) for name, _, m in cols]
-        if cell["status"] != "done":
-            row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
-            row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
-        rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print(" | ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
-    user, decode = metric("user_tps"), metric("decode_tps")
-    for a in index["analysis"]:
-        where = ", ".join(f"{k}={v}" for k, v in a["fixed"].items())
-        prefix = f"[{where}] " if where else ""
-        best = a["max_goodput"]
-        most = "-" if best is None else "{:.2f} req/s at {}".format(best["goodput_rps"], best["value"])
-        print(
-            f"{prefix}knee ({a['axis']}, on {user.label}): {_or_none(a['knee'])} · "
-            f"knee on {decode.label}: {_or_none(a['knee_decode'])} · max goodput: {most} · "
-            f"SLO capacity ({a['slo_target']:.0%} useful): {_or_none(a['slo_capacity'])}"
-        )
-    if index.get("stopped"):
-        print(f"the sweep {index['stopped']}")
-
-
-def _or_none(value: Any) -> str:
-    return "none in this range" if value is None else str(value)
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
     from pytps.cli.search_run import SEARCH_KEYS, search_folder
     from pytps.measure.slo import parse_slo_run
+    from pytps.report.sweep_curve import print_curve
 
     for name in ("concurrency", "rate"):
         if getattr(args, name) is not None:

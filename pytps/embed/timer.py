@@ -1,20 +1,23 @@
 """Timing any byte stream: StreamTimer for code that reads sockets itself (fed `(bytes, t_ns)`),
 and time_stream() for an iterator or async iterator of bytes (each chunk stamped on arrival).
 Both close into the same Record as an instrumented SDK call.
+
+The stamping path loads no numpy: a first `pytps.time_stream` of a process, called between the
+user's `t_send = pytps.now_ns()` and the first read, must not spend the ~0.1 s of numpy's import
+there (issue 29). The record, its arrays and the collector are built in close(), after the last stamp.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps._native import _core
-from pytps.embed.collector import Collector, deliver
 from pytps.embed.context import current_tag
-from pytps.measure.records import ERROR_CLIENT, RequestRecord
-from pytps.results.record import Record, next_index
-from pytps.transport.base import classify_stream
-from pytps.transport.classify import error_class
+
+if TYPE_CHECKING:
+    from pytps.embed.collector import Collector
+    from pytps.results.record import Record
 
 _now_ns = _core.now_ns
 
@@ -39,9 +42,9 @@ class StreamTimer:
         self.dialect = check_dialect(dialect)
         self._recorder = _core.StreamRecorder(self.dialect)
         now = _now_ns()
-        self._rec = RequestRecord(index=next_index(), transport="stream_timer")
-        self._rec.t_submit_ns = now
-        self._rec.t_send_ns = int(t_send_ns) if t_send_ns is not None else now
+        self._t_submit_ns = now
+        self._t_send_ns = int(t_send_ns) if t_send_ns is not None else now
+        self._t_first_ns: int | None = None
         self._collector = collector
         self._tag = current_tag()
         self._last_ns: int | None = None
@@ -50,7 +53,7 @@ class StreamTimer:
     def feed(self, data: bytes | bytearray | memoryview, t_ns: int) -> int:
         """One read's bytes and its stamp; returns the output-bearing events they completed."""
         if self._last_ns is None:
-            self._rec.t_headers_ns = t_ns  # the first byte: TTFB
+            self._t_first_ns = t_ns  # the first byte: TTFB
         self._last_ns = t_ns
         return self._recorder.feed(data, t_ns)
 
@@ -59,7 +62,18 @@ class StreamTimer:
         it; returns the record (again on later calls)."""
         if self.record is not None:
             return self.record
-        rec, recorder = self._rec, self._recorder
+        # Loaded here, after the last stamp (numpy among them): see the module's docstring.
+        from pytps.embed.collector import deliver
+        from pytps.measure.records import ERROR_CLIENT, RequestRecord
+        from pytps.results.record import Record, next_index
+        from pytps.transport.base import classify_stream
+        from pytps.transport.classify import error_class
+
+        recorder = self._recorder
+        rec = RequestRecord(index=next_index(), transport="stream_timer")
+        rec.t_submit_ns, rec.t_send_ns = self._t_submit_ns, self._t_send_ns
+        if self._t_first_ns is not None:
+            rec.t_headers_ns = self._t_first_ns
         t_end = t_ns if t_ns is not None else (self._last_ns if self._last_ns is not None else _now_ns())
         recorder.close(t_end)
         rec.t_done_ns = t_end

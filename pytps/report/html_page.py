@@ -34,7 +34,7 @@ def bokeh_module() -> Any:
         import bokeh.embed
         import bokeh.resources
     except ImportError:
-        raise ConfigError('--html needs the bokeh package: pip install "pytps[html]"') from None
+        raise ConfigError("--html needs the bokeh package: pip install bokeh") from None
     return bokeh
 
 

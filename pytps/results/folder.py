@@ -65,6 +65,21 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+RUN_FILES = ("results.json", "requests.jsonl", "events.npz", "events.log")
+
+
+def refuse_used_folder(directory: Path) -> None:
+    """A results folder holds one run: a second run into it would mix two (a journal of both
+    beside one summary), so it is refused before anything is written, and the folder left as it is."""
+    from pytps.errors import ConfigError
+
+    found = [name for name in RUN_FILES if (directory / name).exists()]
+    if found:
+        raise ConfigError(
+            f"--out {directory} already holds a run ({', '.join(found)}): give a new folder, or remove that one first"
+        )
+
+
 class Journal:
     """Appends one JSON line per finished request and flushes it to the OS at once."""
 

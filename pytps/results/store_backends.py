@@ -108,7 +108,7 @@ class PostgresDatabase:
             import psycopg
         except ImportError:
             raise StoreError(
-                f"results store {self.where}: PostgreSQL needs psycopg; pip install 'pytps[store]'"
+                f"results store {self.where}: PostgreSQL needs psycopg: pip install 'psycopg[binary]'"
             ) from None
         self._psycopg = psycopg
         try:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
+from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
@@ -89,7 +90,7 @@ def make_config(
     transport: str = "auto",
     kernel_timestamps: bool = False,
     input_tokens: str | int = "256",
-    output_tokens: str | int = "128",
+    output_tokens: str | int | None = None,
     shared_prefix_tokens: int = 0,
     dataset: str | os.PathLike[str] | None = None,
     seed: int = 0,
@@ -133,16 +134,19 @@ def make_config(
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
-    from pytps.workload.synthetic import DatasetWorkload, LengthSpec, SyntheticWorkload
+    from pytps.workload.synthetic import DEFAULT_OUTPUT_TOKENS, DatasetWorkload, LengthSpec, SyntheticWorkload
     from pytps.workload.tokenizer import LocalTokenizer
 
     request_formats.check_api(api)
-    output = LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
+    if output_tokens is None and (dataset is None or turns is not None or trace is not None):
+        output_tokens = str(DEFAULT_OUTPUT_TOKENS)  # a plain dataset run sends each record's own length
+    output = None if output_tokens is None else LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
     # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
     # it is recorded, so the prompts can be rebuilt.
     salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     special = _special_workload(
-        dataset=dataset, input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, salt=salt,
+        dataset=dataset, input_tokens=input_tokens, seed=seed, salt=salt,
+        output_tokens=output_tokens if output_tokens is not None else str(DEFAULT_OUTPUT_TOKENS),
         turns=turns, sessions=sessions, max_context_tokens=max_context_tokens, think_time=think_time,
         warmup=warmup, trace=trace, trace_format=trace_format, trace_block_size=trace_block_size,
         trace_speedup=trace_speedup, trace_window=trace_window, max_input_tokens=max_input_tokens,
@@ -155,6 +159,7 @@ def make_config(
         workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
     else:
         inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
+        assert output is not None  # given, or the default: only a plain dataset run leaves it None
         workload = SyntheticWorkload(inp, output, shared_prefix_tokens=shared_prefix_tokens, seed=seed, salt=salt)
     if max_error_rate is not None and not 0 <= max_error_rate <= 1:
         raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
@@ -211,6 +216,8 @@ def make_config(
         prices=prices,
         prompt_includes_cached=api != "anthropic",
     )
+    if out is not None:
+        refuse_used_folder(Path(out))
     return RunConfig(
         judge=judge,
         base_url=normalize_base_url(base_url),

@@ -33,7 +33,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError('--backend ray needs Ray: pip install "pytps[ray]"') from None
+        raise ConfigError("--backend ray needs Ray: pip install ray") from None
     return ray
 
 

@@ -39,6 +39,7 @@ from pytps.measure.records import (
 )
 from pytps.transport.base import RequestSpec
 from pytps.transport.http1 import Http1Target, address_text, fill_from_http, resolve
+from pytps.transport.phases import record_send_phases
 
 _now_ns = _core.now_ns
 
@@ -225,8 +226,11 @@ class AsyncioTransport:
         rec.connection_id = conn.id
         rec.t_send_ns = _now_ns()
         error: str | None = None
+        t_written: int | None = None  # the last byte handed to the kernel, when write() sent it all
         try:
-            conn.transport.write(payload)
+            conn.transport.write(payload)  # sends at once what the socket takes; buffers the rest
+            if conn.transport.get_write_buffer_size() == 0:
+                t_written = _now_ns()
         except RuntimeError:  # uvloop: the transport closed between the pool and this write
             conn.closed = True
             conn.done.set_result(None)
@@ -252,6 +256,7 @@ class AsyncioTransport:
             return rec
         rec.t_done_ns = t_end
         fill_from_http(rec, recorder, error)
+        record_send_phases(rec, rec.t_send_ns, t_written)
         if conn.too_large:
             rec.error, rec.error_detail = ERROR_CLIENT, response_too_large_detail(MAX_RESPONSE_BYTES)
         # Bytes of the request still unsent (the server answered early) would be read as the

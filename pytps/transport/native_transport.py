@@ -34,6 +34,7 @@ from pytps._native import _core
 from pytps.measure.records import MAX_RESPONSE_BYTES, RequestRecord
 from pytps.transport.base import RequestSpec
 from pytps.transport.http1 import Http1Target, fill_from_http, resolve
+from pytps.transport.phases import record_send_phases
 
 NO_TLS = (
     "this build of pytps has no TLS in its native core (OpenSSL was not found when it was compiled): "
@@ -188,6 +189,7 @@ class NativeTransport:
             rec.error, rec.error_detail = error, result.error_detail
         else:
             fill_from_http(rec, result.http)
+        record_send_phases(rec, result.t_write_start_ns, result.t_send_ns)
         if self.kernel_timestamps:
             rec.output_kernel_times_ns = kernel_times_for(
                 rec.output_times_ns, result.recv_times_ns, result.recv_kernel_times_ns

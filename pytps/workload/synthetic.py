@@ -35,6 +35,10 @@ from pytps.workload.words import WORDS
 
 __all__ = ["DEFAULT_TOKENS_PER_WORD", "DatasetWorkload", "LengthSpec", "Prompt", "SyntheticWorkload", "Workload"]
 
+# The output length when none is given: --output-tokens' default, and a dataset record's that
+# carries neither max_tokens nor a reply to measure (docs/run-inputs.md).
+DEFAULT_OUTPUT_TOKENS = 128
+
 _FORMS = (
     "N (fixed, e.g. 512), N:SD (normal with mean N and standard deviation SD, e.g. 512:64) "
     "or LO-HI (uniform, e.g. 128-1024), with counts >= 1"
@@ -385,7 +389,8 @@ class DatasetWorkload:
     """Prompts replayed from a dataset, cycled in an order shuffled by the seed.
 
     max_tokens comes from output_tokens when given (the command line wins), else from the record's
-    max_tokens, else from the length of the recorded reply (ShareGPT), as vLLM's benchmark does.
+    max_tokens, else from the length of the recorded reply (ShareGPT), as vLLM's benchmark does,
+    else DEFAULT_OUTPUT_TOKENS (counted: describe()'s output_tokens_defaulted).
     """
 
     def __init__(
@@ -400,10 +405,11 @@ class DatasetWorkload:
         if not records:
             raise ConfigError(f"dataset {source or '(in memory)'} has no usable prompts")
         self.output_tokens = None if output_tokens is None else LengthSpec.parse(output_tokens, "output tokens")
-        if self.output_tokens is None:
-            for r in records:
-                if r.max_tokens is None and r.reference_output_tokens is None:
-                    raise ConfigError(f"{r.where}: record has no max_tokens: add max_tokens or give an output length")
+        self.defaulted = (
+            0
+            if self.output_tokens is not None
+            else sum(1 for r in records if r.max_tokens is None and r.reference_output_tokens is None)
+        )
         self.records = list(records)
         self.seed = seed
         self.source = source
@@ -428,10 +434,10 @@ class DatasetWorkload:
             raise ValueError(f"request index must be an integer >= 0, got {i!r}")
         rec = self.records[self._order[i % len(self.records)]]
         if self.output_tokens is not None:
-            max_tokens: int | None = self.output_tokens.sample(random.Random(f"pytps:{self.seed}:{i}:lengths"))
+            max_tokens = self.output_tokens.sample(random.Random(f"pytps:{self.seed}:{i}:lengths"))
         else:
-            max_tokens = rec.max_tokens if rec.max_tokens is not None else rec.reference_output_tokens
-        assert max_tokens is not None  # __init__ refused records with neither
+            own = rec.max_tokens if rec.max_tokens is not None else rec.reference_output_tokens
+            max_tokens = own if own is not None else DEFAULT_OUTPUT_TOKENS
         # Copies: the runner may adapt messages per API; the dataset must stay as loaded.
         messages = copy.deepcopy(rec.messages)
         p = Prompt(i, messages, rec.text, None, int(max_tokens))
@@ -453,5 +459,9 @@ class DatasetWorkload:
             "records": len(self.records),
             "skipped": self.skipped,
             "output_tokens": None if self.output_tokens is None else str(self.output_tokens),
+            # Where each request's max_tokens came from: "given" (output_tokens), or "records" (each
+            # record's max_tokens, else its reply's length, else the default for output_tokens_defaulted).
+            "output_tokens_source": "given" if self.output_tokens is not None else "records",
+            "output_tokens_defaulted": self.defaulted,
             "seed": self.seed,
         }

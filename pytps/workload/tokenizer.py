@@ -1,6 +1,6 @@
 """Local token counting with a Hugging Face tokenizer.json, for servers that report no usage.
 
-Optional: needs the `tokenizers` package (pip install "pytps[tokenizer]"). Used only when a
+Optional: needs the `tokenizers` package (pip install tokenizers). Used only when a
 response carried no usage (docs/metrics.md, "output tokens"): the generated text (answer and
 reasoning) is encoded without special tokens and its tokens counted.
 """
@@ -18,7 +18,7 @@ class LocalTokenizer:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise ConfigError('--tokenizer needs the tokenizers package: pip install "pytps[tokenizer]"') from None
+            raise ConfigError("--tokenizer needs the tokenizers package: pip install tokenizers") from None
         if not os.path.isfile(path):
             raise ConfigError(f"--tokenizer {path}: no such file; give the path of a tokenizer.json")
         try:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
@@ -238,6 +239,23 @@ def _burstgpt_rows(path: str, f: Any, failed: list[int]) -> Iterator[tuple[int, 
         yield line_no, t, n_in, n_out, ()
 
 
+EXAMPLE_PREFIX = "example:"
+# The small made-up traces shipped with the package (one per format), so that the docs' replay
+# commands work from any folder: `--trace example:mooncake_small.jsonl`.
+EXAMPLE_TRACES = Path(__file__).resolve().parent / "example_traces"
+
+
+def shipped_example(name: str) -> str:
+    """The path of `example:NAME` (a trace shipped with pytps); any other name unchanged."""
+    if not name.startswith(EXAMPLE_PREFIX):
+        return name
+    path = EXAMPLE_TRACES / name[len(EXAMPLE_PREFIX) :]
+    if not path.is_file() or path.parent != EXAMPLE_TRACES:
+        shipped = ", ".join(EXAMPLE_PREFIX + p.name for p in sorted(EXAMPLE_TRACES.iterdir()) if p.is_file())
+        raise ConfigError(f"--trace {name}: no such example trace; pytps ships {shipped}")
+    return str(path)
+
+
 def load_trace(
     path: str | os.PathLike[str],
     fmt: str,
@@ -263,6 +281,7 @@ def load_trace(
     if not (isinstance(speedup, (int, float)) and math.isfinite(speedup) and speedup > 0):
         raise ConfigError(f"--trace-speedup must be a number > 0 (2 replays twice as fast), got {speedup!r}")
     win = parse_window(window) if isinstance(window, str) or window is None else window
+    name = shipped_example(name)
     failed = [0]
     try:
         f = open(name, encoding="utf-8", newline="")  # noqa: SIM115 - closed below

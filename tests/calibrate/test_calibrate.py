@@ -314,7 +314,7 @@ def test_client_names(monkeypatch):
 
 def test_a_client_not_installed_is_skipped_with_a_reason(monkeypatch):
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp now raises ImportError
-    with pytest.raises(ClientUnavailable, match=r"aiohttp is not installed \(pip install 'pytps\[clients\]'\)"):
+    with pytest.raises(ClientUnavailable, match=r"aiohttp is not installed \(pip install aiohttp\)"):
         resolve_clients("aiohttp")
 
 

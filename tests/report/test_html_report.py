@@ -151,7 +151,7 @@ def test_a_missing_bokeh_is_one_line(run_with_errors: Path, tmp_path: Path, monk
         monkeypatch.setitem(sys.modules, mod, None)
     assert main(["report", str(run_with_errors), "--html", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == 'pytps: error: --html needs the bokeh package: pip install "pytps[html]"'
+    assert err == 'pytps: error: --html needs the bokeh package: pip install bokeh'
     assert main(["run", "--requests", "1", "--html", "--out", str(tmp_path / "o")]) == 2
     assert "needs the bokeh package" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # checked before anything was measured

@@ -305,7 +305,7 @@ def local_ray(monkeypatch):
     # Set before Ray is imported: Ray reads them then (pytps.scale.ray_backend).
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "pytps[ray]"; CI step 70-scale)')
+    ray = pytest.importorskip("ray", reason='Ray is not installed (pip install ray; CI step 70-scale)')
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     assert ray.util.get_node_ip_address() == "127.0.0.1"
     yield ray

@@ -190,9 +190,9 @@ def test_the_readme_trace_replay_runs_in_one_command(tmp_path):
     import subprocess
     import sys
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "traces" / "mooncake_small.jsonl"
+    example = "example:mooncake_small.jsonl"  # shipped with the package: runs from any folder
     out = subprocess.run(
-        [sys.executable, "-m", "pytps", "run", "--trace", str(example), "--trace-format", "mooncake",
+        [sys.executable, "-m", "pytps", "run", "--trace", example, "--trace-format", "mooncake",
          "--trace-speedup", "4", "--emu-ttft-ms", "2", "--emu-itl-us", "100", "--emu-prefill-us-per-token", "5",
          "--emu-prefix-cache-tokens", "1000000", "--out", str(tmp_path / "r")],
         capture_output=True, text=True, timeout=120,
@@ -211,8 +211,7 @@ def test_the_readme_trace_replay_runs_in_one_command(tmp_path):
     ("name", "fmt"), [("mooncake_small.jsonl", "mooncake"), ("azure_small.csv", "azure"), ("burstgpt_small.csv", "burstgpt")]
 )
 def test_the_example_traces_load(name, fmt):
-    path = Path(__file__).resolve().parents[2] / "examples" / "traces" / name
-    trace = load_trace(path, fmt)
+    trace = load_trace("example:" + name, fmt)
     assert len(trace.requests) + trace.skipped_failed == trace.rows >= 16
     assert trace.requests[0].offset_ns == 0 and trace.offsets_ns() == sorted(trace.offsets_ns())
     assert (trace.skipped_failed > 0) == (fmt == "burstgpt")

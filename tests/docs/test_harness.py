@@ -1,0 +1,66 @@
+"""The docs run can fail: the harness's own tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import doc_runner
+import pytest
+
+README_COMMAND = "pytps run --base-url http://127.0.0.1:8000 --api openai-chat"
+
+
+def _block_with(path: Path, text: str):  # type: ignore[no-untyped-def]
+    document = doc_runner.parse(path)
+    for example in document:
+        if text in str(example.parsed):
+            return document, example
+    raise AssertionError(f"no block of {path} holds {text!r}")
+
+
+def _evaluate(path: Path, text: str, port: int, tmp_path: Path) -> None:
+    document, example = _block_with(path, text)
+    cwd = tmp_path / "reader"
+    cwd.mkdir()
+    doc_runner.setup_namespace(document.namespace, cwd, port, doc_runner.environment(port, tmp_path))
+    example.evaluate()
+
+
+def test_a_readme_command_with_an_unknown_flag_fails(doc_server: int, tmp_path: Path) -> None:
+    readme = (doc_runner.ROOT / "README.md").read_text(encoding="utf-8")
+    assert README_COMMAND in readme
+    copy = tmp_path / "README.md"
+    copy.write_text(readme.replace(README_COMMAND, README_COMMAND + " --no-such-flag", 1), encoding="utf-8")
+    with pytest.raises(AssertionError, match="unrecognized arguments: --no-such-flag"):
+        _evaluate(copy, README_COMMAND, doc_server, tmp_path)
+
+
+def test_a_python_example_that_raises_fails(doc_server: int, tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("```python\nimport pytps\npytps.Histogram(lowest=0)\n```\n", encoding="utf-8")
+    with pytest.raises(Exception, match="lowest"):
+        _evaluate(doc, "Histogram", doc_server, tmp_path)
+
+
+def test_a_missing_output_column_fails() -> None:
+    with pytest.raises(AssertionError, match="p50 TTFT"):
+        doc_runner.check_output("concurrency | p50 TTFT [ms]\n--+--\n", "concurrency | mean [ms]\n")
+
+
+def test_pip_install_forms_that_only_work_from_an_index_fail() -> None:
+    doc_runner.check_pip_install('pip install ".[html]"')
+    with pytest.raises(AssertionError, match="no index has"):
+        doc_runner.check_pip_install('pip install "pytps[html]"')
+    with pytest.raises(AssertionError, match="no extra 'nope'"):
+        doc_runner.check_pip_install('pip install ".[nope]"')
+
+
+def test_every_fenced_block_says_its_language() -> None:
+    """An unlabelled block would be collected by nothing: every block is sh, python, text or toml."""
+    for path in doc_runner.DOCS:
+        inside = False
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip().startswith("```"):
+                if not inside:
+                    assert line.strip()[3:] in ("sh", "python", "text", "toml"), f"{path.name}:{n}: {line.strip()!r}"
+                inside = not inside
