@@ -9,7 +9,7 @@ import sys
 
 from doc_runner import DOCS, commands
 
-COMMANDS = ["run", "sweep", "report", "compare", "serve", "clock", "calibrate"]
+COMMANDS = ["run", "sweep", "report", "compare", "serve", "clock", "calibrate", "history", "history add", "history check"]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -20,7 +20,7 @@ def help_flags() -> dict[str, set[str]]:
     """{command: its flags}, "" for `pytps` itself."""
     out: dict[str, set[str]] = {}
     for cmd in ["", *COMMANDS]:
-        argv = [sys.executable, "-m", "pytps", *([cmd] if cmd else []), "--help"]
+        argv = [sys.executable, "-m", "pytps", *cmd.split(), "--help"]
         text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
         usage_and_options = text.split("\nexamples", 1)[0]  # an epilog's examples may name other tools
         out[cmd] = set(FLAG.findall(usage_and_options)) - {"--help"}
