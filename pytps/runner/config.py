@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
+from pytps.measure.grading import Grading, build_grading
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
@@ -125,6 +126,9 @@ def make_config(
     trace_window: str | None = None,
     max_input_tokens: int | None = None,
     max_output_tokens: int | None = None,
+    tasks: str | list[str] | None = None,
+    grader: str | None = None,
+    keep_text: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable)."""
     from pytps.workload.synthetic import DatasetWorkload, LengthSpec, SyntheticWorkload
@@ -143,7 +147,9 @@ def make_config(
         max_output_tokens=max_output_tokens, concurrency=concurrency, rate=rate, requests=requests,
     )  # fmt: skip
     schedule_ns: list[int] | None = None
-    if special is not None:
+    if tasks is not None:
+        workload = _task_workload(tasks, special is not None or dataset is not None, input_tokens, output_tokens, seed)
+    elif special is not None:
         workload, schedule_ns, requests = special
     elif dataset is not None:
         workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
@@ -196,7 +202,10 @@ def make_config(
         if priced
         else None
     )
+    grading = _grading(workload, grader, tasks is not None)
     judge = Judge(
+        grading=grading,
+        keep_text=keep_text,
         slo=parse_slo(slo),
         slo_run=parse_slo_run(slo_run),
         validation=Validation(
@@ -226,6 +235,31 @@ def make_config(
         insecure=insecure,
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
     )
+
+
+def _task_workload(
+    tasks: str | list[str], other: bool, input_tokens: str | int, output_tokens: str | int, seed: int
+) -> Workload:
+    from pytps.workload.tasks import TaskWorkload
+
+    if other:
+        raise ConfigError(
+            "--tasks is a workload of its own: leave out --dataset, --trace and --turns "
+            "(a dataset with references is graded as it is: docs/grading.md)"
+        )
+    return TaskWorkload(tasks, input_tokens, output_tokens, seed)
+
+
+def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
+    """The run's graded answers: every dataset record's reference checked now, before any request."""
+    from pytps.workload.synthetic import DatasetWorkload
+
+    if isinstance(workload, DatasetWorkload) or builtin:
+        refs = workload.references() if isinstance(workload, DatasetWorkload) else []
+        return build_grading(refs, grader, builtin=builtin)
+    if grader is not None:
+        raise ConfigError("grader (--grader) grades the answers of --dataset records or --tasks: give one of them")
+    return Grading()
 
 
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:

@@ -173,7 +173,7 @@ class WorkerRunner(Runner):
                     rec = await self.transport.send(self._spec(i, model, share.is_warmup(i)))
                 finally:
                     self._in_flight -= 1
-                self._finish(rec, output)
+                await self._completed(rec, output)
 
         await asyncio.gather(*(slot() for _ in range(share.slots or 1)))
 
@@ -195,7 +195,7 @@ class WorkerRunner(Runner):
                 self._in_flight -= 1
                 if limit is not None:
                     limit.release()
-            self._finish(rec, output)
+            await self._completed(rec, output)
 
         lead_ns = self.transport.schedule_lead_ns
         deadline = t0 + int(plan.duration_s * 1e9) if plan.duration_s else None

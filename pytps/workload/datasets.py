@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytps.errors import ConfigError
@@ -21,6 +21,8 @@ from pytps.errors import ConfigError
 DEFAULT_TOKENS_PER_WORD = 1.3
 
 _HUMAN_ROLES = ("human", "user")
+#: A record's reference keys (docs/grading.md, "The JSONL form"); pytps.measure.grading checks them.
+REFERENCE_KEYS = ("expected", "grader", "extract", "tolerance", "case_fold", "schema", "answer")
 _GPT_ROLES = ("gpt", "assistant", "chatgpt", "bard", "bing", "model")
 
 
@@ -67,6 +69,10 @@ class DatasetRecord:
     max_tokens: int | None
     reference_output_tokens: int | None
     where: str
+    # Graded answers: the record's reference keys as given (None: none), and the item's id (the
+    # record's "id", else where), the same in every run over the file.
+    reference: dict[str, Any] | None = None
+    item: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,12 +136,19 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
 
     records: list[DatasetRecord] = []
     skipped = 0
+    seen: dict[str, str] = {}
     for where, item in located:
         rec = _parse_record(where, item, need_output_length)
         if rec is None:
             skipped += 1
-        else:
-            records.append(rec)
+            continue
+        if isinstance(item, dict) and item.get("id") is not None:
+            if rec.item in seen:
+                raise ConfigError(
+                    f"{where}: id {rec.item!r} repeats the id of {seen[rec.item]}: give each record its own id"
+                )
+            seen[str(rec.item)] = where
+        records.append(rec)
     if not records:
         why = f" ({skipped} conversations skipped: no human turn or no reply)" if skipped else ""
         raise ConfigError(f"dataset file {name} has no usable prompts{why}")
@@ -173,7 +186,11 @@ def _parse_record(where: str, item: Any, need_output_length: bool) -> DatasetRec
         )
     if need_output_length and max_tokens is None:
         raise ConfigError(f"{where}: record has no max_tokens: add max_tokens to each record or give an output length")
-    return rec
+    ref = {k: item[k] for k in REFERENCE_KEYS if k in item}
+    ident = item.get("id")
+    if ident is not None and not isinstance(ident, (str, int)):
+        raise ConfigError(f"{where}: id must be a string or an integer, got {ident!r}")
+    return replace(rec, reference=ref or None, item=str(ident) if ident is not None else where)
 
 
 def _check_messages(where: str, messages: Any) -> list[dict[str, Any]]:

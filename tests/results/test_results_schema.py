@@ -43,6 +43,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         dict(turns=2, sessions=2, concurrency=2, input_tokens=32, output_tokens=8, max_context_tokens=4000,
              think_time="0.001"),
         dict(trace=trace, trace_format="mooncake", trace_block_size=16, max_output_tokens=8, trace_speedup=10.0),
+        # Graded answers (issue 25): a built-in task set, its text kept, priced.
+        dict(tasks="arithmetic,choice", concurrency=2, requests=4, output_tokens=8, keep_text=True, price_output=1.0),
     ]
     outs = []
     with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu, pytest.MonkeyPatch.context() as mp:
