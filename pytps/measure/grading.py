@@ -34,8 +34,6 @@ DEFAULT_EXTRACT = {
     "json-schema": "first_json_object",
 }
 GRADERS = tuple(DEFAULT_EXTRACT)
-#: Reference keys a record may carry besides its prompt (docs/grading.md, "The JSONL form").
-REFERENCE_KEYS = ("expected", "grader", "extract", "tolerance", "case_fold", "schema", "id", "answer")
 _GRADER_FORM = f"one of {', '.join(GRADERS)}, or module:function"
 
 UserGrader = Callable[[dict[str, Any], str, dict[str, Any]], Any]

@@ -21,8 +21,6 @@ from pytps.errors import ConfigError
 DEFAULT_TOKENS_PER_WORD = 1.3
 
 _HUMAN_ROLES = ("human", "user")
-#: A record's reference keys (docs/grading.md, "The JSONL form"); pytps.measure.grading checks them.
-REFERENCE_KEYS = ("expected", "grader", "extract", "tolerance", "case_fold", "schema", "answer")
 _GPT_ROLES = ("gpt", "assistant", "chatgpt", "bard", "bing", "model")
 
 
@@ -69,8 +67,8 @@ class DatasetRecord:
     max_tokens: int | None
     reference_output_tokens: int | None
     where: str
-    # Graded answers: the record's reference keys as given (None: none), and the item's id (the
-    # record's "id", else where), the same in every run over the file.
+    # Graded answers: the record as given (its reference keys among the rest; None for ShareGPT),
+    # and the item's id (the record's "id", else where), the same in every run over the file.
     reference: dict[str, Any] | None = None
     item: str | None = None
 
@@ -186,11 +184,11 @@ def _parse_record(where: str, item: Any, need_output_length: bool) -> DatasetRec
         )
     if need_output_length and max_tokens is None:
         raise ConfigError(f"{where}: record has no max_tokens: add max_tokens to each record or give an output length")
-    ref = {k: item[k] for k in REFERENCE_KEYS if k in item}
     ident = item.get("id")
     if ident is not None and not isinstance(ident, (str, int)):
         raise ConfigError(f"{where}: id must be a string or an integer, got {ident!r}")
-    return replace(rec, reference=ref or None, item=str(ident) if ident is not None else where)
+    # The whole record: a user's grader gets it as given (docs/grading.md).
+    return replace(rec, reference=dict(item), item=str(ident) if ident is not None else where)
 
 
 def _check_messages(where: str, messages: Any) -> list[dict[str, Any]]:
