@@ -157,6 +157,8 @@ def print_curve(index: dict[str, Any]) -> None:
         ("goodput [req/s]", "goodput_rps", 1, ",.2f"),
         ("errors", "error_rate", 100, ".1f"),
     ]
+    if any((c["headline"] or {}).get("accuracy") is not None for c in index["cells"]):
+        cols.append(("accuracy [95% CI]", "accuracy", 100, ".1f"))
     header = [*names, *(c[0] for c in cols)]
     rows = []
     for cell in index["cells"]:
@@ -164,7 +166,11 @@ def print_curve(index: dict[str, Any]) -> None:
         row = [str(cell["values"][n]) for n in names]
         for _, key, scale, fmt in cols:
             v = h.get(key)
-            row.append("-" if v is None else format(v * scale, fmt) + ("%" if key == "error_rate" else ""))
+            text = "-" if v is None else format(v * scale, fmt) + ("%" if key in ("error_rate", "accuracy") else "")
+            if key == "accuracy" and h.get("accuracy_ci95"):
+                lo, hi = h["accuracy_ci95"]
+                text += f" [{lo * 100:.1f}, {hi * 100:.1f}]"
+            row.append(text)
         if cell["status"] != "done":
             row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
             row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
@@ -184,6 +190,12 @@ def print_curve(index: dict[str, Any]) -> None:
             f"knee on decode tok/s: {_or_none(a['knee_decode'])} · max goodput: {most} · "
             f"SLO capacity ({a['slo_target']:.0%} useful): {_or_none(a['slo_capacity'])}"
         )
+        if a.get("accuracy_first") is not None:
+            at_knee = a.get("accuracy_at_knee")
+            print(
+                f"{prefix}accuracy at the lowest {a['axis']}: {a['accuracy_first']:.1%} · at the knee: "
+                + ("-" if at_knee is None else f"{at_knee:.1%}")
+            )
     if index.get("stopped"):
         print(f"the sweep {index['stopped']}")
 
