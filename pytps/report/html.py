@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pytps import __version__
 from pytps.errors import ConfigError
 from pytps.report import run_warnings
@@ -240,6 +242,7 @@ def run_page(run: SavedRun) -> Page:
         if len(values):
             cdfs.append(page.plot(plots.cdf(title, "ms", 1e3, [(title, values)], s.get(key))))
     page.add(f'<div class="plots3">{"".join(cdfs)}</div>' if cdfs else "<p>No successful request.</p>")
+    _grading_section(page, run)
 
     tl = timeline(run)
     page.add("<h2>Token arrival timeline</h2>")
@@ -288,6 +291,26 @@ def run_page(run: SavedRun) -> Page:
     else:
         page.add(f"<p>No errors in {s.get('requests_total', 0):,} measured requests.</p>")
     return page
+
+
+def _grading_section(page: Page, run: SavedRun) -> None:
+    """Graded answers: the figures, and E2E of correct and wrong answers as two CDFs."""
+    from pytps.report import html_plots as plots
+    from pytps.report.grading_lines import grading_lines
+
+    lines = grading_lines(run.results)
+    if not lines:
+        return
+    page.add("<h2>Graded answers</h2>")
+    page.add("".join(f"<p>{e(line)}</p>" for line in lines))
+    ok = [line for line in run.measured() if line.get("ok") and isinstance(line.get("e2e_s"), (int, float))]
+    curves = [
+        (name, np.asarray([line["e2e_s"] for line in ok if line.get("correct") is want], dtype=np.float64))
+        for name, want in (("correct", True), ("wrong", False))
+    ]
+    curves = [(name, values) for name, values in curves if len(values)]
+    if curves:
+        page.add(page.plot(plots.cdf("E2E of correct and wrong answers", "ms", 1e3, curves)))
 
 
 def _workload_sections(page: Page, run: SavedRun) -> None:
