@@ -262,6 +262,11 @@ class Emulator:
     thread SCHED_FIFO (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See
     docs/emulator.md for every setting and rule.
 
+    Answers: ``answers`` (a JSONL file of reference records, ``"tasks:NAMES:COUNT[:SEED]"``, or the
+    records themselves) makes the content of each known prompt end with ``\nAnswer: <text>``, right
+    with chance ``answer_accuracy`` minus ``answer_accuracy_drop`` per other request decoding at
+    admission, wrong otherwise, in a way its grader tells apart (docs/emulator.md, "Answers").
+
     Prefix cache: ``prefix_cache_tokens`` > 0 keeps an LRU of that many tokens of prompt blocks
     (``prefix_cache_block_tokens`` each, 4 prompt bytes a token); a prompt's leading blocks found
     there are its cached tokens: they skip their prefill time, the truth records them
@@ -427,7 +432,9 @@ class Emulator:
         ``client_closed``, ``received_ns``, ``received_kernel_ns``, ``headers_sent_ns``, ``done_ns``,
         the load model's ``admitted_ns`` and ``released_ns`` (when the request got and freed a batch
         slot; 0 if it never held one) and ``queued_ns`` (how long it waited for one),
-        ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``
+        ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``,
+        ``answer`` (graded answers: ``"right"``, ``"wrong"``, or None for a prompt not in ``answers``)
+        and ``answer_sent`` (the content token carrying it was written)
         and numpy arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
         CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32), ``kinds`` (uint8,
         the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments) and ``batch``
