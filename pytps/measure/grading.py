@@ -327,6 +327,8 @@ class Grading:
         return {"default_grader": self.default_grader, "items_checked": len(self.references)}
 
     def reference(self, item: str | None, raw: Mapping[str, Any] | None) -> Reference | None:
+        """The item's checked reference; one met only now (a built-in task's) is parsed and not
+        kept, so memory stays flat however many items a run asks."""
         if item is None:
             return None
         ref = self.references.get(item)
@@ -334,8 +336,6 @@ class Grading:
             ref = parse_reference(
                 raw or {}, where=item, item=item, default_grader=self.default_grader, users=self._users
             )
-            if ref is not None:
-                self.references[item] = ref
         return ref
 
     async def grade(self, rec: RequestRecord, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
