@@ -447,6 +447,15 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
                 ]
             )
         )
+    graded = [c for c in cells if c.get("status") == "done" and (c.get("headline") or {}).get("accuracy") is not None]
+    if graded and len(axes) == 1:
+        axis = next(iter(axes))
+        acc = sorted(
+            (c["values"][axis], c["headline"]["accuracy"], *(c["headline"].get("accuracy_ci95") or [0.0, 0.0]))
+            for c in graded
+        )
+        page.add("<h2>Accuracy against load</h2>")
+        page.add(page.plot(plots.accuracy_curve(f"graded accuracy along {axis}", axis, acc)))
     cols = [
         ("p50 TTFT [ms]", "ttft_p50_s", 1e3, "ms"),
         ("p50 TPOT [ms]", "tpot_p50_s", 1e3, "ms"),
@@ -456,6 +465,8 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         ("goodput [req/s]", "goodput_rps", 1, "req/s"),
         ("errors [%]", "error_rate", 100, "%"),
     ]
+    if graded:
+        cols.append(("accuracy [%]", "accuracy", 100, "%"))
     head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(c[0] for c in cols)])
     rows = []
     for cell in cells:
