@@ -1,6 +1,6 @@
 """A run's graded-answer figures (docs/metrics.md, "Graded answers"): accuracy with its Wilson
 95% interval, goodput of correct answers, cost per correct response, time to correct answer,
-and accuracy by prompt length. Built as requests finish, a few numbers per request."""
+and accuracy by prompt length and by turn. Built as requests finish, a few numbers per request."""
 
 from __future__ import annotations
 
@@ -51,10 +51,11 @@ class GradeFigures:
         self.correct_tokens = 0
         self._e2e_correct = array("d")
         self._by_length: dict[str, list[int]] = {}
+        self._by_turn: dict[int, list[int]] = {}
 
     def add(
         self, grade: Grade | None, *, useful: bool, e2e_s: float | None, output_tokens: int,
-        prompt_tokens: int | None,
+        prompt_tokens: int | None, turn: int | None,
     ) -> None:  # fmt: skip
         """One measured, successful request."""
         if grade is None:
@@ -74,6 +75,10 @@ class GradeFigures:
         tally = self._by_length.setdefault(_bin(prompt_tokens), [0, 0])
         tally[0] += 1
         tally[1] += right
+        if turn is not None:  # multi-turn sessions: accuracy by turn
+            by_turn = self._by_turn.setdefault(turn, [0, 0])
+            by_turn[0] += 1
+            by_turn[1] += right
 
     @staticmethod
     def _share(n: int, correct: int) -> dict[str, Any]:
@@ -100,6 +105,7 @@ class GradeFigures:
                 if cost_total is not None and self.correct
                 else None,
                 "time_to_correct_answer_s": distribution(np.frombuffer(self._e2e_correct, dtype=np.float64)),
+                "by_turn": [{"turn": k, **self._share(*v)} for k, v in sorted(self._by_turn.items())],
                 "by_prompt_tokens": [
                     {"prompt_tokens": k, **self._share(*v)}
                     for k, v in sorted(self._by_length.items(), key=lambda kv: _bin_order(kv[0]))

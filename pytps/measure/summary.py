@@ -161,7 +161,7 @@ class RunSummary:
         if self.judge.grading.active:
             self.grades.add(
                 verdict.grade, useful=verdict.useful, e2e_s=m.e2e_s, output_tokens=m.output_tokens,
-                prompt_tokens=m.prompt_tokens,
+                prompt_tokens=m.prompt_tokens, turn=turn,
             )  # fmt: skip
         self.workload.add(usage, turn, m)
         self.tokens_ok += m.output_tokens

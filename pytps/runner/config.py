@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError
@@ -19,6 +19,9 @@ from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.synthetic import Workload
+
+if TYPE_CHECKING:
+    from pytps.workload.tasks import TaskWorkload
 
 
 class TokenCounter(Protocol):
@@ -139,18 +142,19 @@ def make_config(
     # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
     # it is recorded, so the prompts can be rebuilt.
     salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    task_set = _task_workload(tasks, dataset, trace, input_tokens, output_tokens, seed) if tasks is not None else None
     special = _special_workload(
-        dataset=dataset, input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, salt=salt,
+        dataset=dataset, input_tokens=input_tokens, output_tokens=output_tokens, seed=seed, salt=salt, tasks=task_set,
         turns=turns, sessions=sessions, max_context_tokens=max_context_tokens, think_time=think_time,
         warmup=warmup, trace=trace, trace_format=trace_format, trace_block_size=trace_block_size,
         trace_speedup=trace_speedup, trace_window=trace_window, max_input_tokens=max_input_tokens,
         max_output_tokens=max_output_tokens, concurrency=concurrency, rate=rate, requests=requests,
     )  # fmt: skip
     schedule_ns: list[int] | None = None
-    if tasks is not None:
-        workload = _task_workload(tasks, special is not None or dataset is not None, input_tokens, output_tokens, seed)
-    elif special is not None:
+    if special is not None:
         workload, schedule_ns, requests = special
+    elif task_set is not None:
+        workload = task_set
     elif dataset is not None:
         workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
     else:
@@ -202,7 +206,7 @@ def make_config(
         if priced
         else None
     )
-    grading = _grading(workload, grader, tasks is not None)
+    grading = _grading(workload, grader, task_set is not None)
     judge = Judge(
         grading=grading,
         keep_text=keep_text,
@@ -238,13 +242,18 @@ def make_config(
 
 
 def _task_workload(
-    tasks: str | list[str], other: bool, input_tokens: str | int, output_tokens: str | int, seed: int
-) -> Workload:
+    tasks: str | list[str],
+    dataset: str | os.PathLike[str] | None,
+    trace: str | os.PathLike[str] | None,
+    input_tokens: str | int,
+    output_tokens: str | int,
+    seed: int,
+) -> TaskWorkload:
     from pytps.workload.tasks import TaskWorkload
 
-    if other:
+    if dataset is not None or trace is not None:
         raise ConfigError(
-            "--tasks is a workload of its own: leave out --dataset, --trace and --turns "
+            "--tasks is a workload of its own: leave out --dataset and --trace "
             "(a dataset with references is graded as it is: docs/grading.md)"
         )
     return TaskWorkload(tasks, input_tokens, output_tokens, seed)
@@ -276,6 +285,7 @@ def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
 
 def _special_workload(
     *,
+    tasks: TaskWorkload | None,
     dataset: str | os.PathLike[str] | None,
     input_tokens: str | int,
     output_tokens: str | int,
@@ -333,6 +343,7 @@ def _special_workload(
             source=os.fspath(dataset) if dataset is not None else None,
             seed=seed,
             salt=salt,
+            tasks=tasks,
         )
         return wl, None, splan.sessions * splan.turns
     if trace is None:

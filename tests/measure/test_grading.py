@@ -232,3 +232,18 @@ def test_cost_per_correct_response_and_goodput_of_correct_answers_by_hand(tmp_pa
 def test_async_grading_keeps_the_loop_free(tmp_path: Path, user_graders: str) -> None:
     """An async grader is awaited on the run's loop, never blocking it (asyncio.sleep(0) above)."""
     assert asyncio.iscoroutinefunction(__import__(user_graders).async_grader)
+
+
+def test_accuracy_by_turn_of_task_sessions_equals_the_truth(tmp_path: Path) -> None:
+    with pytps.Emulator(
+        ttft_ms=1, itl_us=100, answers="tasks:arithmetic,choice:40:0", answer_accuracy=0.6, seed=4
+    ) as emu:
+        summary, lines = graded_run(tmp_path, emu, tasks="arithmetic,choice", turns=4, sessions=10, concurrency=3)
+        truth = {t["id"]: t for t in emu.wait_truth(40)}
+    assert len(lines) == 40
+    by_turn = summary["grading"]["by_turn"]
+    assert [b["turn"] for b in by_turn] == [0, 1, 2, 3]
+    for b in by_turn:
+        mine = [line for line in lines if line["turn"] == b["turn"]]
+        assert b["graded"] == len(mine) == 10
+        assert b["correct"] == sum(truth[line["response_id"]]["answer"] == "right" for line in mine)
