@@ -315,7 +315,8 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
         if args.tasks is None and args.dataset is None:
             raise ConfigError("--emu-answer-accuracy needs --tasks or --dataset: the references the emulator knows")
         # A sweep's cells all run the same items: enough for the longest of them.
-        count = (args.requests or 1000) + args.warmup + 1
+        sessions = (args.sessions or 10) * (args.turns or 1) if args.turns or args.sessions else 0
+        count = max(args.requests or 0, sessions, 1000) + args.warmup + 1
         answers = f"tasks:{args.tasks}:{count}:{args.seed}" if args.tasks is not None else args.dataset
     # No truth kept in memory: nothing reads it, and it would grow with the run.
     emu = stack.enter_context(
