@@ -27,7 +27,10 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0 and n the bound is exactly 0 and 1; rounding would leave it a hair off (1e-17 above 0).
+    lo = 0.0 if correct == 0 else max(0.0, centre - half)
+    hi = 1.0 if correct == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def _bin(prompt_tokens: int | None) -> str:

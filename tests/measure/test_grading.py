@@ -116,6 +116,8 @@ def test_wilson_interval_matches_the_formula() -> None:
     assert lo == pytest.approx(0.4901625, abs=1e-6) and hi == pytest.approx(0.9433178, abs=1e-6)
     assert wilson_interval(0, 0) is None
     assert wilson_interval(0, 20) == (0.0, pytest.approx(0.1611251, abs=1e-6))
+    # Exactly 0 and 1 at the ends, for every n (rounding once left 1e-17 above 0 at n = 22).
+    assert all(wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0 for n in range(1, 2000))  # type: ignore[index]
 
 
 # ---- graded runs against the emulator ------------------------------------------------------------
