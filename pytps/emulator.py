@@ -8,6 +8,7 @@ gives the context-manager face.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from pytps._native import _core
 DEFAULT_TTFT_MS = 50.0
 DEFAULT_ITL_US = 500.0
 
-__all__ = ["FAULT_KINDS", "Emulator", "parse_fault"]
+__all__ = ["FAULT_KINDS", "Emulator", "answer_book", "parse_fault"]
 
 #: Fault kinds and what they do (see docs/emulator.md).
 FAULT_KINDS = {
@@ -99,6 +100,126 @@ def parse_fault(spec: str | Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# ---- graded answers (docs/emulator.md, "Answers") ----------------------------------------------
+
+#: The emulator's content words (csrc/emulator/formats.cpp, kWords): the text an answer follows.
+_CONTENT_WORDS = " the token stream moves at a steady pace while each word lands right on its time"
+_WRONG_TEXTS = ("no answer", "unknown", "n/a", "-")
+
+
+def _answer_records(
+    answers: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """(where, record) of every reference record: a dataset file, `tasks:NAMES:COUNT[:SEED]`, or records."""
+    if isinstance(answers, (str, os.PathLike)):
+        text = os.fspath(answers)
+        if text.startswith("tasks:"):
+            from pytps.workload.tasks import TaskWorkload
+
+            _, names, *rest = text.split(":")
+            try:
+                count = int(rest[0]) if rest else 1000
+                seed = int(rest[1]) if len(rest) > 1 else 0
+            except ValueError:
+                raise ValueError(f"answers {text!r}: write tasks:NAME[,NAME]:COUNT[:SEED]") from None
+            return [(r["id"], r) for r in TaskWorkload(names, seed=seed).records(count)]
+        import json
+
+        from pytps.errors import ConfigError
+
+        out = []
+        try:
+            with open(text, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            out.append((f"{text}:{lineno}", json.loads(line)))
+                        except json.JSONDecodeError as e:
+                            raise ConfigError(f"{text}:{lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+        except OSError as e:
+            raise ConfigError(f"answers file {text}: {e.strerror}") from None
+        return out
+    return [(f"answers[{k}]", r) for k, r in enumerate(answers)]
+
+
+def _prompt_keys(where: str, record: Mapping[str, Any]) -> list[str]:
+    """The texts a request for this record ends with: its prompt, or its last message's content
+    and (for completion-style APIs) all the contents joined."""
+    from pytps.workload.datasets import content_text, messages_text
+
+    if isinstance(record.get("prompt"), str):
+        return [record["prompt"]]
+    messages = record.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], Mapping):
+        return [content_text(messages[-1].get("content")), messages_text(list(messages))]
+    raise ValueError(f'{where}: an answer record needs "prompt" or "messages"')
+
+
+def _right_and_wrong(where: str, record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The right text and a wrong one, each checked against the record's grader the way pytps will
+    see it (the emulator's content words, then "\nAnswer: <text>"). None: the record has no reference."""
+    from pytps.measure.grading import grade_text, parse_reference
+
+    ref = parse_reference(record, where=where, item=where)
+    if ref is None:
+        return None
+    expected, g = ref.expected, ref.grader
+    if "answer" in record:
+        right = str(record["answer"])
+    elif g == "number":
+        value = float(str(expected).replace(",", ""))
+        right = str(int(value)) if value.is_integer() else repr(value)
+    elif g == "json":
+        import json
+
+        right = json.dumps(expected)
+    elif g in ("exact", "contains", "choice") or ref.custom is not None:
+        right = str(expected)
+    else:
+        raise ValueError(f'{where}: the emulator cannot make an answer for grader {g}: add "answer", a right one')
+    candidates: list[str] = []
+    if g == "number":
+        value = float(right)
+        step = max(1.0, 2 * ref.tolerance + 1)
+        wrong_value = value + step
+        candidates.append(str(int(wrong_value)) if wrong_value.is_integer() else repr(wrong_value))
+    elif g == "choice":
+        candidates.append("B" if right.strip().upper() != "B" else "C")
+    candidates.extend(_WRONG_TEXTS)
+    if ref.custom is not None:  # a user's grader: the emulator cannot check; its truth says what it sent
+        return right, candidates[0]
+    words = _CONTENT_WORDS
+    if not grade_text(ref, words + "\nAnswer: " + right).correct:
+        raise ValueError(f'{where}: the emulator\'s right answer {right!r} does not pass grader {g}; give "answer"')
+    for wrong in candidates:
+        if grade_text(ref, words + "\nAnswer: " + wrong).correct is False:
+            return right, wrong
+    raise ValueError(f"{where}: the emulator finds no wrong answer that grader {g} refuses")
+
+
+def answer_book(answers: str | os.PathLike[str] | Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """{prompt key: (right answer, wrong answer)} for the native emulator: keyed by each record's
+    last text and by that text's last line (when no other record shares it), so a prompt padded
+    before its question (pytps.workload.tasks) is still found."""
+    book: dict[str, tuple[str, str]] = {}
+    lines: dict[str, tuple[str, str] | None] = {}
+    for where, record in _answer_records(answers):
+        if not isinstance(record, Mapping):
+            raise ValueError(f"{where}: expected a JSON object")
+        pair = _right_and_wrong(where, record)
+        if pair is None:
+            continue
+        for key in _prompt_keys(where, record):
+            book[key] = pair
+            last = next((ln.strip() for ln in reversed(key.splitlines()) if ln.strip()), "")
+            if last:
+                lines[last] = pair if last not in lines else None  # shared: ambiguous, left out
+    for last, pair in lines.items():
+        if pair is not None:
+            book.setdefault(last, pair)
+    return book
+
+
 def _ns(value: float, name: str, scale: float, minimum: float = 0.0) -> int:
     try:
         v = float(value)
@@ -146,6 +267,11 @@ class Emulator:
     thread SCHED_FIFO (root or CAP_SYS_NICE) so other load on its core cannot preempt it. See
     docs/emulator.md for every setting and rule.
 
+    Answers: ``answers`` (a JSONL file of reference records, ``"tasks:NAMES:COUNT[:SEED]"``, or the
+    records themselves) makes the content of each known prompt end with ``\nAnswer: <text>``, right
+    with chance ``answer_accuracy`` minus ``answer_accuracy_drop`` per other request decoding at
+    admission, wrong otherwise, in a way its grader tells apart (docs/emulator.md, "Answers").
+
     Prefix cache: ``prefix_cache_tokens`` > 0 keeps an LRU of that many tokens of prompt blocks
     (``prefix_cache_block_tokens`` each, 4 prompt bytes a token); a prompt's leading blocks found
     there are its cached tokens: they skip their prefill time, the truth records them
@@ -184,6 +310,9 @@ class Emulator:
         realtime: bool = False,
         truth_log: str | None = None,
         keep_truth: bool = True,
+        answers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | None = None,
+        answer_accuracy: float = 1.0,
+        answer_accuracy_drop: float = 0.0,
     ) -> None:
         if host != "127.0.0.1":
             raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
@@ -222,6 +351,9 @@ class Emulator:
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty string")
         fault_list = [parse_fault(f) for f in (faults or [])]
+        accuracy = _ratio(answer_accuracy, "answer_accuracy", 1.0)
+        accuracy_drop = _ratio(answer_accuracy_drop, "answer_accuracy_drop", 1.0)
+        book = answer_book(answers) if answers is not None else {}
         self._config: dict[str, Any] = {
             "host": host,
             "port": port,
@@ -251,8 +383,11 @@ class Emulator:
             "realtime": bool(realtime),
             "truth_log": "" if truth_log is None else str(truth_log),
             "keep_truth": bool(keep_truth),
+            "answer_accuracy": accuracy,
+            "answer_accuracy_drop": accuracy_drop,
         }
-        self._native = _core.Emulator(self._config)
+        self.answers = len(book)  # prompts whose reference the emulator knows
+        self._native = _core.Emulator({**self._config, "answers": book})
 
     # ---- lifecycle ----
     def start(self) -> Emulator:
@@ -302,7 +437,9 @@ class Emulator:
         ``client_closed``, ``received_ns``, ``received_kernel_ns``, ``headers_sent_ns``, ``done_ns``,
         the load model's ``admitted_ns`` and ``released_ns`` (when the request got and freed a batch
         slot; 0 if it never held one) and ``queued_ns`` (how long it waited for one),
-        ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``
+        ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``,
+        ``answer`` (graded answers: ``"right"``, ``"wrong"``, or None for a prompt not in ``answers``)
+        and ``answer_sent`` (the content token carrying it was written)
         and numpy arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
         CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32), ``kinds`` (uint8,
         the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments) and ``batch``

@@ -59,7 +59,15 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "realtime") c.realtime = v.cast<bool>();
         else if (k == "truth_log") c.truth_log = v.cast<std::string>();
         else if (k == "keep_truth") c.keep_truth = v.cast<bool>();
-        else if (k == "faults") {
+        else if (k == "answer_accuracy") c.answers.accuracy = v.cast<double>();
+        else if (k == "answer_accuracy_drop") c.answers.accuracy_drop = v.cast<double>();
+        else if (k == "answers") {
+            // {prompt's last text: (right, wrong)}
+            for (auto a : v.cast<py::dict>()) {
+                auto pair = a.second.cast<std::pair<std::string, std::string>>();
+                c.answers.by_prompt[a.first.cast<std::string>()] = pytps::AnswerKey{pair.first, pair.second};
+            }
+        } else if (k == "faults") {
             for (auto f : v.cast<py::list>()) {
                 py::dict fd = f.cast<py::dict>();
                 pytps::FaultSpec s;
@@ -88,6 +96,8 @@ EmulatorConfig config_from(const py::dict& d) {
     if (c.itl_dist == Dist::replay && c.itl_replay_ns.empty()) bad("itl_dist 'replay' needs a non-empty itl_replay_ns");
     if (c.prefix_cache_tokens < 0) bad("prefix_cache_tokens must be 0 (no cache) or more");
     if (c.prefix_cache_block_tokens < 1) bad("prefix_cache_block_tokens must be at least 1");
+    if (!(c.answers.accuracy >= 0.0 && c.answers.accuracy <= 1.0)) bad("answer_accuracy must be within [0, 1]");
+    if (!(c.answers.accuracy_drop >= 0.0 && c.answers.accuracy_drop <= 1.0)) bad("answer_accuracy_drop must be within [0, 1]");
     if (c.max_batch < 0) bad("max_batch must be 0 (no limit) or at least 1");
     if (!(c.batch_slowdown >= 0.0 && c.batch_slowdown <= 100.0)) bad("batch_slowdown must be within [0, 100]");
     return c;
@@ -111,6 +121,8 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["stream"] = r.stream;
     d["completed"] = r.completed;
     d["client_closed"] = r.client_closed;
+    d["answer"] = r.answer.empty() ? py::object(py::none()) : py::object(py::str(r.answer));
+    d["answer_sent"] = r.answer_sent;
     d["received_ns"] = r.received_ns;
     d["received_kernel_ns"] = r.received_kernel_ns == INT64_MIN ? py::object(py::none()) : py::object(py::int_(r.received_kernel_ns));
     d["headers_sent_ns"] = r.headers_sent_ns;

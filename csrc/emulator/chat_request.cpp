@@ -20,22 +20,26 @@ namespace {
 using json::JsonReader;
 using json::Type;
 
-// Adds every string value under the current value (keys excluded) to `text`.
-void sum_strings(JsonReader& r, std::string& text) {
+// Adds every string value under the current value (keys excluded) to `text`; `last`, when
+// given, ends up holding the last of them.
+void sum_strings(JsonReader& r, std::string& text, std::string* last = nullptr) {
     switch (r.peek()) {
         case Type::String: {
             std::string s;
-            if (r.read_string(s)) text += s;
+            if (r.read_string(s)) {
+                text += s;
+                if (last) *last = std::move(s);
+            }
             return;
         }
         case Type::Array:
             if (!r.begin_array()) return;
-            while (r.next_element()) sum_strings(r, text);
+            while (r.next_element()) sum_strings(r, text, last);
             return;
         case Type::Object: {
             if (!r.begin_object()) return;
             std::string_view key;
-            while (r.next_key(key)) sum_strings(r, text);
+            while (r.next_key(key)) sum_strings(r, text, last);
             return;
         }
         default:
@@ -182,7 +186,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
                             (string_ok && array_ok ? "a string or an array" : string_ok ? "a string" : "an array") + ".";
                 break;
             }
-            sum_strings(r, req.prompt_text);
+            sum_strings(r, req.prompt_text, &req.last_text);
         } else if (key == "system" || key == "instructions") {
             sum_strings(r, req.prompt_text);
         } else {

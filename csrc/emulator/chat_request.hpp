@@ -21,6 +21,7 @@ struct ChatRequest {
     int64_t max_tokens = -1;            // max_tokens / max_completion_tokens / max_output_tokens / num_predict; -1: absent
     int64_t prompt_chars = 0;           // bytes of every string under messages/prompt/input/system/instructions
     std::string prompt_text;            // those strings, concatenated in body order (the prefix cache's key)
+    std::string last_text;              // the last string under messages/prompt/input (the answer book's key)
     std::string tool_name;              // first tool's name in `tools`, if any
 };
 

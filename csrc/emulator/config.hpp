@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "emulator/answers.hpp"
+
 namespace pytps {
 
 // How a duration (TTFT or the gap between events) is drawn per request / per event.
@@ -66,6 +68,7 @@ struct EmulatorConfig {
     std::string model = "pytps-emulator";
 
     std::vector<FaultSpec> faults;
+    AnswerBook answers;          // graded answers (answers.hpp); empty: content is words only
     uint64_t seed = 0;
     int64_t spin_ns = 60'000;    // busy-wait this close to a due time instead of sleeping
     bool realtime = false;       // SCHED_FIFO for the timing thread (needs root / CAP_SYS_NICE)

@@ -26,6 +26,13 @@ std::string token_piece(TokKind kind, int64_t i, int64_t n) {
     return std::string(" ") + kWords[(i + shift) % kNumWords];
 }
 
+std::string answer_piece(const std::string& answer) { return "\nAnswer: " + answer; }
+
+std::string Formatter::piece(TokKind kind, int64_t i, int64_t n) const {
+    if (kind == TokKind::content && !answer_.empty() && i == n - 1) return answer_piece(answer_);
+    return token_piece(kind, i, n);
+}
+
 std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
     switch (plan.api.dialect) {
         case Dialect::OpenAIChat: return make_openai_chat(plan);
@@ -51,7 +58,7 @@ std::string Formatter::next_text(TokKind kind, int64_t count) {
     const int k = static_cast<int>(kind);
     const int64_t n = kind == TokKind::reasoning ? p_.reasoning_tokens : p_.answer_tokens;
     std::string s;
-    for (int64_t j = 0; j < count; ++j) s += token_piece(kind, emitted_[k] + j, n);
+    for (int64_t j = 0; j < count; ++j) s += piece(kind, emitted_[k] + j, n);
     emitted_[k] += count;
     if (keep_text_) acc_[k] += s;
     return s;
@@ -59,7 +66,7 @@ std::string Formatter::next_text(TokKind kind, int64_t count) {
 
 std::string Formatter::whole_text(TokKind kind, int64_t n) const {
     std::string s;
-    for (int64_t j = 0; j < n; ++j) s += token_piece(kind, j, n);
+    for (int64_t j = 0; j < n; ++j) s += piece(kind, j, n);
     return s;
 }
 

@@ -68,6 +68,10 @@ public:
     virtual void full_body(std::string& out, const StreamTimes& t) = 0;
 
     int64_t emitted(TokKind k) const { return emitted_[static_cast<int>(k)]; }
+
+    // The answer the content ends with (emulator/answers.hpp): the last content token carries
+    // "\nAnswer: <text>" instead of a word. Set before the first content token; empty: words only.
+    void set_answer(std::string text) { answer_ = std::move(text); }
     int64_t emitted_total() const { return emitted_[0] + emitted_[1] + emitted_[2]; }
 
     explicit Formatter(const ResponsePlan& plan) : p_(plan) {}
@@ -84,11 +88,17 @@ protected:
     int64_t emitted_[3] = {0, 0, 0};
     bool keep_text_ = false;  // set by formats whose closing events repeat the text
     std::string acc_[3];      // text emitted so far per kind (when keep_text_)
+    std::string answer_;      // set_answer()
+
+private:
+    std::string piece(TokKind kind, int64_t i, int64_t n) const;
 };
 
 // The word of token `i` of a phase of `n` tokens. Content and reasoning are " word" pieces;
 // tool arguments build the JSON object {"q": "w w ..."} piece by piece.
 std::string token_piece(TokKind kind, int64_t i, int64_t n);
+// The piece that ends a content phase carrying an answer: what graders read after "Answer:".
+std::string answer_piece(const std::string& answer);
 
 // Error bodies: the JSON of an error response in the family of `api` (OpenAI for every
 // /v1 path but /v1/messages, Anthropic for /v1/messages, Ollama for /api/*).

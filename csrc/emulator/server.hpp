@@ -42,6 +42,8 @@ struct Stream {
     FaultKind fault = FaultKind::none;
     size_t fault_at = 0;         // write-group start where disconnect / malformed / error_event act
     int64_t last_write_ns = 0;
+    const AnswerKey* answer = nullptr;  // the prompt's entry in the answer book, if any
+    bool answer_decided = false;
 };
 
 // Byte offsets in a connection's output after which something counts as sent.
@@ -146,6 +148,8 @@ private:
     void advance_model(int64_t now);
     void arm_admitted(const std::vector<uint64_t>& conn_ids, uint64_t except = 0);
     void finish_stream(Conn& c, bool completed);
+    // Right or wrong, once, before the first content is formatted (answers.hpp).
+    void decide_answer(Stream& s);
     void frame(const Stream& s, const std::string& payload, std::string& out);
 };
 

@@ -101,6 +101,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     p.tool_call = cfg_.tool_calls && tools_ok && p.answer_tokens > 0;
     p.tool_name = cr.tool_name.empty() ? "get_weather" : cr.tool_name;
     s->fmt = Formatter::make(p);
+    if (!p.tool_call && p.answer_tokens > 0) s->answer = cfg_.answers.find(cr.last_text);
 
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
@@ -211,6 +212,7 @@ void Server::on_stream_timer(Conn& c) {
             close_conn(c);
             return;
         }
+        decide_answer(s);
         StreamTimes t{s.rec.received_ns, ne ? s.load.due_ns[0] : now, now};
         std::string body;
         s.fmt->full_body(body, t);
@@ -313,6 +315,7 @@ void Server::write_group(Conn& c, int64_t now) {
             return;
         }
         if (s.next >= ne) return;  // (only when the stream has no events and no end yet)
+        decide_answer(s);
         scratch_.clear();
         if (s.fault == FaultKind::malformed && s.next == s.fault_at) s.fmt->malformed_event(scratch_);
         for (size_t i = s.next; i < end; ++i) s.fmt->tokens(scratch_, s.events[i].kind, s.events[i].tokens);
@@ -354,6 +357,16 @@ void Server::arm_timer(Conn& c) {
     loop_->schedule(t, c.id, ++c.timer_gen);
 }
 
+void Server::decide_answer(Stream& s) {
+    if (s.answer_decided) return;
+    s.answer_decided = true;
+    if (s.answer == nullptr) return;
+    const int64_t batch = s.load.batched > 0 ? s.load.batch[0] : 1;
+    const bool right = cfg_.answers.draw_right(cfg_.seed, s.plan.seq, batch);
+    s.rec.answer = right ? "right" : "wrong";
+    s.fmt->set_answer(right ? s.answer->right : s.answer->wrong);
+}
+
 void Server::finish_stream(Conn& c, bool completed) {
     Stream& s = *c.stream;
     TruthRecord& r = s.rec;
@@ -388,6 +401,8 @@ void Server::finish_stream(Conn& c, bool completed) {
         if (r.kinds[i] == truth_kind(TokKind::reasoning)) r.reasoning_tokens += r.tokens[i];
     }
     if (!s.plan.stream && sent) r.reasoning_tokens = s.plan.reasoning_tokens;
+    // The answer rides on the content's last token: sent when every content token was.
+    r.answer_sent = !r.answer.empty() && r.output_tokens - r.reasoning_tokens == s.plan.answer_tokens;
     r.completed = completed && static_cast<int64_t>(sent) == r.planned_events;
     truth_.publish(std::move(r));
     const bool close = !c.keep_alive || !s.chunked;

@@ -37,6 +37,13 @@ std::string truth_json_line(const TruthRecord& r) {
     s += r.stream ? ",\"stream\":true" : ",\"stream\":false";
     s += r.completed ? ",\"completed\":true" : ",\"completed\":false";
     s += r.client_closed ? ",\"client_closed\":true" : ",\"client_closed\":false";
+    s += ",\"answer\":";
+    if (r.answer.empty()) {
+        s += "null";
+    } else {
+        json_str(s, r.answer);
+    }
+    s += r.answer_sent ? ",\"answer_sent\":true" : ",\"answer_sent\":false";
     s += ",\"received_ns\":";
     json_int(s, r.received_ns);
     s += ",\"received_kernel_ns\":";

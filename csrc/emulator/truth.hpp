@@ -41,6 +41,10 @@ struct TruthRecord {
     int64_t planned_events = 0;
     int64_t keepalives = 0;
     bool client_closed = false;  // the client went away before the end
+    // Graded answers (answers.hpp): "right" or "wrong" for a prompt the answer book knows, ""
+    // otherwise; answer_sent: the content's last token, which carries it, was written.
+    std::string answer;
+    bool answer_sent = false;
     // One entry per token event written, in order (events never written are not listed).
     std::vector<int64_t> scheduled_ns;
     std::vector<int64_t> sent_ns;

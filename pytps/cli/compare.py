@@ -79,6 +79,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def render(result: dict[str, Any]) -> None:
+    import math
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -119,6 +121,15 @@ def render(result: dict[str, Any]) -> None:
                 row += [val(value), diff, rel]
             table.add_row(*row)
     console.print(table)
+    for a in result.get("accuracy", []):
+        lo, hi = a["ci95"] or (math.nan, math.nan)
+        verdict = "[bold]significant *[/]" if a["significant"] else "not significant"
+        console.print(
+            f"accuracy {a['side']} − {base}: {a['other_accuracy'] or 0:.1%} − {a['base_accuracy'] or 0:.1%} = "
+            f"{(a['diff'] or 0) * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}] over {a['pairs']} paired items "
+            f"({a['base_only_right']} right only in {base}, {a['other_only_right']} only in {a['side']}; "
+            f"McNemar exact p = {a['mcnemar_p']:.3g}): {verdict}"
+        )
     console.print(
         f"* the 95% interval of the difference leaves out 0 ({result['resamples']:,} bootstrap resamples, "
         f"seed {result['seed']}; run-level figures get an interval only with 2 or more runs per side)",

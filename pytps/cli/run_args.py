@@ -169,6 +169,24 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
         action="store_false",
         help="failed requests cost nothing (default: billed for the tokens the server reported)",
     )
+    gr = p.add_argument_group("graded answers (docs/grading.md)")
+    gr.add_argument(
+        "--tasks",
+        metavar="NAME,...",
+        help="a built-in graded task set, generated from --seed: arithmetic, choice, json-extract "
+        "(--input-tokens pads the prompts, --output-tokens sets max_tokens)",
+    )
+    gr.add_argument(
+        "--grader",
+        metavar="NAME|module:function",
+        help="the grader of --dataset records that name none: exact, contains, regex, number, choice, json, "
+        "json-schema, or your own function (sync or async)",
+    )
+    gr.add_argument(
+        "--keep-text",
+        action="store_true",
+        help="keep each answer's text (and reasoning) in requests.jsonl: what the grader saw",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "-c",
@@ -198,6 +216,19 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     )
     emu.add_argument(
         "--emu-prefix-cache-tokens", type=int, default=0, metavar="N", help="the emulator's prefix cache (0: none)"
+    )
+    emu.add_argument(
+        "--emu-answer-accuracy",
+        type=float,
+        metavar="P",
+        help="the emulator knows the --tasks / --dataset references and answers right with chance P",
+    )
+    emu.add_argument(
+        "--emu-answer-accuracy-drop",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="the chance falls by D per request decoding beside it (quality under load)",
     )
     # What the flags default to, so that a matrix file is overridden only by flags actually given.
     p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
@@ -285,6 +316,9 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         max_input_tokens=args.max_input_tokens,
         max_output_tokens=args.max_output_tokens,
         store=False if args.no_store else args.store,
+        tasks=args.tasks,
+        grader=args.grader,
+        keep_text=args.keep_text,
     )
 
 
@@ -294,6 +328,14 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
         return str(args.base_url)
     from pytps.emulator import Emulator
 
+    answers: Any = None
+    if args.emu_answer_accuracy is not None:
+        if args.tasks is None and args.dataset is None:
+            raise ConfigError("--emu-answer-accuracy needs --tasks or --dataset: the references the emulator knows")
+        # A sweep's cells all run the same items: enough for the longest of them.
+        sessions = (args.sessions or 10) * (args.turns or 1) if args.turns or args.sessions else 0
+        count = max(args.requests or 0, sessions, 1000) + args.warmup + 1
+        answers = f"tasks:{args.tasks}:{count}:{args.seed}" if args.tasks is not None else args.dataset
     # No truth kept in memory: nothing reads it, and it would grow with the run.
     emu = stack.enter_context(
         Emulator(
@@ -302,6 +344,9 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
             prefill_us_per_token=args.emu_prefill_us_per_token,
             prefix_cache_tokens=args.emu_prefix_cache_tokens,
             keep_truth=False,
+            answers=answers,
+            answer_accuracy=1.0 if args.emu_answer_accuracy is None else args.emu_answer_accuracy,
+            answer_accuracy_drop=args.emu_answer_accuracy_drop,
         )
     )
     print(f"no --base-url: {doing} the built-in emulator at {emu.base_url}", file=sys.stderr)

@@ -102,6 +102,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="SCHED_FIFO for the timing thread, so other load cannot preempt it (root or CAP_SYS_NICE)",
     )
     p.add_argument("--truth-log", default=None, metavar="FILE", help="write ground truth as JSON lines to FILE")
+    p.add_argument(
+        "--answers",
+        metavar="FILE|tasks:NAMES:COUNT[:SEED]",
+        help="reference records (a --dataset JSONL file with expected answers, or a built-in task set): the "
+        "emulator ends each known prompt's content with a right or wrong answer (docs/emulator.md, Answers)",
+    )
+    p.add_argument(
+        "--answer-accuracy", type=float, default=1.0, metavar="P", help="chance of the right answer (default 1)"
+    )
+    p.add_argument(
+        "--answer-accuracy-drop",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="the chance falls by D per other request decoding at admission (quality under load; default 0)",
+    )
     p.set_defaults(func=run)
 
 
@@ -110,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     import threading
 
     from pytps.emulator import Emulator
+    from pytps.errors import ConfigError
 
     try:
         emu = Emulator(
@@ -140,9 +157,12 @@ def run(args: argparse.Namespace) -> int:
             realtime=args.realtime,
             truth_log=args.truth_log,
             keep_truth=False,  # a long-running server keeps no records in memory; --truth-log has them
+            answers=args.answers,
+            answer_accuracy=args.answer_accuracy,
+            answer_accuracy_drop=args.answer_accuracy_drop,
         )
         emu.start()
-    except ValueError as exc:
+    except (ValueError, ConfigError) as exc:
         print(f"pytps serve: {exc}", file=sys.stderr)
         return 2
     done = threading.Event()

@@ -96,6 +96,7 @@ RUN: tuple[Metric, ...] = (
     _m("goodput_tps", "useful throughput", "tok/s", 1.0, "higher", "output tokens of useful requests per second"),
     _m("useful_share", "useful", "%", 100.0, "higher", "share of measured requests that were useful"),
     _m("error_rate", "errors", "%", 100.0, "lower", "share of measured requests that failed"),
+    _m("accuracy", "accuracy", "%", 100.0, "higher", "share of graded responses that were correct"),
     _m("output_tokens_total", "output tokens", "tokens", 1.0, None, "output tokens of the measured requests"),
     _m("requests_ok", "requests ok / measured", "requests", 1.0, None, "successful and measured requests"),
     _m("measured_window_s", "measured window", "s", 1.0, None, "from the first measured send to the last finish"),

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+from pytps.measure.grade import Grade
+
 # Error classes, shared by every transport (docs/metrics.md, "Errors").
 ERROR_TIMEOUT = "timeout"
 ERROR_CONNECT = "connect"
@@ -128,6 +130,8 @@ class RequestRecord:
     session: int | None = None
     turn: int | None = None
     session_end: str | None = None
+    # Graded answers (pytps.measure.grading): the grader's verdict, set before the record is judged.
+    grade: Grade | None = None
 
     def __repr__(self) -> str:
         return (

@@ -15,6 +15,8 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
+from pytps.measure.grade import Grade
+from pytps.measure.grading import Grading
 from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
 
@@ -113,16 +115,23 @@ class Validation:
         return None
 
 
-def usefulness(m: RequestMetrics, slo: dict[str, float], validation_failure: str | None) -> str | None:
-    """Why a request was not useful (its error, the first SLO it missed, its validation), or None.
-    A metric a request does not have (TPOT of a one-token answer) is not held against it."""
+def usefulness(
+    m: RequestMetrics, slo: dict[str, float], validation_failure: str | None, grade: Grade | None = None
+) -> str | None:
+    """Why a request was not useful (its error, the first SLO it missed, its validation, its graded
+    answer: "wrong: ..." or "grader_error: ..."), or None. A metric a request does not have (TPOT
+    of a one-token answer) is not held against it."""
     if not m.ok:
         return f"error: {m.error}"
     for name, limit in slo.items():
         value = getattr(m, REQUEST_METRICS[name])
         if value is not None and value > limit:
             return f"slo: {name} {value:.6g} s > {limit:g} s"
-    return validation_failure
+    if validation_failure is not None:
+        return validation_failure
+    if grade is not None and grade.correct is not True:
+        return grade.reason if grade.correct is None else f"wrong: {grade.reason}"
+    return None
 
 
 def evaluate_run(slo_run: dict[str, float], summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -142,6 +151,7 @@ class Verdict:
     useful: bool
     why_not: str | None  # the reason it was not useful
     cost: float | None  # None without prices
+    grade: Grade | None = None  # its graded answer, when it was graded
 
 
 @dataclass
@@ -153,6 +163,9 @@ class Judge:
     validation: Validation = field(default_factory=Validation)
     prices: Prices | None = None
     prompt_includes_cached: bool = True  # False for Anthropic (pytps.workload.request_formats)
+    # Graded answers (pytps.measure.grading): a useful answer is also a correct one.
+    grading: Grading = field(default_factory=Grading)
+    keep_text: bool = False  # --keep-text: the answer text goes into the journal
 
     def describe(self) -> dict[str, Any]:
         """The objectives and prices a run was judged by (results.json metadata.slo)."""
@@ -161,6 +174,7 @@ class Judge:
             "per_request_s": dict(self.slo),
             "run_s": dict(self.slo_run),
             "validation": self.validation.describe(),
+            "grading": self.grading.describe(),
             "prices": None
             if p is None
             else {
@@ -175,8 +189,8 @@ class Judge:
 
     def verdict(self, rec: RequestRecord, m: RequestMetrics) -> Verdict:
         failed_validation = self.validation.failure(rec.text) if self.validation.active and m.ok else None
-        why = usefulness(m, self.slo, failed_validation)
+        why = usefulness(m, self.slo, failed_validation, rec.grade)
         cost = None
         if self.prices is not None:
             cost = self.prices.request_cost(rec, m.output_tokens, prompt_includes_cached=self.prompt_includes_cached)
-        return Verdict(why is None, why, cost)
+        return Verdict(why is None, why, cost, rec.grade)

@@ -20,6 +20,8 @@ import numpy as np
 
 from pytps._native import _core
 from pytps.measure.event_rows import event_rows
+from pytps.measure.grade import Grade
+from pytps.measure.grade_figures import GradeFigures
 from pytps.measure.metrics import (
     NS_PER_S,
     RequestMetrics,
@@ -66,6 +68,7 @@ class RunSummary:
         self.judge = judge or Judge()
         self.totals = RunTotals()  # counts of measured requests (throughput, goodput, errors)
         self.cost_total = 0.0  # of measured requests
+        self.grades = GradeFigures()  # graded answers (docs/metrics.md, "Graded answers")
         # A column per figure the summary has percentiles of; e2e_500_s is derived from two of them.
         names = _SECONDS + (_SCHED_SECONDS if rate_mode else ())
         self._seconds = {name: array("d") for name in names}
@@ -100,7 +103,10 @@ class RunSummary:
         merge_token_histograms, or add_token_figures from its event rows."""
         m = RequestMetrics(**{f.name: line[f.name] for f in fields(RequestMetrics)})
         done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
-        verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"])
+        grade = None
+        if line.get("grader") is not None:
+            grade = Grade(line["item"], line["grader"], line["correct"], line.get("score"), line.get("why_wrong"))
+        verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"], grade=grade)
         self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"])
 
     def _add_scalars(
@@ -130,6 +136,11 @@ class RunSummary:
             self.cost_total += verdict.cost
         if not self.totals.add(m, retries=retries, useful=verdict.useful, why_not=verdict.why_not):
             return False
+        if self.judge.grading.active:
+            self.grades.add(
+                verdict.grade, useful=verdict.useful, e2e_s=m.e2e_s, output_tokens=m.output_tokens,
+                prompt_tokens=m.prompt_tokens, turn=turn,
+            )  # fmt: skip
         self.workload.add(usage, turn, m)
         st = m.server_timings
         if st is not None:
@@ -200,7 +211,8 @@ class RunSummary:
         t0 = int(t_send[measured].min()) if measured.any() else None
         t1 = int(finish[measured & finished].max()) if (measured & finished).any() else None
         totals = self.totals
-        summary.update(totals.figures(measured_window_s(t0, t1)))
+        window_s = measured_window_s(t0, t1)
+        summary.update(totals.figures(window_s))
 
         # One pass over the events: tokens per second of the time series, tokens in the steady window.
         target = self.target_concurrency or 0
@@ -249,6 +261,8 @@ class RunSummary:
                 "per_million_output_tokens": self.cost_total / tokens * 1e6 if tokens else None,
                 "per_useful_response": self.cost_total / useful if useful else None,
             }
+        if judge.grading.active:
+            summary["grading"] = self.grades.figures(window_s, self.cost_total if prices is not None else None)
         if judge.slo_run:
             checks = evaluate_run(judge.slo_run, summary)
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}

@@ -15,6 +15,7 @@ import numpy as np
 from pytps.errors import ConfigError
 from pytps.measure.bootstrap import point, resample
 from pytps.measure.catalogue import Metric, metric
+from pytps.report.paired import accuracy_diff, pairing_warnings
 from pytps.results.folder import SavedResults, load_saved
 
 # Per-request metrics, from the journals (labels, units, scales: measure/catalogue).
@@ -238,6 +239,13 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
                 },
             }
         )
+    accuracy = []
+    warnings = comparability_warnings(sides, max_days)
+    for side in sides[1:]:
+        d = accuracy_diff(base.runs, side.runs)
+        if d is not None:
+            accuracy.append({"side": side.label, **d})
+            warnings += pairing_warnings(side.label, base.label, d)
     return {
         "baseline": base.label,
         "sides": [
@@ -252,7 +260,9 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
         "resamples": resamples,
         "confidence": 0.95,
         "metrics": metrics,
-        "warnings": comparability_warnings(sides, max_days),
+        # Graded answers paired item by item (pytps.report.paired): one entry per side, when graded.
+        "accuracy": accuracy,
+        "warnings": warnings,
     }
 
 

@@ -167,6 +167,10 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             f"{num(cost['per_million_output_tokens'], ',.4g')} {cur}/M output tokens · "
             f"{num(cost['per_useful_response'], ',.6g')} {cur}/useful response"
         )
+    from pytps.report.grading_lines import grading_lines
+
+    for line in grading_lines(results):
+        console.print(escape(line))
     cpu = meta.get("client_cpu") or {}
     if s.get("client_cpu_us_per_token") is not None:
         engine = cpu.get("engine_thread_s")

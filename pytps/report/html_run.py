@@ -167,6 +167,7 @@ def run_page(run: SavedRun) -> Page:
         if len(values):
             cdfs.append(page.plot(plots.cdf(m.label, m.unit, m.scale, [(m.label, values)], s.get(m.key))))
     page.add(f'<div class="plots3">{"".join(cdfs)}</div>' if cdfs else "<p>No successful request.</p>")
+    _grading_section(page, run)
 
     tl = timeline(run)
     page.add("<h2>Token arrival timeline</h2>")
@@ -291,3 +292,26 @@ def _workload_sections(page: Page, run: SavedRun) -> None:
             f"server reported them). TTFT p50: {ms(cached_ttft)} ms mostly cached, {ms(uncached_ttft)} ms mostly "
             "uncached.</p>"
         )
+
+
+def _grading_section(page: Page, run: SavedRun) -> None:
+    """Graded answers: the figures, and E2E of correct and wrong answers as two CDFs."""
+    import numpy as np
+
+    from pytps.report import html_plots as plots
+    from pytps.report.grading_lines import grading_lines
+
+    lines = grading_lines(run.results)
+    if not lines:
+        return
+    page.add("<h2>Graded answers</h2>")
+    page.add("".join(f"<p>{e(line)}</p>" for line in lines))
+    ok = [line for line in run.measured() if line.get("ok") and isinstance(line.get("e2e_s"), (int, float))]
+    curves = [
+        (name, np.asarray([line["e2e_s"] for line in ok if line.get("correct") is want], dtype=np.float64))
+        for name, want in (("correct", True), ("wrong", False))
+    ]
+    curves = [(name, values) for name, values in curves if len(values)]
+    if curves:
+        e2e = metric("e2e_s")
+        page.add(page.plot(plots.cdf("E2E of correct and wrong answers", e2e.unit, e2e.scale, curves)))

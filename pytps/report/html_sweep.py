@@ -76,6 +76,15 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
                 ]
             )
         )
+    graded = [c for c in cells if c.get("status") == "done" and (c.get("headline") or {}).get("accuracy") is not None]
+    if graded and len(axes) == 1:
+        axis = next(iter(axes))
+        acc = sorted(
+            (c["values"][axis], c["headline"]["accuracy"], *(c["headline"].get("accuracy_ci95") or [0.0, 0.0]))
+            for c in graded
+        )
+        page.add("<h2>Accuracy against load</h2>")
+        page.add(page.plot(plots.accuracy_curve(f"graded accuracy along {axis}", axis, acc)))
     search = index.get("search")
     if search:
         page.add("<h2>Capacity search</h2>")
@@ -96,6 +105,8 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         head = "<tr><th>probe</th><th>load</th><th>verdict</th><th>runs</th><th>deciding check</th></tr>"
         page.add(f"<table>{head}{''.join(probe_rows)}</table>")
     cols = [(name, *headline_metric(name)) for name in TABLE]
+    if graded:
+        cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
     head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(heading for _, heading, _ in cols)])
     rows = []
     for cell in cells:

@@ -15,6 +15,7 @@ DIGITS = {
     "output_throughput_tps": ",.0f",
     "goodput_rps": ",.2f",
     "error_rate": ".1f",
+    "accuracy": ".1f",
 }
 
 
@@ -25,12 +26,18 @@ def print_curve(index: dict[str, Any]) -> None:
 
     names = list(index["axes"])
     cols = [(name, *headline_metric(name)) for name in TABLE]
+    graded = any((c["headline"] or {}).get("accuracy") is not None for c in index["cells"])
+    if graded:
+        cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
     header = [*names, *(heading for _, heading, _ in cols)]
     rows = []
     for cell in index["cells"]:
         h = cell["headline"] or {}
         row = [str(cell["values"][n]) for n in names]
         row += ["-" if h.get(name) is None else format(m.shown(h[name]), DIGITS[name]) for name, _, m in cols]
+        if graded and h.get("accuracy") is not None and h.get("accuracy_ci95"):
+            lo, hi = (metric("accuracy").shown(x) for x in h["accuracy_ci95"])
+            row[-1] += f" [{lo:.1f}, {hi:.1f}]"
         if cell["status"] != "done":
             row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
             row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
@@ -51,6 +58,12 @@ def print_curve(index: dict[str, Any]) -> None:
             f"knee on {decode.label}: {_or_none(a['knee_decode'])} · max goodput: {most} · "
             f"SLO capacity ({a['slo_target']:.0%} useful): {_or_none(a['slo_capacity'])}"
         )
+        if a.get("accuracy_first") is not None:
+            at_knee = a.get("accuracy_at_knee")
+            print(
+                f"{prefix}accuracy at the lowest {a['axis']}: {a['accuracy_first']:.1%} · at the knee: "
+                + ("-" if at_knee is None else f"{at_knee:.1%}")
+            )
     if index.get("stopped"):
         print(f"the sweep {index['stopped']}")
 

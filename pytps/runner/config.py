@@ -8,17 +8,21 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
+from pytps.measure.grading import Grading, build_grading
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.synthetic import Workload
+
+if TYPE_CHECKING:
+    from pytps.workload.tasks import TaskWorkload
 
 
 class TokenCounter(Protocol):
@@ -131,6 +135,9 @@ def make_config(
     max_input_tokens: int | None = None,
     max_output_tokens: int | None = None,
     store: str | os.PathLike[str] | bool | None = None,
+    tasks: str | list[str] | None = None,
+    grader: str | None = None,
+    keep_text: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -144,8 +151,13 @@ def make_config(
     # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
     # it is recorded, so the prompts can be rebuilt.
     salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    task_set = (
+        _task_workload(tasks, dataset, trace, input_tokens, output_tokens or str(DEFAULT_OUTPUT_TOKENS), seed)
+        if tasks is not None
+        else None
+    )
     special = _special_workload(
-        dataset=dataset, input_tokens=input_tokens, seed=seed, salt=salt,
+        dataset=dataset, input_tokens=input_tokens, seed=seed, salt=salt, tasks=task_set,
         output_tokens=output_tokens if output_tokens is not None else str(DEFAULT_OUTPUT_TOKENS),
         turns=turns, sessions=sessions, max_context_tokens=max_context_tokens, think_time=think_time,
         warmup=warmup, trace=trace, trace_format=trace_format, trace_block_size=trace_block_size,
@@ -155,6 +167,8 @@ def make_config(
     schedule_ns: list[int] | None = None
     if special is not None:
         workload, schedule_ns, requests = special
+    elif task_set is not None:
+        workload = task_set
     elif dataset is not None:
         workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
     else:
@@ -207,7 +221,10 @@ def make_config(
         if priced
         else None
     )
+    grading = _grading(workload, grader, task_set is not None)
     judge = Judge(
+        grading=grading,
+        keep_text=keep_text,
         slo=parse_slo(slo),
         slo_run=parse_slo_run(slo_run),
         validation=Validation(
@@ -243,6 +260,36 @@ def make_config(
     )
 
 
+def _task_workload(
+    tasks: str | list[str],
+    dataset: str | os.PathLike[str] | None,
+    trace: str | os.PathLike[str] | None,
+    input_tokens: str | int,
+    output_tokens: str | int,
+    seed: int,
+) -> TaskWorkload:
+    from pytps.workload.tasks import TaskWorkload
+
+    if dataset is not None or trace is not None:
+        raise ConfigError(
+            "--tasks is a workload of its own: leave out --dataset and --trace "
+            "(a dataset with references is graded as it is: docs/grading.md)"
+        )
+    return TaskWorkload(tasks, input_tokens, output_tokens, seed)
+
+
+def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
+    """The run's graded answers: every dataset record's reference checked now, before any request."""
+    from pytps.workload.synthetic import DatasetWorkload
+
+    if isinstance(workload, DatasetWorkload) or builtin:
+        refs = workload.references() if isinstance(workload, DatasetWorkload) else []
+        return build_grading(refs, grader, builtin=builtin)
+    if grader is not None:
+        raise ConfigError("grader (--grader) grades the answers of --dataset records or --tasks: give one of them")
+    return Grading()
+
+
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -257,6 +304,7 @@ def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
 
 def _special_workload(
     *,
+    tasks: TaskWorkload | None,
     dataset: str | os.PathLike[str] | None,
     input_tokens: str | int,
     output_tokens: str | int,
@@ -314,6 +362,7 @@ def _special_workload(
             source=os.fspath(dataset) if dataset is not None else None,
             seed=seed,
             salt=salt,
+            tasks=tasks,
         )
         return wl, None, splan.sessions * splan.turns
     if trace is None:

@@ -155,9 +155,13 @@ class RunOutput:
     def add(self, rec: RequestRecord) -> RequestMetrics:
         m, layout = measure(rec)
         verdict = self.judge.verdict(rec, m)
-        self.journal.append(
-            rec, {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
-        )
+        scalars = {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
+        if rec.grade is not None:
+            scalars.update(rec.grade.journal_fields(self.judge.keep_text))
+        if self.judge.keep_text:  # --keep-text: what a grader saw (the answer), and the reasoning beside it
+            scalars["answer_text"] = rec.text
+            scalars["reasoning_text"] = rec.reasoning_text
+        self.journal.append(rec, scalars)
         self.events.append(rec, layout)
         self.summary.add(rec, m, layout, verdict)
         if self.records is not None:

@@ -118,6 +118,8 @@ class Runner:
         self._include_usage = True
         self._usage_note: str | None = None
         self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration
+        # Graded answers: each request's item and reference fields, until its answer is graded.
+        self._items: dict[int, tuple[str, dict[str, Any] | None]] = {}
         self._in_flight = 0
         self._tokens = 0
         self._errors = 0
@@ -190,6 +192,8 @@ class Runner:
         prompt = self.cfg.workload.prompt(i)
         if prompt.planned_tokens:
             self._planned[i] = prompt.planned_tokens
+        if prompt.item is not None and self.cfg.judge.grading.active:
+            self._items[i] = (prompt.item, prompt.reference)
         path, body = request_formats.build_request(
             self.cfg.api, model, prompt, include_usage=self._include_usage, extra_body=self.cfg.extra_body
         )
@@ -207,6 +211,13 @@ class Runner:
         )
 
     # ---- one request ------------------------------------------------------------------------
+
+    async def _completed(self, rec: RequestRecord, output: RunOutput) -> None:
+        """A finished request: its answer graded (a user's grader may be async), then _finish."""
+        item = self._items.pop(rec.index, None)
+        if item is not None:
+            rec.grade = await self.cfg.judge.grading.grade(rec, *item)
+        self._finish(rec, output)
 
     def _finish(self, rec: RequestRecord, output: RunOutput) -> None:
         """One finished request: O(1) whatever the run's length (the work per token aside)."""
@@ -282,7 +293,7 @@ class Runner:
                 )
                 or ""
             )
-        self._finish(rec, output)
+        await self._completed(rec, output)
 
     # ---- load -------------------------------------------------------------------------------
 
@@ -296,7 +307,7 @@ class Runner:
             rec = await self.transport.send(self._spec(i, model, warmup, t_sched_ns))
         finally:
             self._in_flight -= 1
-        self._finish(rec, output)
+        await self._completed(rec, output)
 
     async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
         """The share's slots each send the next index of the share as soon as their last finished."""

@@ -101,6 +101,11 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         out[name] = (value or {}).get(stat) if stat else value
     cost = summary.get("cost") or {}
     out["cost_per_useful_response"] = cost.get("per_useful_response")
+    # Graded answers: quality under load, one point per cell (docs/grading.md).
+    grading = summary.get("grading") or {}
+    out["accuracy"] = grading.get("accuracy")
+    out["accuracy_ci95"] = grading.get("accuracy_ci95")
+    out["goodput_correct_rps"] = grading.get("goodput_correct_rps")
     return out
 
 
@@ -265,6 +270,8 @@ class Sweep:
             heads = [c.headline or {} for c in row]
             best = max(row, key=lambda c: (c.headline or {}).get("goodput_rps") or 0.0, default=None)
             capable = [c.values[first] for c in row if ((c.headline or {}).get("useful_share") or 0) >= self.slo_target]
+            at_knee = knee(values, heads, "user_tps_mean")
+            knee_heads = [h for v, h in zip(values, heads, strict=True) if v == at_knee]
             out.append(
                 {
                     "fixed": fixed,
@@ -276,6 +283,9 @@ class Sweep:
                     else {"value": best.values[first], "goodput_rps": (best.headline or {})["goodput_rps"]},
                     "slo_capacity": max(capable) if capable else None,
                     "slo_target": self.slo_target,
+                    # Graded answers: accuracy at the lowest load against accuracy at the knee.
+                    "accuracy_first": heads[0].get("accuracy") if heads else None,
+                    "accuracy_at_knee": knee_heads[0].get("accuracy") if knee_heads else None,
                 }
             )
         return out

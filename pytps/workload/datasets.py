@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytps.errors import ConfigError
@@ -67,6 +67,10 @@ class DatasetRecord:
     max_tokens: int | None
     reference_output_tokens: int | None
     where: str
+    # Graded answers: the record as given (its reference keys among the rest; None for ShareGPT),
+    # and the item's id (the record's "id", else where), the same in every run over the file.
+    reference: dict[str, Any] | None = None
+    item: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,12 +134,19 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
 
     records: list[DatasetRecord] = []
     skipped = 0
+    seen: dict[str, str] = {}
     for where, item in located:
         rec = _parse_record(where, item, need_output_length)
         if rec is None:
             skipped += 1
-        else:
-            records.append(rec)
+            continue
+        if isinstance(item, dict) and item.get("id") is not None:
+            if rec.item in seen:
+                raise ConfigError(
+                    f"{where}: id {rec.item!r} repeats the id of {seen[rec.item]}: give each record its own id"
+                )
+            seen[str(rec.item)] = where
+        records.append(rec)
     if not records:
         why = f" ({skipped} conversations skipped: no human turn or no reply)" if skipped else ""
         raise ConfigError(f"dataset file {name} has no usable prompts{why}")
@@ -173,7 +184,11 @@ def _parse_record(where: str, item: Any, need_output_length: bool) -> DatasetRec
         )
     # A prompt without max_tokens (and no output length given) is sent with the documented default,
     # DEFAULT_OUTPUT_TOKENS of pytps.workload.synthetic, and counted in results.json.
-    return rec
+    ident = item.get("id")
+    if ident is not None and not isinstance(ident, (str, int)):
+        raise ConfigError(f"{where}: id must be a string or an integer, got {ident!r}")
+    # The whole record: a user's grader gets it as given (docs/grading.md).
+    return replace(rec, reference=dict(item), item=str(ident) if ident is not None else where)
 
 
 def _check_messages(where: str, messages: Any) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.workload.synthetic import LengthSpec, Prompt, SyntheticWorkload
+from pytps.workload.tasks import TaskWorkload
 
 __all__ = ["SessionPlan", "SessionWorkload", "ThinkTime", "load_conversations"]
 
@@ -170,8 +171,13 @@ class SessionWorkload:
         source: str | None = None,
         seed: int = 0,
         salt: str = "",
+        tasks: TaskWorkload | None = None,
     ) -> None:
         self.plan = plan.validate()
+        # Built-in graded tasks (pytps.workload.tasks): each turn asks the next item, so accuracy
+        # can be read by turn; its item and reference go with the turn's prompt.
+        self.tasks = tasks
+        self._items: dict[int, tuple[str, dict[str, Any]]] = {}
         self.sizer = SyntheticWorkload(input_tokens, output_tokens, seed=seed, salt=salt)
         self.conversations = conversations
         self.source = source
@@ -191,11 +197,17 @@ class SessionWorkload:
         if self.conversations is not None:
             text = self.conversations[session % len(self.conversations)][turn]
             return text, max_tokens, None
+        if self.tasks is not None:
+            item, text, reference = self.tasks.item(session * self.plan.turns + turn)
+            self._items[i] = (item, reference)
+            return text, self.tasks.output_tokens.sample(rng), None
         target = self.sizer.input_tokens.sample(rng)
         p = self.sizer.sized_prompt(i, target, max_tokens, tag=f"s{session}t{turn}-")
         return p.text or "", max_tokens, p.planned_tokens
 
     def set(self, i: int, prompt: Prompt) -> None:
+        if i in self._items:
+            prompt.item, prompt.reference = self._items.pop(i)
         self._pending[i] = prompt
 
     def prompt(self, i: int) -> Prompt:
@@ -215,7 +227,10 @@ class SessionWorkload:
         if self.conversations is not None:
             d["source"] = self.source
             d["records"] = len(self.conversations)
+        elif self.tasks is not None:
+            d["tasks"] = list(self.tasks.tasks)
+            d["input_tokens"] = str(self.tasks.input_tokens)
         else:
             d["input_tokens"] = str(self.sizer.input_tokens)
-        d["output_tokens"] = str(self.sizer.output_tokens)
+        d["output_tokens"] = str((self.tasks or self.sizer).output_tokens)
         return d

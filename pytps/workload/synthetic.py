@@ -124,6 +124,10 @@ class Prompt:
     input_tokens_target: int | None
     max_tokens: int
     planned_tokens: int | None = None
+    # Graded answers (docs/grading.md): the item this prompt is (its id, stable across runs) and
+    # its reference's fields as given; None when the prompt has no item.
+    item: str | None = None
+    reference: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.messages is None and self.text is None:
@@ -440,9 +444,13 @@ class DatasetWorkload:
             max_tokens = own if own is not None else DEFAULT_OUTPUT_TOKENS
         # Copies: the runner may adapt messages per API; the dataset must stay as loaded.
         messages = copy.deepcopy(rec.messages)
-        p = Prompt(i, messages, rec.text, None, int(max_tokens))
+        p = Prompt(i, messages, rec.text, None, int(max_tokens), item=rec.item, reference=rec.reference)
         p.planned_tokens = estimate_tokens(p.text or "")
         return p
+
+    def references(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every record's (item id, where, reference fields), for checking before the run."""
+        return [(r.item or r.where, r.where, r.reference or {}) for r in self.records]
 
     def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None:
         """Nothing to learn: dataset prompts are sent as they are."""

@@ -35,14 +35,43 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         + "\n"
     )
     settings: list[dict[str, Any]] = [
-        dict(rate=200.0, requests=6, warmup=1, kernel_timestamps=True, transport="native",
-             input_tokens=32, output_tokens=8, slo="ttft=1,e2e_500=10", slo_run="ttft:p90=1",
-             expect_regex=".", price_input=1.0, price_output=2.0),
+        dict(
+            rate=200.0,
+            requests=6,
+            warmup=1,
+            kernel_timestamps=True,
+            transport="native",
+            input_tokens=32,
+            output_tokens=8,
+            slo="ttft=1,e2e_500=10",
+            slo_run="ttft:p90=1",
+            expect_regex=".",
+            price_input=1.0,
+            price_output=2.0,
+        ),
         dict(concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0}),
         # Multi-turn sessions and a trace replay (issue 15): their metadata and summary keys.
-        dict(turns=2, sessions=2, concurrency=2, input_tokens=32, output_tokens=8, max_context_tokens=4000,
-             think_time="0.001"),
+        dict(
+            turns=2,
+            sessions=2,
+            concurrency=2,
+            input_tokens=32,
+            output_tokens=8,
+            max_context_tokens=4000,
+            think_time="0.001",
+        ),
         dict(trace=trace, trace_format="mooncake", trace_block_size=16, max_output_tokens=8, trace_speedup=10.0),
+        # Graded answers (issue 25): a built-in task set, its text kept, priced.
+        # Graded answers (issue 25): built-in tasks over two-turn sessions (accuracy by turn), text kept, priced.
+        dict(
+            tasks="arithmetic,choice",
+            turns=2,
+            sessions=2,
+            concurrency=2,
+            output_tokens=8,
+            keep_text=True,
+            price_output=1.0,
+        ),
     ]
     outs = []
     with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu, pytest.MonkeyPatch.context() as mp:
