@@ -20,7 +20,7 @@ def test_report_prints_a_sweep_s_curve_and_knee(tmp_path):
     reported = _pytps("report", str(out))
     assert reported.returncode == 0, reported.stderr
     assert reported.stdout == swept.stdout  # the same table and knee line
-    assert "knee (concurrency" in reported.stdout and "p50 TTFT [ms]" in reported.stdout
+    assert "knee (concurrency" in reported.stdout and "TTFT p50 [ms]" in reported.stdout
     as_json = _pytps("report", str(out), "--json")
     assert json.loads(as_json.stdout)["axes"] == {"concurrency": [1, 2]}
 
