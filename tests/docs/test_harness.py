@@ -56,11 +56,12 @@ def test_pip_install_forms_that_only_work_from_an_index_fail() -> None:
 
 
 def test_every_fenced_block_says_its_language() -> None:
-    """An unlabelled block would be collected by nothing: every block is sh, python, text or toml."""
+    """An unlabelled block would be collected by nothing: every block is sh, python, text, or a file
+    no one runs as it stands (toml, a crontab line, an ini file such as a systemd unit)."""
     for path in doc_runner.DOCS:
         inside = False
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip().startswith("```"):
                 if not inside:
-                    assert line.strip()[3:] in ("sh", "python", "text", "toml"), f"{path.name}:{n}: {line.strip()!r}"
+                    assert line.strip()[3:] in ("sh", "python", "text", "toml", "crontab", "ini"), f"{path.name}:{n}: {line.strip()!r}"
                 inside = not inside
