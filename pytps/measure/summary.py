@@ -28,7 +28,7 @@ from pytps.measure.metrics import (
     event_tokens,
     finish_ns,
     histogram_distribution,
-    itl_token_samples_ns,
+    itl_token_weights_ns,
     request_metrics,
     steady_intervals_of,
 )
@@ -82,6 +82,7 @@ class RunSummary:
         self._sources: dict[str, int] = {}
         self.requests_measured = 0
         self.requests_retried = 0  # sent again on a new connection (a stale kept-alive one)
+        self.usage_implausible = 0  # measured requests whose usage failed pytps.measure.usage's bounds
         self.requests_ok = 0
         self.tokens_ok = 0  # output tokens of successful measured requests
         self.events_ok = 0
@@ -99,6 +100,7 @@ class RunSummary:
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
         verdict = verdict or self.judge.verdict(rec, m)
+        self.usage_implausible += rec.usage_implausible is not None and not m.warmup
         if self._add_scalars(m, finish_ns(rec), rec.retries, verdict, rec.usage, rec.turn):
             self.add_token_figures(rec.output_times_ns, layout, rec.output_kernel_times_ns)
 
@@ -110,6 +112,7 @@ class RunSummary:
         m = RequestMetrics(**{f.name: line[f.name] for f in fields(RequestMetrics)})
         done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
         verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"])
+        self.usage_implausible += line.get("usage_implausible") is not None and not m.warmup
         self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"])
 
     def _add_scalars(
@@ -165,7 +168,7 @@ class RunSummary:
 
     def add_token_figures(self, times_ns: np.ndarray, layout: np.ndarray, kernel_times_ns: np.ndarray) -> None:
         """A measured, successful request's per-token figures: ITL, chunk gaps, kernel lag."""
-        self._itl.record_many(itl_token_samples_ns(times_ns, layout))
+        record_weighted(self._itl, *itl_token_weights_ns(times_ns, layout))
         if len(times_ns) > 1:
             self._gaps.record_many(np.maximum(1, np.diff(times_ns)))
         if len(kernel_times_ns):
@@ -269,6 +272,7 @@ class RunSummary:
         summary["requests_total"] = self.requests_measured
         summary["requests_ok"] = self.requests_ok
         summary["requests_retried"] = self.requests_retried
+        summary["usage_implausible"] = self.usage_implausible
         failed = self.requests_measured - self.requests_ok
         summary["error_rate"] = failed / self.requests_measured if self.requests_measured else None
         summary["errors"] = dict(sorted(self._errors.items()))
@@ -316,6 +320,16 @@ class RunSummary:
         for name, col in self._server.items():
             out[name] = distribution(np.frombuffer(col, dtype=np.float64))
         return out
+
+
+def record_weighted(hist: Any, values: np.ndarray, counts: np.ndarray) -> None:
+    """Records each value `count` times: one call for the values of count 1 (nearly all, one token
+    per event), one per value otherwise, so the cost follows the events, never the counts."""
+    single = counts == 1
+    hist.record_many(values[single])
+    for value, count in zip(values[~single].tolist(), counts[~single].tolist(), strict=True):
+        if count > 0:
+            hist.record(value, count)
 
 
 def _time_series(

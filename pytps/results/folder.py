@@ -20,7 +20,7 @@ import numpy as np
 from pytps.measure.records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _jsonable(value: Any) -> Any:
@@ -52,6 +52,7 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
         "response_id": rec.response_id,
         "finish_reason": rec.finish_reason,
         "usage": rec.usage,
+        "usage_implausible": rec.usage_implausible,
         "done": rec.done,
         "events": rec.events,
         "phases_ns": rec.phases_ns,

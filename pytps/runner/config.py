@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
+from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
@@ -34,8 +35,9 @@ def normalize_base_url(base_url: str) -> str:
     is not an http(s) URL with a host."""
     url = urlsplit(base_url)
     if url.scheme not in ("http", "https") or not url.hostname:
+        shown = Redactor(url_secrets(base_url))(base_url)
         raise ConfigError(
-            f"base URL (--base-url) {base_url!r} is not an http:// or https:// URL with a host; "
+            f"base URL (--base-url) {shown!r} is not an http:// or https:// URL with a host; "
             "write it like http://127.0.0.1:8000"
         )
     path = url.path.rstrip("/")
@@ -51,7 +53,7 @@ class RunConfig:
     plan: LoadPlan
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # values may be secrets
     extra_body: dict[str, Any] | None = None
     http2: bool = False
     # "native" (HTTP/1.1 on a C++ thread, http:// or https://), "httpx" (HTTP/2, proxies),
@@ -70,6 +72,12 @@ class RunConfig:
     tokenizer: TokenCounter | None = None
     # Which requests are useful, and what they cost (pytps.measure.slo, pytps.measure.cost).
     judge: Judge = field(default_factory=Judge)
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every secret of these settings (pytps.measure.redact's one rule): the key, secret header
+        values, the URL's userinfo and secret query values."""
+        return secrets_of(self.api_key, self.headers, self.base_url)
 
 
 def make_config(

@@ -89,6 +89,7 @@ class RequestSpec:
             prompt_tokens_planned=self.prompt_tokens_planned,
             max_tokens=self.max_tokens,
             usage_requested=self.usage_requested,
+            request_bytes=len(self.body),
             transport=transport,
         )
 
