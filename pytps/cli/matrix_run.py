@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from pytps.cli.exit_codes import overall_exit_code, run_exit_code
 from pytps.errors import ConfigError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
@@ -71,7 +72,9 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             "error": None,
             "headline": None,
             "analysis": None,
+            "exit_code": None,  # the cell's exit status (pytps.cli.exit_codes); null when it did not run
         }
+        sweep_codes: list[int] = []
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
             base_url = base_override or cell.base_url
@@ -87,6 +90,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     entry["headline"] = headline(result.summary)
                     if result.interrupted:
                         raise KeyboardInterrupt
+                    entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 else:
                     axes = {k: sorted(set(v)) for k, v in settings.items() if k in AXES and isinstance(v, list)}
                     if not axes:
@@ -97,12 +101,17 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     fixed = {k: v for k, v in settings.items() if k not in axes}
 
                     def run_cell(
-                        values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, base_url: str = base_url
+                        values: dict[str, Any],
+                        cell_dir: Path,
+                        fixed: dict[str, Any] = fixed,
+                        base_url: str = base_url,
+                        sweep_codes: list[int] = sweep_codes,
                     ) -> dict[str, Any]:
                         cfg = make_config(base_url, **fixed, **values, out=cell_dir)
                         result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
                         if result.interrupted:
                             raise KeyboardInterrupt
+                        sweep_codes.append(run_exit_code(result.summary, result.metadata))
                         return result.summary
 
                     sweep = Sweep(
@@ -115,6 +124,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
                     )
                     entry["analysis"] = sweep.run()["analysis"]
+                    entry["exit_code"] = overall_exit_code(sweep_codes)
             except ConfigError as exc:
                 raise matrix.locate(cell, exc) from None
             except KeyboardInterrupt:
@@ -132,7 +142,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     else:
         print_matrix(index)
     print(f"results: {out} (matrix.json indexes the cells)", file=sys.stderr)
-    return 0
+    return overall_exit_code([c["exit_code"] for c in index["cells"] if c["exit_code"] is not None])
 
 
 def _fmt(headline: dict[str, Any], key: str, scale: float, fmt: str) -> str:

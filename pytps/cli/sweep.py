@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.cli._help import add_command
+from pytps.cli.exit_codes import TABLE, overall_exit_code, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, results_dir
 from pytps.errors import ConfigError
@@ -26,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = add_command(
         sub,
         "sweep",
-        EXAMPLES,
+        f"{EXAMPLES}\n{TABLE}",
         help="run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee",
         description="Sweep one axis (or a grid of two) of concurrency, rate, input or output length: each cell "
         "is a full `pytps run` into <out>/cells/<axis>=<value>/, indexed by <out>/sweep.json. Reports the curve "
@@ -118,11 +119,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base_url = endpoint_url(args, stack, "sweeping")
         build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
 
+        codes: list[int] = []  # each cell's exit status (pytps.cli.exit_codes)
+
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
             cfg = build_config(args, base_url, **fixed, **values, out=cell_dir)
             result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
             if result.interrupted:
                 raise KeyboardInterrupt
+            codes.append(run_exit_code(result.summary, result.metadata))
             return result.summary
 
         sweep = Sweep(
@@ -142,7 +146,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"results: {out} (sweep.json indexes the cells)", file=sys.stderr)
     if args.html is not None:
         write_html(out, args.html)
-    return 0
+    return overall_exit_code(codes)
 
 
 def print_curve(index: dict[str, Any]) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from pytps.errors import ConfigError
-from pytps.results.folder import SavedResults, load_saved
+from pytps.results.folder import SavedResults
+from pytps.results.rebuild import load_saved
 
 # Per-request metrics, from the journals: (key, label, display scale, display unit).
 REQUEST_METRICS = (

@@ -142,20 +142,3 @@ class SavedResults:
         arr = np.asarray([v for v in vals if isinstance(v, (int, float))], dtype=np.float64)
         return arr[np.isfinite(arr)]
 
-
-def load_saved(directory: str | Path, need_journal: bool) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
-    """(path, results.json, journal lines) of a results folder, with a one-line error naming what
-    is missing; no journal is an empty one unless `need_journal`."""
-    from pytps.errors import ConfigError
-
-    p = Path(directory)
-    if not (p / "results.json").is_file():
-        raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
-    has_journal = (p / "requests.jsonl").is_file()
-    if need_journal and not has_journal:
-        raise ConfigError(f"{p} has no requests.jsonl: its per-request figures are needed here")
-    try:
-        results = load_results(p)
-    except ValueError as exc:  # JSONDecodeError: a results.json cut short or not pytps's
-        raise ConfigError(f"{p}/results.json is not valid JSON: {exc}") from exc
-    return p, results, load_journal(p) if has_journal else []
