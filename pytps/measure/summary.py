@@ -11,14 +11,15 @@ The formulas are pytps.measure.metrics's; docs/metrics.md defines them.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pytps._native import _core
+from pytps.measure.columns import Columns
 from pytps.measure.event_rows import event_rows
 from pytps.measure.metrics import (
     NS_PER_S,
@@ -58,8 +59,15 @@ class RunSummary:
     """Accumulates finished requests; finish() gives results.json's summary."""
 
     def __init__(
-        self, *, target_concurrency: int | None = None, rate_mode: bool = False, judge: Judge | None = None
+        self,
+        *,
+        target_concurrency: int | None = None,
+        rate_mode: bool = False,
+        judge: Judge | None = None,
+        spill_path: Path | None = None,
     ) -> None:
+        """spill_path: where the per-request columns go, a block at a time (pytps.measure.columns),
+        so memory does not grow with the run; None keeps them in memory."""
         self.target_concurrency = target_concurrency
         self.rate_mode = rate_mode
         self.judge = judge or Judge()
@@ -69,12 +77,13 @@ class RunSummary:
         self._why_not: dict[str, int] = {}
         # A column per figure the summary has percentiles of; e2e_500_s is derived from two of them.
         names = _SECONDS + (_SCHED_SECONDS if rate_mode else ())
-        self._seconds = {name: array("d") for name in names}
-        self._index = array("q")
-        self._t_send = array("q")
-        self._finish = array("q")
-        self._measured = array("b")  # 1: measured (not warm-up)
-        self._ok = array("b")
+        # measured: 1 when not warm-up. Each column is appended to once per request (commit()).
+        spec = {**{name: "d" for name in names}, "index": "q", "t_send": "q", "finish": "q", "measured": "b", "ok": "b"}
+        self._cols = Columns(spec, spill_path)
+        live = self._cols.live
+        self._seconds = {name: live[name] for name in names}
+        self._index, self._t_send, self._finish = live["index"], live["t_send"], live["finish"]
+        self._measured, self._ok = live["measured"], live["ok"]
         self._itl = _core.Histogram()
         self._gaps = _core.Histogram()
         self._kernel_lag = _core.Histogram()
@@ -88,9 +97,12 @@ class RunSummary:
         self.events_ok = 0
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
         self._first: tuple[int, float] | None = None  # (t_send, ttft_s) of the earliest measured
-        self.workload = WorkloadFigures(prompt_includes_cached=self.judge.prompt_includes_cached)
+        self.workload = WorkloadFigures(
+            prompt_includes_cached=self.judge.prompt_includes_cached, spill_path=_beside(spill_path, "workload")
+        )
         # The server's own timings of successful measured requests that reported them.
-        self._server: dict[str, array[float]] = {name: array("d") for name in _SERVER_STATS}
+        self._server_cols = Columns({name: "d" for name in _SERVER_STATS}, _beside(spill_path, "server"))
+        self._server = self._server_cols.live
         self._server_sources: dict[str, int] = {}
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
@@ -136,6 +148,7 @@ class RunSummary:
         self._finish.append(_NO_NS if done is None else done)
         self._measured.append(measured)
         self._ok.append(ok)
+        self._cols.commit()
         if not measured:
             return False
         self.requests_measured += 1
@@ -164,6 +177,7 @@ class RunSummary:
             self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
             for name, col in self._server.items():
                 col.append(math.nan if st[name] is None else st[name])
+            self._server_cols.commit()
         return True
 
     def add_token_figures(self, times_ns: np.ndarray, layout: np.ndarray, kernel_times_ns: np.ndarray) -> None:
@@ -186,9 +200,8 @@ class RunSummary:
         self._kernel_lag.merge(_core.Histogram.from_bytes(blobs["kernel_lag"]))
 
     def _column(self, name: str, ok_only: bool) -> np.ndarray:
-        values = np.frombuffer(self._seconds[name], dtype=np.float64)
-        keep = np.frombuffer(self._ok if ok_only else self._measured, dtype=np.int8).astype(bool)
-        kept: np.ndarray = values[keep]
+        values = self._cols.column(name)
+        kept: np.ndarray = values[self._cols.column("ok" if ok_only else "measured").astype(bool)]
         return kept
 
     def finish(self, events: Iterable[np.ndarray]) -> dict[str, Any]:
@@ -217,11 +230,11 @@ class RunSummary:
             summary["e2e_sched_s"] = dist("e2e_sched_s")
             summary["schedule_lag_s"] = dist("schedule_lag_s", ok_only=False)
 
-        index = np.frombuffer(self._index, dtype=np.int64)
-        t_send = np.frombuffer(self._t_send, dtype=np.int64)
-        finish = np.frombuffer(self._finish, dtype=np.int64)
-        measured = np.frombuffer(self._measured, dtype=np.int8).astype(bool)
-        ok = np.frombuffer(self._ok, dtype=np.int8).astype(bool)
+        index = self._cols.column("index")
+        t_send = self._cols.column("t_send")
+        finish = self._cols.column("finish")
+        measured = self._cols.column("measured").astype(bool)
+        ok = self._cols.column("ok").astype(bool)
         finished = finish != _NO_NS
 
         # The measured window: first measured send to last measured finish.
@@ -317,9 +330,19 @@ class RunSummary:
             "sources": dict(sources),
             "requests": sum(sources.values()),
         }
-        for name, col in self._server.items():
-            out[name] = distribution(np.frombuffer(col, dtype=np.float64))
+        for name in self._server:
+            out[name] = distribution(self._server_cols.column(name))
         return out
+
+    def close(self) -> None:
+        """Removes the spilled columns' files (after finish())."""
+        for cols in (self._cols, self._server_cols, self.workload.columns):
+            cols.close()
+
+
+def _beside(path: Path | None, part: str) -> Path | None:
+    """The file of another group of spilled columns, beside `path`."""
+    return None if path is None else path.with_name(f"{path.stem}-{part}{path.suffix}")
 
 
 def record_weighted(hist: Any, values: np.ndarray, counts: np.ndarray) -> None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from array import array
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pytps.measure.columns import Columns
 from pytps.measure.metrics import RequestMetrics, distribution
 
 #: A request is "mostly cached" when the server reported at least this share of its prompt as
@@ -50,15 +52,20 @@ def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
 class WorkloadFigures:
     """Accumulates successful measured requests' lengths, cache figures and turns."""
 
-    def __init__(self, prompt_includes_cached: bool = True) -> None:
+    def __init__(self, prompt_includes_cached: bool = True, spill_path: Path | None = None) -> None:
         self.prompt_includes_cached = prompt_includes_cached
-        self._ttft = array("d")
-        self._e2e = array("d")
-        self._decode = array("d")
-        self._prompt = array("q")  # -1: not reported
-        self._cached = array("q")  # -1: not reported
-        self._output = array("q")
-        self._turn = array("q")  # -1: not a session's turn
+        # prompt, cached: -1 when not reported; turn: -1 when not a session's turn. Spilled to
+        # spill_path a block at a time (pytps.measure.columns), or kept in memory without one.
+        spec = {"ttft": "d", "e2e": "d", "decode": "d", "prompt": "q", "cached": "q", "output": "q", "turn": "q"}
+        self.columns = Columns(spec, spill_path)
+        live = self.columns.live
+        self._ttft, self._e2e, self._decode = live["ttft"], live["e2e"], live["decode"]
+        self._prompt, self._cached, self._output, self._turn = (
+            live["prompt"],
+            live["cached"],
+            live["output"],
+            live["turn"],
+        )
         self._session_start = array("q")
         self._session_end = array("q")
 
@@ -72,6 +79,7 @@ class WorkloadFigures:
         self._cached.append(-1 if cached is None else cached)
         self._output.append(m.output_tokens)
         self._turn.append(-1 if turn is None else turn)
+        self.columns.commit()
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
         """A measured session, from its first turn's send to its last turn's finish."""
@@ -83,11 +91,8 @@ class WorkloadFigures:
         return np.frombuffer(self._session_start, dtype=np.int64), np.frombuffer(self._session_end, dtype=np.int64)
 
     def finish(self) -> dict[str, Any]:
-        ttft = np.frombuffer(self._ttft, dtype=np.float64)
-        e2e = np.frombuffer(self._e2e, dtype=np.float64)
-        prompt = np.frombuffer(self._prompt, dtype=np.int64)
-        cached = np.frombuffer(self._cached, dtype=np.int64)
-        output = np.frombuffer(self._output, dtype=np.int64)
+        cols = self.columns
+        ttft, e2e, prompt, cached, output = (cols.column(k) for k in ("ttft", "e2e", "prompt", "cached", "output"))
         reported = (prompt > 0) & (cached >= 0)
         share = np.where(reported, cached / np.maximum(prompt, 1), np.nan)
         p_sum, c_sum = int(prompt[reported].sum()), int(cached[reported].sum())
@@ -103,9 +108,9 @@ class WorkloadFigures:
             "ttft_by_prompt_tokens": log2_bins(prompt.astype(np.float64), ttft),
             "e2e_by_output_tokens": log2_bins(output.astype(np.float64), e2e),
         }
-        turn = np.frombuffer(self._turn, dtype=np.int64)
+        turn = cols.column("turn")
         if (turn >= 0).any():
-            decode = np.frombuffer(self._decode, dtype=np.float64)
+            decode = cols.column("decode")
             rows = []
             for k in np.unique(turn[turn >= 0]):
                 sel = turn == k
