@@ -293,5 +293,7 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
 def results_dir(args: argparse.Namespace, kind: str) -> Path:
     """--out, or results/<UTC time>-<kind>/."""
     if args.out:
-        return Path(args.out)
+        from pytps.runner.config import check_out_dir
+
+        return check_out_dir(Path(args.out))
     return Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}")

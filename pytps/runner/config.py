@@ -45,6 +45,21 @@ def normalize_base_url(base_url: str) -> str:
     return urlunsplit(url._replace(path=path)).rstrip("/")
 
 
+def check_out_dir(path: Path) -> Path:
+    """path, when it is a directory or one can be made there; ConfigError (one line, before
+    anything runs) for a file, or a place where no directory can be made."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {path} is a file, not a directory: name a directory for the results")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out {path}: {parent} is a file, so no directory can be made there")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {path}: {parent} is not writable: name a directory you can write to")
+    return path
+
+
 @dataclass
 class RunConfig:
     base_url: str
@@ -226,7 +241,7 @@ def make_config(
         http2=http2,
         transport=transport,
         kernel_timestamps=kernel_timestamps,
-        out_dir=Path(out) if out is not None else None,
+        out_dir=check_out_dir(Path(out)) if out is not None else None,
         max_error_rate=max_error_rate,
         read_timeout_s=timeout,
         seed=seed,
