@@ -176,11 +176,13 @@ MODES: dict[str, tuple[Callable, str | None]] = {
 }
 
 #: Runs `pytps` with argv in this interpreter and prints its own peak RSS (KiB) last on stderr.
+# VmHWM, not ru_maxrss: the latter keeps the parent's high-water mark across fork and exec.
 RSS_ENTRY = (
-    "import resource, sys\n"
+    "import re, sys\n"
     "from pytps.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+    "print('PEAK_RSS_KIB', hwm, file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 

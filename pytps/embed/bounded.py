@@ -34,6 +34,7 @@ class RunningSummary:
         self._itl = _core.Histogram()
         self._gaps = _core.Histogram()
         self.requests = self.ok = self.retried = self.tokens_ok = self.events_ok = self.useful = 0
+        self.usage_implausible = 0  # requests whose usage failed pytps.measure.usage's bounds
         self.useful_tokens = 0
         self._errors: dict[str, int] = {}
         self._sources: dict[str, int] = {}
@@ -53,6 +54,7 @@ class RunningSummary:
         m, layout = measure(rec)
         self.requests += 1
         self.retried += rec.retries > 0
+        self.usage_implausible += rec.usage_implausible is not None
         self._record("send_overhead_s", m.send_overhead_s)
         self._t0 = rec.t_send_ns if self._t0 is None else min(self._t0, rec.t_send_ns)
         done = finish_ns(rec)
@@ -112,6 +114,7 @@ class RunningSummary:
             "requests_total": n,
             "requests_ok": self.ok,
             "requests_retried": self.retried,
+            "usage_implausible": self.usage_implausible,
             "error_rate": (n - self.ok) / n if n else None,
             "errors": dict(sorted(self._errors.items())),
             "token_source": next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None),
