@@ -225,16 +225,21 @@ class RunSummary:
             summary["kernel_read_lag_s"] = histogram_distribution(self._kernel_lag)
         ttft, tpot = self._column("ttft_s", True), self._column("tpot_s", True)
         summary["e2e_500_s"] = distribution(e2e_for(500, ttft, tpot))  # as request_metrics, element-wise
+        del ttft, tpot  # one column at a time: memory at the finish stays a few columns, whatever the run
         if self.rate_mode:
             summary["ttft_sched_s"] = dist("ttft_sched_s")
             summary["e2e_sched_s"] = dist("e2e_sched_s")
             summary["schedule_lag_s"] = dist("schedule_lag_s", ok_only=False)
 
+        ok = self._cols.column("ok").astype(bool)
         index = self._cols.column("index")
+        # The requests whose events count (measured, successful), by index; the column then goes.
+        counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
+        counted[index[ok]] = True
+        del index
         t_send = self._cols.column("t_send")
         finish = self._cols.column("finish")
         measured = self._cols.column("measured").astype(bool)
-        ok = self._cols.column("ok").astype(bool)
         finished = finish != _NO_NS
 
         # The measured window: first measured send to last measured finish.
@@ -255,8 +260,6 @@ class RunSummary:
             steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
         starts = np.asarray([a for a, _ in steady], dtype=np.int64)
         ends = np.asarray([b for _, b in steady], dtype=np.int64)
-        counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
-        counted[index[ok]] = True
         per_second = np.zeros(0, dtype=np.int64)
         steady_tokens = 0
         for rows in events:
@@ -315,8 +318,10 @@ class RunSummary:
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["server_timings"] = self._server_summary()
         summary["first_ttft_s"] = None if self._first is None or math.isnan(self._first[1]) else self._first[1]
+        time_series = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
+        del t_send, finish, measured, ok, finished, counted
         summary.update(self.workload.finish())
-        summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
+        summary["time_series"] = time_series
         return summary
 
     def _server_summary(self) -> dict[str, Any] | None:

@@ -37,12 +37,16 @@ def cache_counts(usage: dict[str, Any], prompt_includes_cached: bool) -> tuple[i
 def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
     """y's median, p90 and mean per power-of-two bin of x ([lo, 2 lo)); empty bins left out."""
     keep = ~np.isnan(y) & (x >= 1)
-    x, y = x[keep], y[keep]
+    x, y = x[keep], y[keep]  # copies: x is worked on in place below, to keep the finish's memory low
+    del keep
     if not len(x):
         return []
-    exp = np.floor(np.log2(x)).astype(np.int64)
+    np.log2(x, out=x)
+    np.floor(x, out=x)
+    exp = x.astype(np.int64)
+    del x
     out = []
-    for e in np.unique(exp):
+    for e in np.flatnonzero(np.bincount(exp)):  # the bins present, in order (exp >= 0: x >= 1)
         d = distribution(y[exp == e])
         out.append({"lo": int(2**e), "hi": int(2 ** (e + 1)), "count": d["count"], "p50": d["p50"],
                     "p90": d["p90"], "mean": d["mean"]})  # fmt: skip
@@ -91,23 +95,28 @@ class WorkloadFigures:
         return np.frombuffer(self._session_start, dtype=np.int64), np.frombuffer(self._session_end, dtype=np.int64)
 
     def finish(self) -> dict[str, Any]:
+        # The columns are read back a few at a time (pytps.measure.columns), and each dropped once
+        # used, so the finish's memory is a few columns, whatever the run's length.
         cols = self.columns
-        ttft, e2e, prompt, cached, output = (cols.column(k) for k in ("ttft", "e2e", "prompt", "cached", "output"))
+        ttft, prompt, cached = cols.column("ttft"), cols.column("prompt"), cols.column("cached")
         reported = (prompt > 0) & (cached >= 0)
         share = np.where(reported, cached / np.maximum(prompt, 1), np.nan)
         p_sum, c_sum = int(prompt[reported].sum()), int(cached[reported].sum())
+        mostly = share >= MOSTLY_CACHED
+        fewer = share < MOSTLY_CACHED
+        del share
         out: dict[str, Any] = {
             "cache": {
                 "requests_reporting": int(reported.sum()),
                 "prompt_tokens": p_sum,
                 "cached_tokens": c_sum,
                 "hit_rate": c_sum / p_sum if p_sum else None,
-                "ttft_mostly_cached_s": distribution(ttft[reported & (share >= MOSTLY_CACHED)]),
-                "ttft_mostly_uncached_s": distribution(ttft[reported & (share < MOSTLY_CACHED)]),
+                "ttft_mostly_cached_s": distribution(ttft[reported & mostly]),
+                "ttft_mostly_uncached_s": distribution(ttft[reported & fewer]),
             },
-            "ttft_by_prompt_tokens": log2_bins(prompt.astype(np.float64), ttft),
-            "e2e_by_output_tokens": log2_bins(output.astype(np.float64), e2e),
         }
+        del mostly, fewer
+        out["ttft_by_prompt_tokens"] = log2_bins(prompt.astype(np.float64), ttft)
         turn = cols.column("turn")
         if (turn >= 0).any():
             decode = cols.column("decode")
@@ -128,4 +137,8 @@ class WorkloadFigures:
                 })  # fmt: skip
             out["per_turn"] = rows
             out["sessions_measured"] = len(self._session_start)
-        return out
+        del ttft, prompt, cached, reported, turn
+        output, e2e = cols.column("output"), cols.column("e2e")
+        out["e2e_by_output_tokens"] = log2_bins(output.astype(np.float64), e2e)
+        order = ("cache", "ttft_by_prompt_tokens", "e2e_by_output_tokens", "per_turn", "sessions_measured")
+        return {k: out[k] for k in order if k in out}
