@@ -195,9 +195,11 @@ class Runner:
             )
         if rec.status == 404:
             raise EndpointError(
-                f"{request_formats.describe_error(404, rec.error_detail or '', self._redactor)} for "
-                f"{self.cfg.base_url}{self._spec(self.probe_index, model, warmup).path}: wrong --base-url or --api, "
-                f"or unknown model '{model}'"
+                self._redactor(
+                    f"{request_formats.describe_error(404, rec.error_detail or '', self._redactor)} for "
+                    f"{self.cfg.base_url}{self._spec(self.probe_index, model, warmup).path}: wrong --base-url or "
+                    f"--api, or unknown model '{model}'"
+                )
             )
         if rec.error in ("connect",):
             raise EndpointError(

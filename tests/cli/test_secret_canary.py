@@ -108,3 +108,17 @@ def test_a_canary_in_every_secret_appears_in_no_output(tmp_path):
     assert "***" in journal  # the echoed headers were there, redacted
     assert json.loads((tmp_path / "a" / "results.json").read_text())["summary"]["requests_ok"] >= 1
     Path(tmp_path / "a.trace.json").stat()
+
+
+def test_the_first_requests_errors_are_redacted_too(tmp_path):
+    """A 404 on the first request ends the run with one line naming the URL: its userinfo masked."""
+    from hostile import answer
+
+    with FaultServer(answer(b'{"error": "no such route"}', "application/json", "404 Not Found")) as srv:
+        url = f"http://user:{CANARIES['userinfo']}@127.0.0.1:{srv.port}"
+        r = subprocess.run([sys.executable, "-m", "pytps", "run", "--base-url", url, "--model", "m", "--requests", "1",
+                            "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "HTTP 404" in r.stderr, r.stderr
+    assert CANARIES["userinfo"] not in r.stderr
+    for p in tmp_path.rglob("*"):
+        assert not p.is_file() or CANARIES["userinfo"].encode() not in p.read_bytes(), p
