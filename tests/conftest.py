@@ -10,6 +10,9 @@
   (.ci/steps/60-browser.sh, which installs Debian's chromium when missing).
 - `real_server`: against llama.cpp's `llama-server`, built from source on first use and cached
   (tests/real_servers/). Run: `pytest -m real_server` (.ci/steps/45-llama-server.sh).
+- `hostile`: the hostile-server matrix (tests/hostile.py's modes x every transport, each a whole
+  `pytps run` in a child process, bounded in time and peak RSS). Run: `pytest -m hostile -s`
+  (.ci/steps/55-hostile.sh), which prints the table of modes x transports.
 - `calibrate_full`: `pytps calibrate` as shipped (--quick, and the full ladder with --baseline).
   Run: `pytest -m calibrate_full` (.ci/steps/48-calibrate.sh).
 

@@ -126,6 +126,9 @@ void register_http(py::module_& m) {
             "error_body", [](const HttpStreamRecorder& r) { return py::bytes(r.error_body()); },
             "The first 4096 bytes of a non-2xx response's (decoded) body; b'' for 2xx.")
         .def_property_readonly(
+            "body_start", [](const HttpStreamRecorder& r) { return py::bytes(r.body_start()); },
+            "The first 256 bytes of a 2xx response's (decoded) body: what a body that is not a stream began with.")
+        .def_property_readonly(
             "recorder", [](HttpStreamRecorder& r) -> StreamRecorder& { return r.recorder(); },
             py::return_value_policy::reference_internal,
             "The owned StreamRecorder with the timing read-outs; it keeps this object alive.");

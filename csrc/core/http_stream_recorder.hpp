@@ -18,6 +18,9 @@ class HttpStreamRecorder {
 public:
     static constexpr int64_t kNoTime = StreamRecorder::kNoTime;
     static constexpr size_t kMaxErrorBody = 4096;
+    // A 2xx body's first bytes, kept so that a body that is not a stream (a proxy's HTML sign-in
+    // page) can be named in the error: a comparison per read once they are kept.
+    static constexpr size_t kMaxBodyStart = 256;
 
     explicit HttpStreamRecorder(Dialect dialect,
                                 size_t max_header_bytes = Http1ResponseParser::kDefaultMaxHeaderBytes)
@@ -28,6 +31,10 @@ public:
         const bool had_headers = parser_.headers_done();
         const size_t used = parser_.feed(data, n, [&](const char* p, size_t len) {
             if (parser_.status() / 100 == 2) {
+                if (body_start_.size() < kMaxBodyStart) {
+                    const size_t room = kMaxBodyStart - body_start_.size();
+                    body_start_.append(p, len < room ? len : room);
+                }
                 recorder_.feed(p, len, t_ns);
             } else if (error_body_.size() < kMaxErrorBody) {
                 const size_t room = kMaxErrorBody - error_body_.size();
@@ -52,6 +59,7 @@ public:
         recorder_.reset();
         t_headers_ns_ = kNoTime;
         error_body_.clear();
+        body_start_.clear();
     }
 
     const Http1ResponseParser& parser() const { return parser_; }
@@ -59,12 +67,14 @@ public:
     const StreamRecorder& recorder() const { return recorder_; }
     int64_t t_headers_ns() const { return t_headers_ns_; }
     const std::string& error_body() const { return error_body_; }
+    const std::string& body_start() const { return body_start_; }
 
 private:
     Http1ResponseParser parser_;
     StreamRecorder recorder_;
     int64_t t_headers_ns_ = kNoTime;
     std::string error_body_;
+    std::string body_start_;
 };
 
 }  // namespace pytps

@@ -78,5 +78,8 @@ class HttpStreamRecorder:
     def error_body(self) -> bytes:
         """The first 4096 body bytes of a non-2xx response; b"" for 2xx."""
     @property
+    def body_start(self) -> bytes:
+        """The first 256 body bytes of a 2xx response: what a body that is not a stream began with."""
+    @property
     def recorder(self) -> StreamRecorder:
         """The owned StreamRecorder (a view that keeps this object alive) with the timing read-outs."""

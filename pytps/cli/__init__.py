@@ -17,11 +17,13 @@ def build_parser() -> argparse.ArgumentParser:
     from pytps import __version__
     from pytps.cli import calibrate, clock, compare, history, report, run, serve, sweep
     from pytps.cli._help import add_command
+    from pytps.cli.exit_codes import TABLE
 
     parser = argparse.ArgumentParser(
         prog="pytps",
         description="Token timing for streaming LLM endpoints.",
-        epilog="Run `pytps COMMAND --help` for a command's flags and examples.",
+        epilog=f"Run `pytps COMMAND --help` for a command's flags and examples.\n\n{TABLE}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -30,9 +32,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Signals that end a run as Ctrl-C does (stop sending, keep what was measured, write the
+#: summary), and the exit status each then gives: docker stop, kubectl, `timeout` and CI runners
+#: send SIGTERM; a closed terminal, SIGHUP.
+_STOP_SIGNALS: dict[int, int] = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `pytps` command; argv None means this process's own arguments (the console script)."""
+    received: list[int] = []
+    previous: dict[int, signal._HANDLER] = {}
     try:
+        _catch_stop_signals(received, previous)
         code = _dispatch(argv)
     except KeyboardInterrupt:
         # Ctrl-C before a command could say more (start-up): one line, no traceback.
@@ -46,10 +57,37 @@ def main(argv: list[str] | None = None) -> int:
         print("pytps: interrupted", file=sys.stderr)
         code = 130
     if argv is None:
-        # The command is over and its files are written: a Ctrl-C from here to the exit changes
-        # nothing, and must not turn a finished run into a killed one (exit status -2).
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # The command is over and its files are written: a Ctrl-C (or SIGTERM) from here to the
+        # exit changes nothing, and must not turn a finished run into a killed one (exit status -2).
+        for signum in (signal.SIGINT, *_STOP_SIGNALS):
+            signal.signal(signum, signal.SIG_IGN)
+    else:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if code == 130 and received:
+        code = _STOP_SIGNALS[received[0]]
     return code
+
+
+def _catch_stop_signals(received: list[int], previous: dict[int, signal._HANDLER]) -> None:
+    """SIGTERM and SIGHUP made Ctrl-C: each calls whatever handles SIGINT at that moment (the
+    event loop's, which cancels the run so that it finishes with what it measured; or Python's,
+    which raises KeyboardInterrupt), and is noted for the exit status. The handlers replaced go
+    to `previous`. Only the main thread may set them: elsewhere, nothing changes."""
+
+    def as_interrupt(signum: int, frame: object) -> None:
+        received.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)  # type: ignore[arg-type]
+        elif handler == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+    for signum in _STOP_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, as_interrupt)
+        except ValueError:  # not the main thread
+            return
 
 
 def _caused_by_interrupt(exc: BaseException) -> bool:

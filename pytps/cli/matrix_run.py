@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytps.cli.exit_codes import overall_exit_code, run_exit_code
 from pytps.errors import ConfigError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
@@ -79,7 +80,9 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             "headline": None,
             "analysis": None,
             "capacity": None,
+            "exit_code": None,  # the cell's exit status (pytps.cli.exit_codes); null when it did not run
         }
+        sweep_codes: list[int] = []
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
             base_url = base_override or cell.base_url
@@ -95,6 +98,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     entry["headline"] = headline(result.summary)
                     if result.interrupted:
                         raise KeyboardInterrupt
+                    entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 elif settings.get("search"):
                     options = {k: settings.pop(k, getattr(args, k)) for k in SEARCH_KEYS}
                     search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
@@ -125,9 +129,13 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     fixed = {k: v for k, v in settings.items() if k not in axes}
 
                     def run_cell(
-                        values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, base_url: str = base_url
+                        values: dict[str, Any],
+                        cell_dir: Path,
+                        fixed: dict[str, Any] = fixed,
+                        base_url: str = base_url,
+                        sweep_codes: list[int] = sweep_codes,
                     ) -> dict[str, Any]:
-                        return cell_summary(make_config(base_url, **fixed, **values, out=cell_dir))
+                        return cell_summary(make_config(base_url, **fixed, **values, out=cell_dir), sweep_codes)
 
                     sweep = Sweep(
                         axes=axes,
@@ -139,6 +147,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
                     )
                     entry["analysis"] = sweep.run()["analysis"]
+                    entry["exit_code"] = overall_exit_code(sweep_codes)
             except ConfigError as exc:
                 raise matrix.locate(cell, exc) from None
             except KeyboardInterrupt:
@@ -156,7 +165,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     else:
         print_matrix(index)
     print(f"results: {out} (matrix.json indexes the cells)", file=sys.stderr)
-    return 0
+    return overall_exit_code([c["exit_code"] for c in index["cells"] if c["exit_code"] is not None])
 
 
 def _values_label(values: dict[str, Any]) -> str:

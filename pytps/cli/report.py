@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/ --html            # writes report.html in the folder
   pytps report results/20261201T120000Z-sweep/                      # a sweep's folder: its curve and knee
   pytps report results/20261201T120000Z-sweep/ --html sweep.html
+  pytps report results/20261201T120000Z-my-model/ --repair          # a killed run: write its results
 """
 
 
@@ -79,6 +80,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --trace: at most N requests, spread evenly over a longer run (default: 10,000)",
     )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="for a run that did not finish (killed, or a corrupt results.json): write the results.json and "
+        "events.npz rebuilt from its journal and event log",
+    )
     add_html_argument(p, "the report")
     p.set_defaults(func=cmd_report)
 
@@ -102,15 +109,29 @@ def report_sweep(path: Path, args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    import sys
+
     from pytps.report.console import render
-    from pytps.results.folder import load_results
+    from pytps.results.rebuild import load_or_rebuild, repair
 
     path = Path(args.dir)
     if (path / "sweep.json").exists() and not (path / "results.json").exists():
         return report_sweep(path, args)
-    if not (path / "results.json").exists():
-        raise ConfigError(f"{path} has no results.json: name a directory written by pytps run")
-    results = load_results(path)
+    if not path.is_dir():
+        raise ConfigError(f"{path} is not a directory: name a results directory written by pytps run")
+    if args.repair:
+        try:
+            print(f"{path}: {repair(path)}", file=sys.stderr)
+        except FileNotFoundError as exc:
+            raise ConfigError(str(exc)) from None
+        return 0
+    try:
+        # A run that did not finish (killed, or a corrupt results.json) is rebuilt from its journal.
+        results, note = load_or_rebuild(path)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{exc}: name a directory written by pytps run") from None
+    if note is not None:
+        print(f"pytps: {note} (pytps report --repair {path} writes them)", file=sys.stderr)
     if args.html is not None:
         write_html(path, args.html)
         if not (args.trace or args.json or args.markdown or args.csv):

@@ -8,6 +8,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
+from pytps.cli.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
 from pytps.cli.scale_args import add_scale_arguments, scale_options
@@ -24,6 +25,7 @@ EXAMPLES = """examples:
   pytps run --base-url https://api.example.com --api-key-env MY_KEY --dataset prompts.jsonl
   pytps run --base-url http://127.0.0.1:8000 --rate 2000 --duration 60 --workers 4
 """
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
 
 
 HELP = "benchmark a streaming endpoint (the built-in emulator when no --base-url is given)"
@@ -82,8 +84,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir = result.out_dir if result else None
         if out_dir is None and runner.finished:
             out_dir = cfg.out_dir
+        code = NO_SUCCESS
         if out_dir is not None and (out_dir / "results.json").exists():
             results = load_results(out_dir)
+            code = run_exit_code(results["summary"], results["metadata"])
             if args.json:
                 print(json.dumps(results["summary"], indent=2))
             else:
@@ -95,5 +99,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 write_html(out_dir, args.html)
         if interrupted:
             print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
-            return 130
-    return 0
+            return INTERRUPTED
+    if code == NO_SUCCESS:
+        print("pytps: no measured request succeeded (exit status 3)", file=sys.stderr)
+    elif code == ERROR_RATE:
+        print("pytps: the run stopped early at --max-error-rate (exit status 4)", file=sys.stderr)
+    return code

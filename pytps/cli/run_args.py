@@ -356,11 +356,13 @@ def endpoint_url(args: argparse.Namespace, stack: ExitStack, doing: str) -> str:
 def results_dir(args: argparse.Namespace, kind: str) -> Path:
     """--out, or results/<UTC time>-<kind>/."""
     if args.out:
-        return Path(args.out)
+        from pytps.runner.config import check_out_dir
+
+        return check_out_dir(Path(args.out))
     return Path("results") / (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{kind}")
 
 
-def cell_summary(cfg: RunConfig) -> dict[str, Any]:
+def cell_summary(cfg: RunConfig, codes: list[int] | None = None) -> dict[str, Any]:
     """One cell of a sweep or a matrix: a whole run, judged against this host's trust envelope. A
     Ctrl-C during it ends the sweep (the cells done so far are kept)."""
     from pytps.calibrate.envelope import envelope_for
@@ -371,4 +373,8 @@ def cell_summary(cfg: RunConfig) -> dict[str, Any]:
     result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
     if result.interrupted:
         raise KeyboardInterrupt
+    if codes is not None:  # each cell's exit status, for the sweep's own (pytps.cli.exit_codes)
+        from pytps.cli.exit_codes import run_exit_code
+
+        codes.append(run_exit_code(result.summary, result.metadata))
     return result.summary

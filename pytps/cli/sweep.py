@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytps.cli.exit_codes import TABLE, overall_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
 from pytps.errors import ConfigError
@@ -22,6 +23,7 @@ EXAMPLES = """examples:
   pytps sweep --base-url http://127.0.0.1:8000 --rate 1..32 --duration 30 --price-input 0.5 --price-output 1.5
   pytps sweep --concurrency 1,8,32 --input-tokens 128,1024,8192 --requests 64      # a grid of two axes
 """
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
 
 
 HELP = "run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee"
@@ -155,8 +157,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base_url = endpoint_url(args, stack, "sweeping")
         build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
 
+        codes: list[int] = []  # each cell's exit status (pytps.cli.exit_codes)
+
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
-            return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir))
+            return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir), codes)
 
         sweep = Sweep(
             axes=axes,
@@ -175,7 +179,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"results: {out} (sweep.json indexes the cells)", file=sys.stderr)
     if args.html is not None:
         write_html(out, args.html)
-    return 0
+    return overall_exit_code(codes)
 
 
 def cmd_search(args: argparse.Namespace) -> int:

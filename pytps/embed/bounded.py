@@ -54,7 +54,10 @@ class RunningSummary:
         if done is not None:
             self._t1 = done if self._t1 is None else max(self._t1, done)
         why_not = None if record.why_not_useful is None else str(record.why_not_useful)
-        if not self.totals.add(m, retries=rec.retries, useful=bool(record.useful), why_not=why_not):
+        implausible = rec.usage_implausible is not None
+        if not self.totals.add(
+            m, retries=rec.retries, useful=bool(record.useful), why_not=why_not, usage_implausible=implausible
+        ):
             return
         for name in ("ttft_s", "ttfat_s", "tpot_s", "e2e_s", "decode_tps", "user_tps", "e2e_500_s"):
             self._record(name, getattr(m, name))

@@ -131,11 +131,19 @@ def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, n
     return np.diff(t) / k[1:], k[1:]
 
 
-def itl_token_samples_ns(times_ns: np.ndarray, layout: np.ndarray) -> np.ndarray:
-    """itl_samples() as one sample per token, in whole ns: what the run's ITL figures are computed
-    from. 0 (events delivered by one read) counts as 1 ns."""
+def itl_token_weights_ns(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """itl_samples() in whole ns, each value with its count of tokens: what the run's ITL figures
+    are computed from, the counts as weights (never one array entry per token, so a server's token
+    count never sizes an allocation). 0 (events delivered by one read) counts as 1 ns."""
     values, counts = itl_samples(times_ns, layout)
-    return np.repeat(np.maximum(1, np.rint(values)).astype(np.int64), counts)
+    return np.maximum(1, np.rint(values)).astype(np.int64), counts
+
+
+def itl_token_samples_ns(times_ns: np.ndarray, layout: np.ndarray) -> np.ndarray:
+    """itl_token_weights_ns() as one sample per token (for plots of a saved run, whose layout's
+    counts passed pytps.measure.usage's bounds)."""
+    values, counts = itl_token_weights_ns(times_ns, layout)
+    return np.repeat(values, counts)
 
 
 @overload

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from pytps.measure.grade import Grade
+from pytps.measure.usage import implausible_counts
 
 # Error classes, shared by every transport (docs/metrics.md, "Errors").
 ERROR_TIMEOUT = "timeout"
@@ -89,11 +90,15 @@ class RequestRecord:
     prompt_tokens_planned: int | None = None
     max_tokens: int | None = None
     usage_requested: bool = True
+    request_bytes: int | None = None  # the request body's size: bounds a plausible prompt_tokens
     # Read-outs of the StreamRecorder.
     response_id: str | None = None
     model: str | None = None
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    # Usage counts the server reported that fail pytps.measure.usage's bounds, as reported; they
+    # are not in `usage`, so no figure uses them.
+    usage_implausible: dict[str, Any] | None = None
     # The server's own timing report: (source, its JSON object text), read by pytps.measure.server_timings.
     server_timings: tuple[str, str] | None = None
     done: bool = False
@@ -148,6 +153,11 @@ class RequestRecord:
         self.model = rec.model
         self.finish_reason = rec.finish_reason
         self.usage = dict(rec.usage)
+        # The server's counts are untrusted: an implausible one is set aside, never used.
+        bad = implausible_counts(self.usage, rec.events, self.max_tokens, self.request_bytes)
+        if bad:
+            self.usage = {k: v for k, v in self.usage.items() if k not in bad}
+            self.usage_implausible = bad
         self.server_timings = rec.server_timings
         self.done = rec.done
         self.events = rec.events

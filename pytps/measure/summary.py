@@ -11,14 +11,15 @@ The formulas are pytps.measure.metrics's; docs/metrics.md defines them.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pytps._native import _core
+from pytps.measure.columns import Columns
 from pytps.measure.event_rows import event_rows
 from pytps.measure.grade import Grade
 from pytps.measure.grade_figures import GradeFigures
@@ -30,7 +31,7 @@ from pytps.measure.metrics import (
     event_tokens,
     finish_ns,
     histogram_distribution,
-    itl_token_samples_ns,
+    itl_token_weights_ns,
     request_metrics,
     steady_intervals_of,
 )
@@ -61,8 +62,15 @@ class RunSummary:
     """Accumulates finished requests; finish() gives results.json's summary."""
 
     def __init__(
-        self, *, target_concurrency: int | None = None, rate_mode: bool = False, judge: Judge | None = None
+        self,
+        *,
+        target_concurrency: int | None = None,
+        rate_mode: bool = False,
+        judge: Judge | None = None,
+        spill_path: Path | None = None,
     ) -> None:
+        """spill_path: where the per-request columns go, a block at a time (pytps.measure.columns),
+        so memory does not grow with the run; None keeps them in memory."""
         self.target_concurrency = target_concurrency
         self.rate_mode = rate_mode
         self.judge = judge or Judge()
@@ -71,19 +79,23 @@ class RunSummary:
         self.grades = GradeFigures()  # graded answers (docs/metrics.md, "Graded answers")
         # A column per figure the summary has percentiles of; e2e_500_s is derived from two of them.
         names = _SECONDS + (_SCHED_SECONDS if rate_mode else ())
-        self._seconds = {name: array("d") for name in names}
-        self._index = array("q")
-        self._t_send = array("q")
-        self._finish = array("q")
-        self._measured = array("b")  # 1: measured (not warm-up)
-        self._ok = array("b")
+        # measured: 1 when not warm-up. Each column is appended to once per request (commit()).
+        spec = {**{name: "d" for name in names}, "index": "q", "t_send": "q", "finish": "q", "measured": "b", "ok": "b"}
+        self._cols = Columns(spec, spill_path)
+        live = self._cols.live
+        self._seconds = {name: live[name] for name in names}
+        self._index, self._t_send, self._finish = live["index"], live["t_send"], live["finish"]
+        self._measured, self._ok = live["measured"], live["ok"]
         self._itl = _core.Histogram()
         self._gaps = _core.Histogram()
         self._kernel_lag = _core.Histogram()
         self.tokens_read = 0  # output tokens of every request, warm-up and failed ones too
-        self.workload = WorkloadFigures(prompt_includes_cached=self.judge.prompt_includes_cached)
+        self.workload = WorkloadFigures(
+            prompt_includes_cached=self.judge.prompt_includes_cached, spill_path=_beside(spill_path, "workload")
+        )
         # The server's own timings of successful measured requests that reported them.
-        self._server: dict[str, array[float]] = {name: array("d") for name in _SERVER_STATS}
+        self._server_cols = Columns({name: "d" for name in _SERVER_STATS}, _beside(spill_path, "server"))
+        self._server = self._server_cols.live
         self._server_sources: dict[str, int] = {}
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
@@ -93,7 +105,8 @@ class RunSummary:
     def add(self, rec: RequestRecord, m: RequestMetrics, layout: np.ndarray, verdict: Verdict | None = None) -> None:
         """One finished request: O(1) plus its events, whatever came before."""
         verdict = verdict or self.judge.verdict(rec, m)
-        if self._add_scalars(m, finish_ns(rec), rec.retries, verdict, rec.usage, rec.turn):
+        implausible = rec.usage_implausible is not None
+        if self._add_scalars(m, finish_ns(rec), rec.retries, verdict, rec.usage, rec.turn, implausible):
             self.add_token_figures(rec.output_times_ns, layout, rec.output_kernel_times_ns)
 
     def add_journaled(self, line: dict[str, Any]) -> None:
@@ -107,7 +120,8 @@ class RunSummary:
         if line.get("grader") is not None:
             grade = Grade(line["item"], line["grader"], line["correct"], line.get("score"), line.get("why_wrong"))
         verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"], grade=grade)
-        self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"])
+        implausible = line.get("usage_implausible") is not None
+        self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"], implausible)
 
     def _add_scalars(
         self,
@@ -117,6 +131,7 @@ class RunSummary:
         verdict: Verdict,
         usage: dict[str, Any],
         turn: int | None,
+        usage_implausible: bool = False,
     ) -> bool:
         """The request's columns and counts; True when its per-token figures count (measured, ok)."""
         self.tokens_read += m.output_tokens
@@ -130,11 +145,15 @@ class RunSummary:
         self._finish.append(_NO_NS if done is None else done)
         self._measured.append(measured)
         self._ok.append(ok)
+        self._cols.commit()
         if not measured:
             return False
         if verdict.cost is not None:
             self.cost_total += verdict.cost
-        if not self.totals.add(m, retries=retries, useful=verdict.useful, why_not=verdict.why_not):
+        totals = self.totals
+        if not totals.add(
+            m, retries=retries, useful=verdict.useful, why_not=verdict.why_not, usage_implausible=usage_implausible
+        ):
             return False
         if self.judge.grading.active:
             self.grades.add(
@@ -147,11 +166,12 @@ class RunSummary:
             self._server_sources[st["source"]] = self._server_sources.get(st["source"], 0) + 1
             for name, col in self._server.items():
                 col.append(math.nan if st[name] is None else st[name])
+            self._server_cols.commit()
         return True
 
     def add_token_figures(self, times_ns: np.ndarray, layout: np.ndarray, kernel_times_ns: np.ndarray) -> None:
         """A measured, successful request's per-token figures: ITL, chunk gaps, kernel lag."""
-        self._itl.record_many(itl_token_samples_ns(times_ns, layout))
+        record_weighted(self._itl, *itl_token_weights_ns(times_ns, layout))
         if len(times_ns) > 1:
             self._gaps.record_many(np.maximum(1, np.diff(times_ns)))
         if len(kernel_times_ns):
@@ -169,9 +189,8 @@ class RunSummary:
         self._kernel_lag.merge(_core.Histogram.from_bytes(blobs["kernel_lag"]))
 
     def _column(self, name: str, ok_only: bool) -> np.ndarray:
-        values = np.frombuffer(self._seconds[name], dtype=np.float64)
-        keep = np.frombuffer(self._ok if ok_only else self._measured, dtype=np.int8).astype(bool)
-        kept: np.ndarray = values[keep]
+        values = self._cols.column(name)
+        kept: np.ndarray = values[self._cols.column("ok" if ok_only else "measured").astype(bool)]
         return kept
 
     def finish(self, events: Iterable[np.ndarray]) -> dict[str, Any]:
@@ -195,16 +214,21 @@ class RunSummary:
             summary["kernel_read_lag_s"] = histogram_distribution(self._kernel_lag)
         ttft, tpot = self._column("ttft_s", True), self._column("tpot_s", True)
         summary["e2e_500_s"] = distribution(e2e_for(500, ttft, tpot))  # as request_metrics, element-wise
+        del ttft, tpot  # one column at a time: memory at the finish stays a few columns, whatever the run
         if self.rate_mode:
             summary["ttft_sched_s"] = dist("ttft_sched_s")
             summary["e2e_sched_s"] = dist("e2e_sched_s")
             summary["schedule_lag_s"] = dist("schedule_lag_s", ok_only=False)
 
-        index = np.frombuffer(self._index, dtype=np.int64)
-        t_send = np.frombuffer(self._t_send, dtype=np.int64)
-        finish = np.frombuffer(self._finish, dtype=np.int64)
-        measured = np.frombuffer(self._measured, dtype=np.int8).astype(bool)
-        ok = np.frombuffer(self._ok, dtype=np.int8).astype(bool)
+        ok = self._cols.column("ok").astype(bool)
+        index = self._cols.column("index")
+        # The requests whose events count (measured, successful), by index; the column then goes.
+        counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
+        counted[index[ok]] = True
+        del index
+        t_send = self._cols.column("t_send")
+        finish = self._cols.column("finish")
+        measured = self._cols.column("measured").astype(bool)
         finished = finish != _NO_NS
 
         # The measured window: first measured send to last measured finish.
@@ -223,8 +247,6 @@ class RunSummary:
             steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
         starts = np.asarray([a for a, _ in steady], dtype=np.int64)
         ends = np.asarray([b for _, b in steady], dtype=np.int64)
-        counted = np.zeros(int(index.max()) + 1 if len(index) else 0, dtype=bool)
-        counted[index[ok]] = True
         per_second = np.zeros(0, dtype=np.int64)
         steady_tokens = 0
         for rows in events:
@@ -268,8 +290,10 @@ class RunSummary:
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["server_timings"] = self._server_summary()
         summary["first_ttft_s"] = totals.first_ttft_s
+        time_series = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
+        del t_send, finish, measured, ok, finished, counted
         summary.update(self.workload.finish())
-        summary["time_series"] = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
+        summary["time_series"] = time_series
         return summary
 
     def _server_summary(self) -> dict[str, Any] | None:
@@ -283,9 +307,29 @@ class RunSummary:
             "sources": dict(sources),
             "requests": sum(sources.values()),
         }
-        for name, col in self._server.items():
-            out[name] = distribution(np.frombuffer(col, dtype=np.float64))
+        for name in self._server:
+            out[name] = distribution(self._server_cols.column(name))
         return out
+
+    def close(self) -> None:
+        """Removes the spilled columns' files (after finish())."""
+        for cols in (self._cols, self._server_cols, self.workload.columns):
+            cols.close()
+
+
+def _beside(path: Path | None, part: str) -> Path | None:
+    """The file of another group of spilled columns, beside `path`."""
+    return None if path is None else path.with_name(f"{path.stem}-{part}{path.suffix}")
+
+
+def record_weighted(hist: Any, values: np.ndarray, counts: np.ndarray) -> None:
+    """Records each value `count` times: one call for the values of count 1 (nearly all, one token
+    per event), one per value otherwise, so the cost follows the events, never the counts."""
+    single = counts == 1
+    hist.record_many(values[single])
+    for value, count in zip(values[~single].tolist(), counts[~single].tolist(), strict=True):
+        if count > 0:
+            hist.record(value, count)
 
 
 def _time_series(

@@ -27,6 +27,7 @@ class RunTotals:
     requests: int = 0
     ok: int = 0
     retried: int = 0  # sent again on a new connection (a stale kept-alive one)
+    usage_implausible: int = 0  # whose reported usage failed pytps.measure.usage's bounds
     tokens_ok: int = 0  # output tokens of successful requests
     events_ok: int = 0  # output events of successful requests
     useful: int = 0
@@ -36,10 +37,13 @@ class RunTotals:
     not_useful: dict[str, int] = field(default_factory=dict)  # error / slo / validation -> count
     first: tuple[int, float | None] | None = None  # (t_send_ns, ttft_s) of the earliest request
 
-    def add(self, m: RequestMetrics, *, retries: int, useful: bool, why_not: str | None) -> bool:
+    def add(
+        self, m: RequestMetrics, *, retries: int, useful: bool, why_not: str | None, usage_implausible: bool = False
+    ) -> bool:
         """One measured request; True when it succeeded (its figures count)."""
         self.requests += 1
         self.retried += retries > 0
+        self.usage_implausible += usage_implausible
         if useful:
             self.useful += 1
             self.useful_tokens += m.output_tokens
@@ -73,6 +77,7 @@ class RunTotals:
             "requests_total": n,
             "requests_ok": ok,
             "requests_retried": self.retried,
+            "usage_implausible": self.usage_implausible,
             "error_rate": (n - ok) / n if n else None,
             "errors": dict(sorted(self.errors.items())),
             "token_source": next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None),

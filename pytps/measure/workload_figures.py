@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from array import array
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pytps.measure.columns import Columns
 from pytps.measure.metrics import RequestMetrics, distribution
 
 #: A request is "mostly cached" when the server reported at least this share of its prompt as
@@ -35,12 +37,16 @@ def cache_counts(usage: dict[str, Any], prompt_includes_cached: bool) -> tuple[i
 def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
     """y's median, p90 and mean per power-of-two bin of x ([lo, 2 lo)); empty bins left out."""
     keep = ~np.isnan(y) & (x >= 1)
-    x, y = x[keep], y[keep]
+    x, y = x[keep], y[keep]  # copies: x is worked on in place below, to keep the finish's memory low
+    del keep
     if not len(x):
         return []
-    exp = np.floor(np.log2(x)).astype(np.int64)
+    np.log2(x, out=x)
+    np.floor(x, out=x)
+    exp = x.astype(np.int64)
+    del x
     out = []
-    for e in sorted(set(exp.tolist())):  # not np.unique: it imports numpy.ma, a run's start-up cost
+    for e in np.flatnonzero(np.bincount(exp)):  # the bins present, in order (exp >= 0: x >= 1)
         d = distribution(y[exp == e])
         out.append({"lo": int(2**e), "hi": int(2 ** (e + 1)), "count": d["count"], "p50": d["p50"],
                     "p90": d["p90"], "mean": d["mean"]})  # fmt: skip
@@ -50,15 +56,20 @@ def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
 class WorkloadFigures:
     """Accumulates successful measured requests' lengths, cache figures and turns."""
 
-    def __init__(self, prompt_includes_cached: bool = True) -> None:
+    def __init__(self, prompt_includes_cached: bool = True, spill_path: Path | None = None) -> None:
         self.prompt_includes_cached = prompt_includes_cached
-        self._ttft = array("d")
-        self._e2e = array("d")
-        self._decode = array("d")
-        self._prompt = array("q")  # -1: not reported
-        self._cached = array("q")  # -1: not reported
-        self._output = array("q")
-        self._turn = array("q")  # -1: not a session's turn
+        # prompt, cached: -1 when not reported; turn: -1 when not a session's turn. Spilled to
+        # spill_path a block at a time (pytps.measure.columns), or kept in memory without one.
+        spec = {"ttft": "d", "e2e": "d", "decode": "d", "prompt": "q", "cached": "q", "output": "q", "turn": "q"}
+        self.columns = Columns(spec, spill_path)
+        live = self.columns.live
+        self._ttft, self._e2e, self._decode = live["ttft"], live["e2e"], live["decode"]
+        self._prompt, self._cached, self._output, self._turn = (
+            live["prompt"],
+            live["cached"],
+            live["output"],
+            live["turn"],
+        )
         self._session_start = array("q")
         self._session_end = array("q")
 
@@ -72,6 +83,7 @@ class WorkloadFigures:
         self._cached.append(-1 if cached is None else cached)
         self._output.append(m.output_tokens)
         self._turn.append(-1 if turn is None else turn)
+        self.columns.commit()
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
         """A measured session, from its first turn's send to its last turn's finish."""
@@ -83,29 +95,31 @@ class WorkloadFigures:
         return np.frombuffer(self._session_start, dtype=np.int64), np.frombuffer(self._session_end, dtype=np.int64)
 
     def finish(self) -> dict[str, Any]:
-        ttft = np.frombuffer(self._ttft, dtype=np.float64)
-        e2e = np.frombuffer(self._e2e, dtype=np.float64)
-        prompt = np.frombuffer(self._prompt, dtype=np.int64)
-        cached = np.frombuffer(self._cached, dtype=np.int64)
-        output = np.frombuffer(self._output, dtype=np.int64)
+        # The columns are read back a few at a time (pytps.measure.columns), and each dropped once
+        # used, so the finish's memory is a few columns, whatever the run's length.
+        cols = self.columns
+        ttft, prompt, cached = cols.column("ttft"), cols.column("prompt"), cols.column("cached")
         reported = (prompt > 0) & (cached >= 0)
         share = np.where(reported, cached / np.maximum(prompt, 1), np.nan)
         p_sum, c_sum = int(prompt[reported].sum()), int(cached[reported].sum())
+        mostly = share >= MOSTLY_CACHED
+        fewer = share < MOSTLY_CACHED
+        del share
         out: dict[str, Any] = {
             "cache": {
                 "requests_reporting": int(reported.sum()),
                 "prompt_tokens": p_sum,
                 "cached_tokens": c_sum,
                 "hit_rate": c_sum / p_sum if p_sum else None,
-                "ttft_mostly_cached_s": distribution(ttft[reported & (share >= MOSTLY_CACHED)]),
-                "ttft_mostly_uncached_s": distribution(ttft[reported & (share < MOSTLY_CACHED)]),
+                "ttft_mostly_cached_s": distribution(ttft[reported & mostly]),
+                "ttft_mostly_uncached_s": distribution(ttft[reported & fewer]),
             },
-            "ttft_by_prompt_tokens": log2_bins(prompt.astype(np.float64), ttft),
-            "e2e_by_output_tokens": log2_bins(output.astype(np.float64), e2e),
         }
-        turn = np.frombuffer(self._turn, dtype=np.int64)
+        del mostly, fewer
+        out["ttft_by_prompt_tokens"] = log2_bins(prompt.astype(np.float64), ttft)
+        turn = cols.column("turn")
         if (turn >= 0).any():
-            decode = np.frombuffer(self._decode, dtype=np.float64)
+            decode = cols.column("decode")
             rows = []
             for k in np.unique(turn[turn >= 0]):
                 sel = turn == k
@@ -123,4 +137,8 @@ class WorkloadFigures:
                 })  # fmt: skip
             out["per_turn"] = rows
             out["sessions_measured"] = len(self._session_start)
-        return out
+        del ttft, prompt, cached, reported, turn
+        output, e2e = cols.column("output"), cols.column("e2e")
+        out["e2e_by_output_tokens"] = log2_bins(output.astype(np.float64), e2e)
+        order = ("cache", "ttft_by_prompt_tokens", "e2e_by_output_tokens", "per_turn", "sessions_measured")
+        return {k: out[k] for k in order if k in out}

@@ -16,7 +16,8 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import point, resample
 from pytps.measure.catalogue import Metric, metric
 from pytps.report.paired import accuracy_diff, pairing_warnings
-from pytps.results.folder import SavedResults, load_saved
+from pytps.results.folder import SavedResults
+from pytps.results.rebuild import load_saved
 
 # Per-request metrics, from the journals (labels, units, scales: measure/catalogue).
 REQUEST_METRICS = tuple(metric(k) for k in ("ttft_s", "tpot_s", "e2e_s", "decode_tps", "user_tps"))

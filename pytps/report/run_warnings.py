@@ -45,6 +45,12 @@ def collect(results: dict[str, Any]) -> list[str]:
             f"Prompt sizes may be off: {stopped}. Hint: check what the server counts as prompt_tokens "
             "(a server that truncates to its context reports its cap)."
         )
+    implausible = summary.get("usage_implausible")
+    if implausible:
+        out.append(
+            f"{implausible} request(s) reported implausible usage (a count beyond what arrived, "
+            "docs/metrics.md): their figures use the events instead, and their cost leaves the count out."
+        )
     if meta.get("usage_note"):
         out.append(f"Note: {meta['usage_note']}.")
     rate = summary.get("error_rate")

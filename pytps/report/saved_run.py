@@ -15,7 +15,8 @@ import numpy as np
 
 from pytps.measure.metrics import NS_PER_S, finish_of, in_flight_at, itl_token_samples_ns, token_layout
 from pytps.results.event_log import load_saved_events
-from pytps.results.folder import SavedResults, load_saved
+from pytps.results.folder import SavedResults
+from pytps.results.rebuild import load_saved
 
 #: A CDF is drawn through at most this many points (quantiles evenly spaced in probability), so a
 #: million ITL samples cost as little on the page as a thousand.

@@ -31,7 +31,8 @@ import numpy as np
 
 from pytps.errors import ConfigError
 from pytps.results.event_log import load_saved_events
-from pytps.results.folder import load_journal, load_results
+from pytps.results.folder import load_journal
+from pytps.results.rebuild import read_results
 
 #: Requests written by default; a longer run is sampled evenly by request index.
 DEFAULT_MAX_REQUESTS = 10_000
@@ -217,9 +218,10 @@ def trace_events(
     """The trace's events (in file order: metadata events, then each track's slices and
     instants) and its metadata object."""
     path = Path(directory)
-    if not (path / "results.json").exists() or not (path / "requests.jsonl").exists():
-        raise ConfigError(f"{path} has no results.json and requests.jsonl: name a directory written by pytps run")
-    results = load_results(path)
+    if not (path / "requests.jsonl").exists():
+        raise ConfigError(f"{path} has no requests.jsonl: name a directory written by pytps run")
+    # A run that did not finish (no or a corrupt results.json) still has its journal and events.
+    results = read_results(path)[0] or {}
     lines = [line for line in load_journal(path) if isinstance(line.get("t_send_ns"), int)]
     total = len(lines)
     lines, sampled = select_lines(lines, max_requests) if lines else (lines, False)

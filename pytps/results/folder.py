@@ -20,7 +20,7 @@ import numpy as np
 from pytps.measure.records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _jsonable(value: Any) -> Any:
@@ -52,6 +52,7 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
         "response_id": rec.response_id,
         "finish_reason": rec.finish_reason,
         "usage": rec.usage,
+        "usage_implausible": rec.usage_implausible,
         "done": rec.done,
         "events": rec.events,
         "phases_ns": rec.phases_ns,
@@ -155,21 +156,3 @@ class SavedResults:
         vals = [line.get(key) for line in self.measured() if line.get("ok")]
         arr = np.asarray([v for v in vals if isinstance(v, (int, float))], dtype=np.float64)
         return arr[np.isfinite(arr)]
-
-
-def load_saved(directory: str | Path, need_journal: bool) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
-    """(path, results.json, journal lines) of a results folder, with a one-line error naming what
-    is missing; no journal is an empty one unless `need_journal`."""
-    from pytps.errors import ConfigError
-
-    p = Path(directory)
-    if not (p / "results.json").is_file():
-        raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
-    has_journal = (p / "requests.jsonl").is_file()
-    if need_journal and not has_journal:
-        raise ConfigError(f"{p} has no requests.jsonl: its per-request figures are needed here")
-    try:
-        results = load_results(p)
-    except ValueError as exc:  # JSONDecodeError: a results.json cut short or not pytps's
-        raise ConfigError(f"{p}/results.json is not valid JSON: {exc}") from exc
-    return p, results, load_journal(p) if has_journal else []

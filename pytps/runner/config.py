@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pytps.errors import ConfigError
 from pytps.measure.cost import Prices
 from pytps.measure.grading import Grading, build_grading
+from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
@@ -39,13 +40,29 @@ def normalize_base_url(base_url: str) -> str:
     is not an http(s) URL with a host."""
     url = urlsplit(base_url)
     if url.scheme not in ("http", "https") or not url.hostname:
+        shown = Redactor(url_secrets(base_url))(base_url)
         raise ConfigError(
-            f"base URL (--base-url) {base_url!r} is not an http:// or https:// URL with a host; "
+            f"base URL (--base-url) {shown!r} is not an http:// or https:// URL with a host; "
             "write it like http://127.0.0.1:8000"
         )
     path = url.path.rstrip("/")
     path = path.removesuffix("/v1")
     return urlunsplit(url._replace(path=path)).rstrip("/")
+
+
+def check_out_dir(path: Path) -> Path:
+    """path, when it is a directory or one can be made there; ConfigError (one line, before
+    anything runs) for a file, or a place where no directory can be made."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {path} is a file, not a directory: name a directory for the results")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out {path}: {parent} is a file, so no directory can be made there")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {path}: {parent} is not writable: name a directory you can write to")
+    return path
 
 
 @dataclass
@@ -56,7 +73,7 @@ class RunConfig:
     plan: LoadPlan
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # values may be secrets
     extra_body: dict[str, Any] | None = None
     http2: bool = False
     # "native" (HTTP/1.1 on a C++ thread, http:// or https://), "httpx" (HTTP/2, proxies),
@@ -79,6 +96,12 @@ class RunConfig:
     # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
     store: str | None = None
     store_as: str | None = "run"
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every secret of these settings (pytps.measure.redact's one rule): the key, secret header
+        values, the URL's userinfo and secret query values."""
+        return secrets_of(self.api_key, self.headers, self.base_url)
 
 
 def make_config(
@@ -248,7 +271,7 @@ def make_config(
         http2=http2,
         transport=transport,
         kernel_timestamps=kernel_timestamps,
-        out_dir=Path(out) if out is not None else None,
+        out_dir=check_out_dir(Path(out)) if out is not None else None,
         max_error_rate=max_error_rate,
         read_timeout_s=timeout,
         seed=seed,

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pytps.errors import EndpointError
+from pytps.measure.redact import Redactor
 from pytps.transport.network import proxy_for, tls_hint
 from pytps.workload import request_formats
 
@@ -71,7 +72,7 @@ class Endpoint:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = headers
-        self.secrets = list(secrets)
+        self._redact = Redactor(secrets)
         self._ca_file = ca_file
         self._verify = verify
         self._timeout_s = timeout_s
@@ -127,9 +128,6 @@ class Endpoint:
             return ssl._create_unverified_context()  # --insecure asks for exactly this
         return ssl.create_default_context(cafile=self._ca_file)
 
-    def _redact(self, text: str) -> str:
-        return request_formats.redact(text, self.secrets)
-
     async def first_model(self, api: str) -> str:
         """The first model the endpoint lists; EndpointError (one line, with the fix) when it cannot tell."""
         path = request_formats.models_path(api)
@@ -147,16 +145,22 @@ class Endpoint:
             ) from None
         if status in (401, 403):
             raise EndpointError(
-                f"{self.base_url}{path} answered {status}: the API key was refused; "
-                "set --api-key-env to the variable that holds a valid key"
+                self._redact(
+                    f"{self.base_url}{path} answered {status}: the API key was refused; "
+                    "set --api-key-env to the variable that holds a valid key"
+                )
             )
-        models = request_formats.parse_models(api, body) if status == 200 and body is not None else []
+        models = request_formats.parse_models(api, body, self._redact) if status == 200 and body is not None else []
         if not models and path != "/v1/models":
             # Ollama also serves the OpenAI-compatible list.
             status, body = await self.get_json("/v1/models")
-            models = request_formats.parse_models("openai-chat", body) if status == 200 and body is not None else []
+            models = (
+                request_formats.parse_models("openai-chat", body, self._redact)
+                if status == 200 and body is not None
+                else []
+            )
         if not models:
             raise EndpointError(
-                f"could not list models at {self.base_url}{path} (HTTP {status}); name one with --model"
+                self._redact(f"could not list models at {self.base_url}{path} (HTTP {status}); name one with --model")
             )
         return models[0]

@@ -29,6 +29,8 @@ from pytps.runner.schedule import LoadPlan
 
 #: The event log's name in the results folder, while the run goes (pytps.results.event_log).
 EVENT_LOG = "events.log"
+#: The summary's per-request columns while the run goes (scratch: removed at the finish).
+SPILL = "summary.columns"
 
 if TYPE_CHECKING:
     from pytps.results.record import Record
@@ -148,7 +150,11 @@ class RunOutput:
         self.events = EventLog(out_dir / EVENT_LOG)
         target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
         self.judge = judge or Judge()
-        self.summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=self.judge)
+        # The summary's per-request columns go to a scratch file beside the event log, a block at a
+        # time, so memory does not grow with the run (pytps.measure.columns).
+        self.summary = RunSummary(
+            target_concurrency=target, rate_mode=plan.mode == "rate", judge=self.judge, spill_path=out_dir / SPILL
+        )
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
 
@@ -176,6 +182,7 @@ class RunOutput:
         self.events.close()
         log = self.out_dir / EVENT_LOG
         summary = self.summary.finish(read_chunks(log))
+        self.summary.close()
         cpu = metadata.get("client_cpu")
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:

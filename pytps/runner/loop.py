@@ -24,6 +24,7 @@ from typing import Any
 from pytps._native import _core
 from pytps.errors import EndpointError
 from pytps.measure.records import RequestRecord
+from pytps.measure.redact import Redactor
 from pytps.measure.saturation import SaturationWatch
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
@@ -114,7 +115,9 @@ class Runner:
         self._output: RunOutput | None = None
         self.finished = 0  # requests finished, warm-up included
         self._measured = 0
-        self._secrets = [s for s in (cfg.api_key,) if s]
+        # The one redaction rule (pytps.measure.redact) over every secret of the settings.
+        self._secrets = cfg.secrets
+        self._redactor = Redactor(self._secrets)
         self._include_usage = True
         self._usage_note: str | None = None
         self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration
@@ -173,7 +176,7 @@ class Runner:
         return {**request_formats.auth_headers(self.cfg.api, self.cfg.api_key), **self.cfg.headers}
 
     def _redact(self, text: str | None) -> str | None:
-        return request_formats.redact(text, self._secrets) if text else text
+        return self._redactor.optional(text)
 
     async def _resolve_model(self) -> str:
         if self.cfg.model:
@@ -281,9 +284,11 @@ class Runner:
             )
         if rec.status == 404:
             raise EndpointError(
-                f"{request_formats.describe_error(404, rec.error_detail or '', self._secrets)} for "
-                f"{self.cfg.base_url}{self._spec(probe, model, warmup).path}: wrong --base-url or --api, "
-                f"or unknown model '{model}'"
+                self._redactor(
+                    f"{request_formats.describe_error(404, rec.error_detail or '', self._redactor)} for "
+                    f"{self.cfg.base_url}{self._spec(probe, model, warmup).path}: wrong --base-url or "
+                    f"--api, or unknown model '{model}'"
+                )
             )
         if rec.error in ("connect",):
             raise EndpointError(

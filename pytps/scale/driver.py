@@ -301,7 +301,7 @@ class ScaledRun:
         cfg = self.cfg
         if cfg.model:
             return cfg.model
-        secrets = [cfg.api_key] if cfg.api_key else []
+        secrets = cfg.secrets
         endpoint = Endpoint(
             cfg.base_url,
             headers={**request_formats.auth_headers(cfg.api, cfg.api_key), **cfg.headers},

@@ -94,6 +94,7 @@ class WorkerOutput(RunOutput):
         self.journal.close()
         self.events.close()
         summary = self.summary.finish(read_chunks(self.out_dir / EVENT_LOG))
+        self.summary.close()
         write_results(self.out_dir, metadata, summary)
         self.histograms = self.summary.token_histograms()
         return RunResult(out_dir=self.out_dir, metadata=metadata, summary=summary, records=[])

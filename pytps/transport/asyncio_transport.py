@@ -37,7 +37,7 @@ from pytps.measure.records import (
     no_response_detail,
     response_too_large_detail,
 )
-from pytps.transport.base import RequestSpec
+from pytps.transport.base import RequestSpec, describe_exception
 from pytps.transport.http1 import Http1Target, address_text, fill_from_http, resolve
 from pytps.transport.phases import record_send_phases
 
@@ -174,7 +174,7 @@ class AsyncioTransport:
             try:
                 _, conn = await loop.create_connection(_Connection, addresses[i], self.port)
             except OSError as exc:
-                why = f"{type(exc).__name__}: {exc}"
+                why = describe_exception(exc)
                 errors.append(f"{address_text(addresses[i], self.port)}: {why}" if len(addresses) > 1 else why)
                 self._first_addr = (i + 1) % len(addresses)
                 continue

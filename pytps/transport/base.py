@@ -52,9 +52,12 @@ __all__ = [
     "RequestSpec",
     "Transport",
     "classify_compressed",
+    "classify_not_a_stream",
+    "classify_redirect",
     "classify_status",
     "classify_stream",
     "content_coding",
+    "describe_exception",
 ]
 
 #: How much of an error response's body a record keeps (as error_detail).
@@ -85,6 +88,7 @@ class RequestSpec:
             prompt_tokens_planned=self.prompt_tokens_planned,
             max_tokens=self.max_tokens,
             usage_requested=self.usage_requested,
+            request_bytes=len(self.body),
             transport=transport,
         )
 
@@ -138,6 +142,66 @@ def classify_status(rec: RequestRecord, status: int, body: bytes, coding: str | 
 def classify_compressed(rec: RequestRecord, coding: str) -> None:
     """A 2xx body the server compressed: class protocol, naming the coding and the fix."""
     rec.error, rec.error_detail = ERROR_PROTOCOL, compressed_body_detail(coding)
+
+
+#: What a bare exception of each class (an empty message) means, in words.
+_MEANING = {
+    "ReadError": "the connection failed while reading the response (connection reset by peer, or closed)",
+    "WriteError": "the connection failed while sending the request (connection reset by peer, or closed)",
+    "ConnectError": "the connection could not be made",
+    "RemoteProtocolError": "the server broke HTTP (it closed the connection or sent bytes that are not HTTP)",
+    "ConnectionResetError": "connection reset by peer",
+    "BrokenPipeError": "the server closed the connection while the request was being sent (broken pipe)",
+    "ReadTimeout": "no byte came within the read timeout",
+    "TimeoutError": "timed out",
+    "IncompleteRead": "the response ended before its declared length",
+}
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Class: message` for an error detail, never with nothing after the colon: an exception
+    without a message is described by the first message in its chain (httpx wraps the socket's
+    ConnectionResetError), else by what its class means."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        text = str(cause).strip()
+        if text:
+            return f"{type(exc).__name__}: {text}"
+        cause = cause.__cause__ or cause.__context__
+    return (
+        f"{type(exc).__name__}: {_MEANING.get(type(exc).__name__, 'no message given (' + type(exc).__module__ + ')')}"
+    )
+
+
+def classify_redirect(rec: RequestRecord, status: int, location: str | None) -> None:
+    """A 3xx: class http_<status>, naming where it points; pytps never follows a redirect (its
+    key would go to whichever host the server names)."""
+    rec.error = http_error_class(status)
+    where = f"to {location}" if location else "without a Location"
+    rec.error_detail = (
+        f"the server redirected {where} (HTTP {status}); pytps does not follow redirects: "
+        "point --base-url at the final URL"
+    )
+
+
+#: Media types a streaming answer comes as (SSE; NDJSON for Ollama; JSON for a server that
+#: answers a stream request with one object).
+_STREAM_TYPES = ("text/event-stream", "ndjson", "json")
+
+
+def classify_not_a_stream(rec: RequestRecord, content_type: str | None, body_start: bytes) -> bool:
+    """A 2xx answer that carried no event and is not a stream by its Content-Type (a proxy's HTML
+    sign-in page): class protocol, naming the type and the body's first bytes. False (nothing
+    done) for anything else."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if rec.events or not media or any(t in media for t in _STREAM_TYPES):
+        return False
+    text = " ".join(body_start.decode("utf-8", "replace").split())
+    quoted = repr(text[:80] + ("…" if len(text) > 80 else ""))
+    rec.error, rec.error_detail = ERROR_PROTOCOL, f"server answered {media}, not text/event-stream: {quoted}"
+    return True
 
 
 def classify_stream(rec: RequestRecord, stream_error: dict[str, Any] | None) -> None:

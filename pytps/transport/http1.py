@@ -11,6 +11,8 @@ from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED
 from pytps.transport.base import (
     RequestSpec,
     classify_compressed,
+    classify_not_a_stream,
+    classify_redirect,
     classify_status,
     classify_stream,
     content_coding,
@@ -92,7 +94,9 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
         rec.error, rec.error_detail = ERROR_TRUNCATED, recorder.error
     elif rec.status is None:
         rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
+    elif 300 <= rec.status < 400:
+        classify_redirect(rec, rec.status, recorder.header("location"))
     elif rec.status >= 300:
         classify_status(rec, rec.status, recorder.error_body, coding)
-    else:
+    elif not classify_not_a_stream(rec, recorder.header("content-type"), recorder.body_start):
         classify_stream(rec, recorder.recorder.error)

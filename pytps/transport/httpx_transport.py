@@ -38,9 +38,12 @@ from pytps.measure.records import (
 from pytps.transport.base import (
     RequestSpec,
     classify_compressed,
+    classify_not_a_stream,
+    classify_redirect,
     classify_status,
     classify_stream,
     content_coding,
+    describe_exception,
 )
 from pytps.transport.classify import error_class
 from pytps.transport.network import tls_hint
@@ -276,7 +279,7 @@ class HttpxTransport:
             if rec.error == ERROR_NO_RESPONSE:
                 rec.error_detail = no_response_detail(_how_ended(exc), io.retries > 0)
             else:
-                rec.error_detail = f"{type(exc).__name__}: {exc}"
+                rec.error_detail = describe_exception(exc)
                 hint = tls_hint(exc)
                 if hint:
                     rec.error_detail += f" ({hint})"
@@ -298,7 +301,7 @@ class HttpxTransport:
         rec.status = response.status_code
         coding = content_coding(response.headers.get("content-encoding"))
         body_error: BaseException | None = None
-        error_body = b""
+        error_body = body_start = b""
         try:
             if response.status_code >= 300:
                 async for chunk in response.aiter_raw():
@@ -310,6 +313,8 @@ class HttpxTransport:
                 received = 0
                 async for chunk in response.aiter_raw():
                     t = stream.last_read_ns if stream is not None else _now_ns()
+                    if received < 256:  # what a body that is not a stream began with
+                        body_start += chunk[: 256 - received]
                     received += len(chunk)
                     if received > MAX_RESPONSE_BYTES:
                         raise ResponseTooLarge(response_too_large_detail(MAX_RESPONSE_BYTES))
@@ -325,13 +330,15 @@ class HttpxTransport:
         rec.t_done_ns = t_end
         rec.fill_from_recorder(recorder)
         rec.phases_ns = trace.phases_ns()
-        if response.status_code >= 300:
+        if 300 <= response.status_code < 400:
+            classify_redirect(rec, response.status_code, response.headers.get("location"))
+        elif response.status_code >= 300:
             classify_status(rec, response.status_code, error_body, coding)
         elif coding is not None:
             classify_compressed(rec, coding)
         elif body_error is not None:
             rec.error = error_class(body_error, response_started=True)
-            rec.error_detail = f"{type(body_error).__name__}: {body_error}"
-        else:
+            rec.error_detail = describe_exception(body_error)
+        elif not classify_not_a_stream(rec, response.headers.get("content-type"), body_start):
             classify_stream(rec, recorder.error)
         return rec

@@ -8,6 +8,7 @@ whole run: everything is checked when the file is loaded, before any request is 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, replace
@@ -83,6 +84,54 @@ class LoadedDataset:
     format: str  # "jsonl" | "json"
 
 
+#: The longest line a dataset may have (characters): reading stops there with an error naming
+#: the line, so an endless input (a device, a stream without newlines) cannot take the memory.
+MAX_LINE_CHARS = 256 << 20
+
+
+def read_dataset_text(name: str) -> str:
+    """A dataset's text: a regular file, or "-" for stdin, read line by line, no line longer than
+    MAX_LINE_CHARS. ConfigError (one line, naming the file and the line) otherwise."""
+    import stat
+    import sys
+
+    if name != "-":
+        try:
+            mode = os.stat(name).st_mode
+        except FileNotFoundError:
+            raise ConfigError(f"dataset file not found: {name}") from None
+        except OSError as e:
+            raise ConfigError(f"cannot read dataset file {name}: {e.strerror}") from None
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"dataset path is a directory, not a file: {name}")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(
+                f"dataset {name} is not a regular file (a device, a FIFO or a socket): give a file, or - to read stdin"
+            )
+    lines: list[str] = []
+    try:
+        f = sys.stdin if name == "-" else open(name, encoding="utf-8")  # noqa: SIM115 - closed below
+        try:
+            for lineno in itertools.count(1):
+                line = f.readline(MAX_LINE_CHARS + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE_CHARS:
+                    raise ConfigError(
+                        f"{name}:{lineno}: a line longer than {MAX_LINE_CHARS:,} characters; "
+                        "give one record per line (JSONL), or a JSON list over several lines"
+                    )
+                lines.append(line)
+        finally:
+            if f is not sys.stdin:
+                f.close()
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"dataset file {name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read dataset file {name}: {e.strerror}") from None
+    return "".join(lines)
+
+
 def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) -> LoadedDataset:
     """Read and validate a dataset file.
 
@@ -96,17 +145,7 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
     (ShareGPT conversations, as vLLM's benchmark does).
     """
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"dataset file not found: {name}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"dataset path is a directory, not a file: {name}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"dataset file {name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read dataset file {name}: {e.strerror}") from None
+    raw = read_dataset_text(name)
 
     stripped = raw.lstrip()
     if not stripped:

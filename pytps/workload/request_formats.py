@@ -5,15 +5,16 @@ models_path()/parse_models(), and turns failures into messages with describe_err
 else in it knows an API's field names. The response side is the StreamRecorder's dialect (same
 names as API_NAMES).
 
-Secrets: every message built here from server text goes through redact(), and API keys are never
-put into an error message, so nothing logged or saved from these helpers can leak a key.
+Secrets: every message built here from server text goes through the caller's redactor
+(pytps.measure.redact.Redactor: the one rule), and API keys are never put into an error message,
+so nothing logged or saved from these helpers can leak a key.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pytps._native import _core
@@ -29,7 +30,6 @@ __all__ = [
     "describe_error",
     "models_path",
     "parse_models",
-    "redact",
     "rejects_usage_request",
 ]
 
@@ -176,7 +176,7 @@ def models_path(api: str) -> str:
     return "/api/tags" if check_api(api) == "ollama" else "/v1/models"
 
 
-def parse_models(api: str, body: Mapping[str, Any] | str | bytes, secrets: Iterable[str | None] = ()) -> list[str]:
+def parse_models(api: str, body: Mapping[str, Any] | str | bytes, redactor: Callable[[str], str] = str) -> list[str]:
     """Model names from a models_path() response: {"data": [{"id"}]} (OpenAI, Anthropic) or
     {"models": [{"name"}]} (Ollama). A body of another shape raises ProtocolError quoting it
     (redacted, shortened), since that usually means the URL points at something else."""
@@ -186,16 +186,16 @@ def parse_models(api: str, body: Mapping[str, Any] | str | bytes, secrets: Itera
         try:
             body = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ProtocolError(f"{where} did not answer JSON: {_quote(body, secrets)}") from None
+            raise ProtocolError(f"{where} did not answer JSON: {_quote(body, redactor)}") from None
     listed, key = ("models", "name") if api == "ollama" else ("data", "id")
     items = body.get(listed) if isinstance(body, Mapping) else None
     if not isinstance(items, list):
-        raise ProtocolError(f'{where} answered without a "{listed}" list: {_quote(body, secrets)}')
+        raise ProtocolError(f'{where} answered without a "{listed}" list: {_quote(body, redactor)}')
     names = [item.get(key) for item in items if isinstance(item, Mapping)]
     return [name for name in names if isinstance(name, str)]
 
 
-def describe_error(status: int, body: str | bytes, secrets: Iterable[str | None] = ()) -> str:
+def describe_error(status: int, body: str | bytes, redactor: Callable[[str], str] = str) -> str:
     """One line for a failed request: "HTTP 401: <the server's message>", with the message dug
     out of the usual error shapes ({"error": {"message"}} for OpenAI and Anthropic, {"error": "..."}
     for Ollama, {"detail"} for FastAPI servers), redacted and shortened."""
@@ -211,21 +211,13 @@ def describe_error(status: int, body: str | bytes, secrets: Iterable[str | None]
             err = err.get("message", err)
         if err is not None:
             message = err
-    return f"HTTP {status}: {_quote(message, secrets)}"
+    return f"HTTP {status}: {_quote(message, redactor)}"
 
 
-def _quote(value: Any, secrets: Iterable[str | None], limit: int = 300) -> str:
+def _quote(value: Any, redactor: Callable[[str], str], limit: int = 300) -> str:
     if isinstance(value, (bytes, bytearray)):
         value = value.decode("utf-8", "replace")
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     # Redact before shortening, so a key cut in half by the limit cannot slip through.
-    text = redact(" ".join(text.split()), secrets)
+    text = redactor(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """text with every occurrence of each secret (of 4+ characters) replaced by "***". Longest
-    first, so a secret that contains another is removed whole."""
-    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.workload.datasets import read_dataset_text
 from pytps.workload.synthetic import LengthSpec, Prompt, SyntheticWorkload
 from pytps.workload.tasks import TaskWorkload
 
@@ -117,11 +118,7 @@ def load_conversations(path: str | os.PathLike[str]) -> list[list[str]]:
     [{"from", "value"}]}), or of a JSONL file of {"messages": [...]} (its user messages). The
     recorded replies are not used: a session sends the server's own answers."""
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise ConfigError(f"--dataset {name}: {exc.strerror or exc}") from None
+    raw = read_dataset_text(name)
     items: list[tuple[str, Any]] = []
     if raw.lstrip().startswith("["):
         try:

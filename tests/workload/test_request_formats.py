@@ -15,10 +15,10 @@ from pytps.workload.request_formats import (
     describe_error,
     models_path,
     parse_models,
-    redact,
     rejects_usage_request,
 )
 from pytps.workload.synthetic import Prompt
+from pytps.measure.redact import Redactor, redact
 
 KEY = "sk-test-4f9a1c77e2b0d3aa"
 P = Prompt(0, None, "Tell me a story.", 5, 64)
@@ -242,9 +242,9 @@ def test_a_key_never_survives_in_messages_built_here():
     ]
     for body in echoing:
         for text in (body, body.encode()):
-            msg = describe_error(401, text, [KEY])
+            msg = describe_error(401, text, Redactor([KEY]))
             assert KEY not in msg and KEY[:12] not in msg, msg
         with pytest.raises(ProtocolError) as e:
-            parse_models("openai-chat", body, secrets=[KEY])
+            parse_models("openai-chat", body, Redactor([KEY]))
         assert KEY not in str(e.value) and KEY[:12] not in str(e.value)
     assert KEY not in json.dumps(build_request("openai-chat", "m", P)[1])
