@@ -246,12 +246,14 @@ def search_probes(axis: str, probes: list[dict[str, Any]], capacity: dict[str, A
 def accuracy_curve(title: str, axis: str, points: list[tuple[float, float, float, float]]) -> Any:
     """Accuracy per sweep cell (value, accuracy, interval low, high), in %, with its Wilson
     interval as a whisker: quality under load as one curve."""
-    fig = _figure(title, axis, "accuracy [%]", 300, y_range=Range1d(start=0, end=102))
+    acc = metric("accuracy")
+    fig = _figure(title, axis, acc.heading, 300, y_range=Range1d(start=0, end=1.02 * acc.scale))
     xs = [p[0] for p in points]
-    fig.line(xs, [p[1] * 100 for p in points], line_width=2, color="#3182bd", legend_label="accuracy")
-    fig.scatter(xs, [p[1] * 100 for p in points], size=6, color="#3182bd")
+    fig.line(xs, [p[1] * acc.scale for p in points], line_width=2, color="#3182bd", legend_label=acc.label)
+    fig.scatter(xs, [p[1] * acc.scale for p in points], size=6, color="#3182bd")
     fig.segment(
-        xs, [p[2] * 100 for p in points], xs, [p[3] * 100 for p in points], color="#3182bd", legend_label="95% CI"
-    )
+        xs, [p[2] * acc.scale for p in points], xs, [p[3] * acc.scale for p in points], color="#3182bd",
+        legend_label="95% CI",
+    )  # fmt: skip
     fig.legend.location = "bottom_left"
     return fig

@@ -330,6 +330,10 @@ class HttpxTransport:
         rec.t_done_ns = t_end
         rec.fill_from_recorder(recorder)
         rec.phases_ns = trace.phases_ns()
+        if "wait_headers" in rec.phases_ns and rec.t_send_ns is not None:
+            # The wait ends at the read that completed the head (its stamp, taken at the read), not
+            # at httpcore's event after parsing it: the phase and t_headers_ns then agree.
+            rec.phases_ns["wait_headers"] = max(0, rec.t_headers_ns - rec.t_send_ns)
         if 300 <= response.status_code < 400:
             classify_redirect(rec, response.status_code, response.headers.get("location"))
         elif response.status_code >= 300:
