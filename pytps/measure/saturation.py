@@ -12,6 +12,11 @@ at a rate of at least `min_deficit` of the arrival rate, and the rise is real (t
 schedule lag (send stamp minus scheduled instant) growing past `max_lag_s` means the client
 itself could not keep the schedule, which also ends the probe.
 
+Rate mode, just past capacity, the queue grows too slowly to outgrow a batch server's saw-tooth in
+a few seconds; but each request then waits longer than the one before, so the load is also
+saturated when the median TTFT rose in each of the last `trend_windows` windows, to at least
+`ttft_rise` times the first window's.
+
 Concurrency mode (closed loop): requests in flight are fixed, so a queue shows as latency: the
 load is saturated when the median TTFT rose in each of the last `trend_windows` windows, to at
 least `ttft_rise` times the first window's, while the completion rate stayed within
@@ -120,7 +125,13 @@ class SaturationWatch:
                     f"requests in flight grew by {growth:.0f} over {t[-1] - t[0]:.1f} s ({slope:.1f}/s against "
                     f"{self.rate_rps:g} arrivals/s): completions fall behind arrivals"
                 )
-            return None
+            # Just past capacity the queue grows too slowly to outgrow a batch server's saw-tooth in a
+            # few seconds, but every request waits longer than the one before: TTFT keeps rising.
+            return self._ttft_rising(need_flat=False)
+        return self._ttft_rising(need_flat=True)
+
+    def _ttft_rising(self, *, need_flat: bool) -> str | None:
+        r = self.rule
         closed = [(np.median(x), c) for x, c in zip(self._ttft[:-1], self._completions[:-1], strict=True) if x]
         if len(closed) < r.trend_windows + 1:
             return None
@@ -129,10 +140,12 @@ class SaturationWatch:
         rates = [c for _, c in closed[-r.trend_windows :]]
         rising = all(b > a for a, b in itertools.pairwise(last))
         flat = max(rates) <= (1 + r.flat_share) * min(rates) if min(rates) > 0 else False
-        if rising and flat and medians[-1] >= r.ttft_rise * medians[0]:
+        if rising and (flat or not need_flat) and medians[-1] >= r.ttft_rise * medians[0]:
             return (
                 f"median TTFT rose from {medians[0] * 1e3:.3g} to {medians[-1] * 1e3:.3g} ms over the last "
-                f"{r.trend_windows} windows while throughput stayed flat: requests queue in the server"
+                f"{r.trend_windows} windows"
+                + (" while throughput stayed flat" if need_flat else "")
+                + ": requests queue in the server"
             )
         return None
 
