@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     previous: dict[int, signal._HANDLER] = {}
     try:
         _catch_stop_signals(received, previous)
+        # A parent may start pytps with these blocked until its main() can take them (the SIGINT
+        # stress test does, so that no signal lands before this try): from here they are handled.
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, *_STOP_SIGNALS})
         code = _dispatch(argv)
     except KeyboardInterrupt:
         # Ctrl-C before a command could say more (start-up): one line, no traceback.

@@ -179,9 +179,7 @@ def _schema(schema: Any, where: str) -> dict[str, Any]:
     try:
         import jsonschema
     except ImportError:
-        raise ConfigError(
-            f'{where}: grader json-schema needs the jsonschema package: pip install "pytps[grading]"'
-        ) from None
+        raise ConfigError(f"{where}: grader json-schema needs the jsonschema package: pip install jsonschema") from None
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:

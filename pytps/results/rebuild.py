@@ -65,12 +65,18 @@ def add_token_figures_from_rows(summary: RunSummary, chunks: Iterable[np.ndarray
     """Per-token figures of the requests in `counted` (measured, successful) from event rows in
     chunks: each request's rows are contiguous (one write per request), possibly split across two
     chunks."""
+    add_token_figures_by_request(summary, (chunk[np.isin(chunk["request_index"], counted)] for chunk in chunks))
+
+
+def add_token_figures_by_request(summary: RunSummary, chunks: Iterable[np.ndarray]) -> None:
+    """Per-token figures of every request in chunks of event rows (already the ones that count),
+    a request at a time: its rows are contiguous, possibly split across two chunks."""
     pending = np.zeros(0, dtype=ROW)
     for chunk in chunks:
-        rows = chunk[np.isin(chunk["request_index"], counted)]
-        rows = np.concatenate((pending, rows)) if len(pending) else rows
+        rows = np.concatenate((pending, chunk)) if len(pending) else chunk
         if not len(rows):
             continue
+        # Every request but the last of this chunk is whole; the last may go on in the next.
         starts = np.flatnonzero(np.r_[True, rows["request_index"][1:] != rows["request_index"][:-1]])
         bounds = [*starts.tolist(), len(rows)]
         for a, b in itertools.pairwise(bounds[:-1]):

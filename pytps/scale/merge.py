@@ -14,7 +14,6 @@ process had measured everything (docs/scale.md, "The merge").
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from pytps.measure.event_rows import ROW
 from pytps.measure.metrics import client_cpu_us_per_token
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
+from pytps.results.rebuild import add_token_figures_by_request
 from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
 from pytps.runner.schedule import LoadPlan
 
@@ -89,33 +88,6 @@ def _shifted_rows(part: MergePart, known: np.ndarray) -> Iterator[np.ndarray]:
         yield rows
 
 
-def _rebuild_histograms(summary: RunSummary, part: MergePart, counted: np.ndarray) -> None:
-    """A dead worker's per-token histograms from its event log: each request's rows are
-    contiguous (one write per request), possibly split across two chunks."""
-    pending = np.zeros(0, dtype=ROW)
-    for rows in _shifted_rows(part, counted):
-        rows = np.concatenate((pending, rows)) if len(pending) else rows
-        if not len(rows):
-            continue
-        # Every request but the last of this chunk is whole; the last may go on in the next.
-        starts = np.flatnonzero(np.r_[True, rows["request_index"][1:] != rows["request_index"][:-1]])
-        bounds = [*starts.tolist(), len(rows)]
-        for a, b in itertools.pairwise(bounds[:-1]):
-            _add_request_rows(summary, rows[a:b])
-        pending = rows[bounds[-2] :]
-    if len(pending):
-        _add_request_rows(summary, pending)
-
-
-def _add_request_rows(summary: RunSummary, rows: np.ndarray) -> None:
-    kernel = rows["t_kernel_ns"]
-    summary.add_token_figures(
-        np.ascontiguousarray(rows["t_ns"]),
-        np.ascontiguousarray(rows["layout"]).astype(np.int64),
-        np.ascontiguousarray(kernel) if (kernel >= 0).all() else np.zeros(0, dtype=np.int64),
-    )
-
-
 def merge_results(
     out_dir: Path, parts: list[MergePart], *, plan: LoadPlan, judge: Judge, metadata: dict[str, Any]
 ) -> RunResult:
@@ -141,7 +113,10 @@ def merge_results(
             if part.histograms is not None:
                 summary.merge_token_histograms(part.histograms)
             else:
-                _rebuild_histograms(summary, part, np.asarray(counted[part.worker], dtype=np.int64))
+                # A dead worker's per-token histograms, from its event log.
+                add_token_figures_by_request(
+                    summary, _shifted_rows(part, np.asarray(counted[part.worker], dtype=np.int64))
+                )
     result = summary.finish(read_chunks(log))
     cpu = metadata.get("client_cpu")
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
