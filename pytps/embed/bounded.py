@@ -14,7 +14,7 @@ import numpy as np
 
 from pytps._native import _core
 from pytps.measure.metrics import finish_ns, histogram_distribution, itl_samples, measure
-from pytps.measure.totals import RunTotals, measured_window_s
+from pytps.measure.totals import RunTotals, measured_window_s, request_distributions
 from pytps.results.record import Record
 
 # Figure -> (histogram scale: value = recorded x scale). Seconds are kept as ns, speeds as milli-tok/s.
@@ -74,14 +74,7 @@ class RunningSummary:
             return histogram_distribution(self._hists[name], scale=_SCALED[name])
 
         summary: dict[str, Any] = {
-            "ttft_s": dist("ttft_s"),
-            "ttfat_s": dist("ttfat_s"),
-            "tpot_s": dist("tpot_s"),
-            "itl_s": histogram_distribution(self._itl),
-            "e2e_s": dist("e2e_s"),
-            "decode_tps": dist("decode_tps"),
-            "user_tps": dist("user_tps"),
-            "chunk_gap_s": histogram_distribution(self._gaps),
+            **request_distributions(dist, self._itl, self._gaps),
             "send_overhead_s": dist("send_overhead_s"),
             "e2e_500_s": dist("e2e_500_s"),
             **self.totals.figures(measured_window_s(self._t0, self._t1)),

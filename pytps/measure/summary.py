@@ -38,7 +38,7 @@ from pytps.measure.metrics import (
 from pytps.measure.records import RequestRecord
 from pytps.measure.server_timings import SUMMARY_STATS as _SERVER_STATS
 from pytps.measure.slo import Judge, Verdict, evaluate_run
-from pytps.measure.totals import RunTotals, measured_window_s
+from pytps.measure.totals import RunTotals, measured_window_s, request_distributions
 from pytps.measure.workload_figures import WorkloadFigures
 
 _NO_NS = -(2**63)  # an int64 column's None
@@ -200,14 +200,7 @@ class RunSummary:
             return distribution(self._column(name, ok_only))
 
         summary: dict[str, Any] = {
-            "ttft_s": dist("ttft_s"),
-            "ttfat_s": dist("ttfat_s"),
-            "tpot_s": dist("tpot_s"),
-            "itl_s": histogram_distribution(self._itl),
-            "e2e_s": dist("e2e_s"),
-            "decode_tps": dist("decode_tps"),
-            "user_tps": dist("user_tps"),
-            "chunk_gap_s": histogram_distribution(self._gaps),
+            **request_distributions(dist, self._itl, self._gaps),
             "send_overhead_s": dist("send_overhead_s", ok_only=False),
         }
         if self._kernel_lag.count:

@@ -8,10 +8,11 @@ with RunTotals.add and finish with RunTotals.figures, so the same formulas give 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytps.measure.metrics import NS_PER_S, RequestMetrics
+from pytps.measure.metrics import NS_PER_S, RequestMetrics, histogram_distribution
 
 
 def measured_window_s(t_first_send_ns: int | None, t_last_finish_ns: int | None) -> float | None:
@@ -95,3 +96,19 @@ class RunTotals:
     def first_ttft_s(self) -> float | None:
         """TTFT of the earliest request sent (the cold start), None if it had none."""
         return None if self.first is None else self.first[1]
+
+
+def request_distributions(dist: Callable[[str], dict[str, Any]], itl: Any, gaps: Any) -> dict[str, Any]:
+    """The distributions a run's summary and the bounded collector's both begin with, in results.json's
+    order: each a statistic of the requests (`dist`: exact columns, or histograms), but ITL and the
+    chunk gaps, per token, from their histograms."""
+    return {
+        "ttft_s": dist("ttft_s"),
+        "ttfat_s": dist("ttfat_s"),
+        "tpot_s": dist("tpot_s"),
+        "itl_s": histogram_distribution(itl),
+        "e2e_s": dist("e2e_s"),
+        "decode_tps": dist("decode_tps"),
+        "user_tps": dist("user_tps"),
+        "chunk_gap_s": histogram_distribution(gaps),
+    }
