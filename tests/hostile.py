@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fault_servers import SSE_HEAD, FaultServer, Reader, Request, chunk, event, read_body, reset
+from fault_servers import SSE_HEAD, FaultServer, Reader, Request, chunk, event, read_body, reset, reset_mid_stream
 
 CORPUS = Path(__file__).parent / "emulator_corpus"
 #: Per dialect: its stream template (the emulator's own corpus) and its content type.
@@ -91,16 +91,6 @@ def redirect(srv: FaultServer, conn: socket.socket, reader: Reader, req: Request
 def reset_at_once(srv: FaultServer, conn: socket.socket, reader: Reader, req: Request) -> bool:
     """The request read, then a TCP reset and no byte of a response."""
     read_body(reader, req)
-    reset(conn)
-    return False
-
-
-def reset_mid_stream(srv: FaultServer, conn: socket.socket, reader: Reader, req: Request) -> bool:
-    """Two events of a 200 stream, then a TCP reset."""
-    if not read_body(reader, req):
-        return False
-    conn.sendall(SSE_HEAD + chunk(event("hi")) * 2)
-    time.sleep(0.05)
     reset(conn)
     return False
 
