@@ -27,3 +27,15 @@ class EndpointError(PytpsError):
 class StoreError(PytpsError):
     """The results store cannot be used: it cannot be opened, its schema is newer than this pytps
     knows, or its backend is not installed. A run that meets it still writes its folder."""
+
+
+def loads_json(text: str | bytes, what: str, error: type[Exception] = ConfigError) -> object:
+    """json.loads, or `error` saying that `what` is not JSON and where (one line: a JSON parser's
+    message names the line and column of multi-line text only)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        raise error(f"{what} is not JSON ({exc.msg} at {where})") from None

@@ -1,7 +1,7 @@
 """Stubs of what csrc/bindings/register_client.cpp adds to pytps._core."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -18,51 +18,38 @@ def tls_library_version() -> str | None:
 class ClientResult:
     """One finished request of a ClientEngine (from ClientEngine.collect())."""
 
-    @property
-    def id(self) -> int:
-        """The id given to submit()."""
-    @property
-    def t_send_ns(self) -> int | None:
-        """Stamp taken right before the write that completed the request; None if never sent."""
-    @property
-    def t_write_start_ns(self) -> int | None:
-        """When the request's first write began (the send phase runs from here to t_send_ns)."""
-    @property
-    def t_done_ns(self) -> int:
-        """When the request finished: the read that ended the response, or the error."""
-    @property
-    def connect_ns(self) -> int | None:
-        """How long a new connection took to connect; None on a reused connection."""
-    @property
-    def tls_ns(self) -> int | None:
-        """How long a new connection's TLS handshake took; None on a reused or plain connection."""
-    @property
-    def connection_id(self) -> int | None:
-        """The engine's id of the connection the request was (last) sent on, stable for the
-        engine's life (requests on one kept-alive connection share it); None if none was opened."""
-    @property
-    def error(self) -> str | None:
-        """The transport's own error class: "connect", "timeout", "no_response" (the connection
-        ended before any byte of a response) or "client" (stopped, too large), else None. HTTP
-        statuses, framing errors, truncation and in-stream errors are read from http."""
-    @property
-    def error_detail(self) -> str:
-        """What went wrong, for a transport error ("" otherwise)."""
-    @property
-    def retries(self) -> int:
-        """Times the request was sent again, on a new connection, because its kept-alive one had
-        been closed before any byte of a response (0 or 1); t_send_ns is the last send's."""
-    @property
-    def recv_times_ns(self) -> npt.NDArray[np.int64]:
-        """kernel_timestamps only: the engine's stamp of each read that carried a kernel stamp (the
-        recorder's event times are among these); empty otherwise."""
-    @property
-    def recv_kernel_times_ns(self) -> npt.NDArray[np.int64]:
-        """kernel_timestamps only: the kernel's software receive stamp of the same reads, on
-        CLOCK_MONOTONIC (for TCP, that of the last segment the read took)."""
-    @property
-    def http(self) -> HttpStreamRecorder:
-        """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
+    id: Final[int]
+    """The id given to submit()."""
+    t_send_ns: Final[int | None]
+    """Stamp taken right before the write that completed the request; None if never sent."""
+    t_write_start_ns: Final[int | None]
+    """When the request's first write began (the send phase runs from here to t_send_ns)."""
+    t_done_ns: Final[int]
+    """When the request finished: the read that ended the response, or the error."""
+    connect_ns: Final[int | None]
+    """How long a new connection took to connect; None on a reused connection."""
+    tls_ns: Final[int | None]
+    """How long a new connection's TLS handshake took; None on a reused or plain connection."""
+    connection_id: Final[int | None]
+    """The engine's id of the connection the request was (last) sent on, stable for the
+    engine's life (requests on one kept-alive connection share it); None if none was opened."""
+    error: Final[str | None]
+    """The transport's own error class: "connect", "timeout", "no_response" (the connection
+    ended before any byte of a response) or "client" (stopped, too large), else None. HTTP
+    statuses, framing errors, truncation and in-stream errors are read from http."""
+    error_detail: Final[str]
+    """What went wrong, for a transport error ("" otherwise)."""
+    retries: Final[int]
+    """Times the request was sent again, on a new connection, because its kept-alive one had
+    been closed before any byte of a response (0 or 1); t_send_ns is the last send's."""
+    recv_times_ns: Final[npt.NDArray[np.int64]]
+    """kernel_timestamps only: the engine's stamp of each read that carried a kernel stamp (the
+    recorder's event times are among these); empty otherwise."""
+    recv_kernel_times_ns: Final[npt.NDArray[np.int64]]
+    """kernel_timestamps only: the kernel's software receive stamp of the same reads, on
+    CLOCK_MONOTONIC (for TCP, that of the last segment the read took)."""
+    http: Final[HttpStreamRecorder]
+    """The response's HttpStreamRecorder, closed at t_done_ns (a view that keeps this result alive)."""
 
 def measure_read_floor(
     connections: int = 32, gap_ns: int = 1_000_000, duration_ns: int = 1_000_000_000, message_bytes: int = 200
@@ -133,26 +120,20 @@ class ClientEngine:
         """Queue several (id, request_bytes, dialect, t_sched_ns or None) at once: all are checked
         first, then handed over under one lock with one wake-up of the engine thread. ValueError
         naming the bad item, or after stop()."""
-    @property
-    def notify_fd(self) -> int:
-        """An eventfd, readable while collect() has results."""
+    notify_fd: Final[int]
+    """An eventfd, readable while collect() has results."""
     def collect(self) -> list[ClientResult]:
         """Every finished request, in finishing order; resets notify_fd."""
     def stop(self) -> None:
         """End the engine's thread (joins it, without the GIL). Unfinished requests finish with
         error "client"; collect() returns them. Idempotent; also done on destruction."""
-    @property
-    def connections_opened(self) -> int:
-        """TCP connections opened so far."""
-    @property
-    def spin_window_ns(self) -> int:
-        """The current busy-wait window before scheduled sends (adapts; <= spin_ns)."""
-    @property
-    def thread_cpu_ns(self) -> int:
-        """CPU time the engine thread used, known once stop() returned (0 before)."""
-    @property
-    def wakeups(self) -> int:
-        """Returns of the engine thread from its epoll wait so far."""
-    @property
-    def reads(self) -> int:
-        """Socket reads that returned data so far (the thread is named "pytps-engine")."""
+    connections_opened: Final[int]
+    """TCP connections opened so far."""
+    spin_window_ns: Final[int]
+    """The current busy-wait window before scheduled sends (adapts; <= spin_ns)."""
+    thread_cpu_ns: Final[int]
+    """CPU time the engine thread used, known once stop() returned (0 before)."""
+    wakeups: Final[int]
+    """Returns of the engine thread from its epoll wait so far."""
+    reads: Final[int]
+    """Socket reads that returned data so far (the thread is named "pytps-engine")."""

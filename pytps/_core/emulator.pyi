@@ -1,6 +1,6 @@
 """Stubs of what csrc/bindings/register_emulator.cpp adds to pytps._core."""
 
-from typing import Any
+from typing import Any, Final
 
 class Emulator:
     """The native streaming emulator; use pytps.Emulator, which validates the settings and builds
@@ -17,12 +17,10 @@ class Emulator:
         address cannot be bound or the emulator was already started."""
     def stop(self) -> None:
         """Stops the thread and closes every connection (open streams recorded as incomplete)."""
-    @property
-    def port(self) -> int:
-        """The bound port (0 before start())."""
-    @property
-    def running(self) -> bool:
-        """True between start() and stop()."""
+    port: Final[int]
+    """The bound port (0 before start())."""
+    running: Final[bool]
+    """True between start() and stop()."""
     def truth(self, clear: bool = False) -> list[dict[str, Any]]:
         """One record per finished generation request (see pytps.Emulator.truth: admitted_ns,
         released_ns, queued_ns and the per-event batch array come from the load model);

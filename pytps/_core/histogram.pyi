@@ -1,7 +1,7 @@
 """Stubs of what csrc/bindings/register_histogram.cpp adds to pytps._core."""
 
 from collections.abc import Sequence
-from typing import SupportsIndex
+from typing import Final, SupportsIndex
 
 import numpy.typing as npt
 
@@ -73,30 +73,21 @@ class Histogram:
         version, checksum mismatch, invalid parameters, or counts and statistics that disagree;
         TypeError if data is not bytes-like.
         """
-    @property
-    def count(self) -> int:
-        """Number of values recorded (exact)."""
-    @property
-    def min(self) -> int:
-        """Smallest value recorded (exact); 0 when empty."""
-    @property
-    def max(self) -> int:
-        """Largest value recorded (exact); 0 when empty."""
-    @property
-    def mean(self) -> float:
-        """Mean of the values, from their exact 128-bit sum; 0.0 when empty."""
-    @property
-    def stddev(self) -> float:
-        """Population standard deviation (ddof=0) via Welford/Chan in long double; 0.0 when empty."""
-    @property
-    def lowest(self) -> int: ...
-    @property
-    def highest(self) -> int: ...
-    @property
-    def significant_digits(self) -> int: ...
-    @property
-    def allocated_bytes(self) -> int:
-        """Bytes currently held by the bucket counts."""
+    count: Final[int]
+    """Number of values recorded (exact)."""
+    min: Final[int]
+    """Smallest value recorded (exact); 0 when empty."""
+    max: Final[int]
+    """Largest value recorded (exact); 0 when empty."""
+    mean: Final[float]
+    """Mean of the values, from their exact 128-bit sum; 0.0 when empty."""
+    stddev: Final[float]
+    """Population standard deviation (ddof=0) via Welford/Chan in long double; 0.0 when empty."""
+    lowest: Final[int]
+    highest: Final[int]
+    significant_digits: Final[int]
+    allocated_bytes: Final[int]
+    """Bytes currently held by the bucket counts."""
     def __eq__(self, other: object) -> bool: ...
     def __getstate__(self) -> bytes: ...
     def __setstate__(self, state: bytes) -> None: ...

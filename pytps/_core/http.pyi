@@ -1,5 +1,7 @@
 """Stubs of what csrc/bindings/register_http.cpp adds to pytps._core."""
 
+from typing import Final
+
 from pytps._core.recorder import StreamRecorder
 
 class HttpStreamRecorder:
@@ -39,47 +41,33 @@ class HttpStreamRecorder:
         """Forget everything, ready for the next response on the same keep-alive connection."""
     def header(self, name: str) -> str | None:
         """The first value of a header (name compared case-insensitively), or None."""
-    @property
-    def status(self) -> int | None:
-        """The final response's status once its status line is parsed, else None."""
-    @property
-    def headers(self) -> list[tuple[str, str]]:
-        """(name, value) in arrival order; names lowercased, values decoded as latin-1."""
-    @property
-    def headers_done(self) -> bool: ...
-    @property
-    def message_done(self) -> bool:
-        """The whole response, body included, has been read."""
-    @property
-    def keep_alive(self) -> bool:
-        """The connection may carry another response: HTTP/1.1 unless "Connection: close", HTTP/1.0
-        only with "keep-alive"; never after a close-delimited body, Transfer-Encoding together
-        with Content-Length, or an error. False until headers_done."""
-    @property
-    def chunked(self) -> bool: ...
-    @property
-    def content_length(self) -> int | None:
-        """The Content-Length framing the body, or None."""
-    @property
-    def body_bytes(self) -> int:
-        """Decoded (de-chunked) body bytes so far."""
-    @property
-    def t_headers_ns(self) -> int | None:
-        """t_ns of the read that completed the final response's headers."""
-    @property
-    def error(self) -> str | None:
-        """The HTTP framing error naming what was wrong, or None. Errors inside the stream's events
-        are recorder.error."""
-    @property
-    def closed_early(self) -> bool:
-        """True when error is the connection ending before the response did (truncation); False
-        when bytes broke the framing, or there is no error."""
-    @property
-    def error_body(self) -> bytes:
-        """The first 4096 body bytes of a non-2xx response; b"" for 2xx."""
-    @property
-    def body_start(self) -> bytes:
-        """The first 256 body bytes of a 2xx response: what a body that is not a stream began with."""
-    @property
-    def recorder(self) -> StreamRecorder:
-        """The owned StreamRecorder (a view that keeps this object alive) with the timing read-outs."""
+    status: Final[int | None]
+    """The final response's status once its status line is parsed, else None."""
+    headers: Final[list[tuple[str, str]]]
+    """(name, value) in arrival order; names lowercased, values decoded as latin-1."""
+    headers_done: Final[bool]
+    message_done: Final[bool]
+    """The whole response, body included, has been read."""
+    keep_alive: Final[bool]
+    """The connection may carry another response: HTTP/1.1 unless "Connection: close", HTTP/1.0
+    only with "keep-alive"; never after a close-delimited body, Transfer-Encoding together
+    with Content-Length, or an error. False until headers_done."""
+    chunked: Final[bool]
+    content_length: Final[int | None]
+    """The Content-Length framing the body, or None."""
+    body_bytes: Final[int]
+    """Decoded (de-chunked) body bytes so far."""
+    t_headers_ns: Final[int | None]
+    """t_ns of the read that completed the final response's headers."""
+    error: Final[str | None]
+    """The HTTP framing error naming what was wrong, or None. Errors inside the stream's events
+    are recorder.error."""
+    closed_early: Final[bool]
+    """True when error is the connection ending before the response did (truncation); False
+    when bytes broke the framing, or there is no error."""
+    error_body: Final[bytes]
+    """The first 4096 body bytes of a non-2xx response; b"" for 2xx."""
+    body_start: Final[bytes]
+    """The first 256 body bytes of a 2xx response: what a body that is not a stream began with."""
+    recorder: Final[StreamRecorder]
+    """The owned StreamRecorder (a view that keeps this object alive) with the timing read-outs."""

@@ -1,6 +1,6 @@
 """Stubs of what csrc/bindings/register_recorder.cpp adds to pytps._core."""
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -36,76 +36,53 @@ class StreamRecorder:
         protocol error when the stream ended inside an event. Idempotent."""
     def reset(self) -> None:
         """Forget everything, ready for a new stream of the same dialect."""
-    @property
-    def dialect(self) -> str: ...
-    @property
-    def closed(self) -> bool: ...
-    @property
-    def output_times_ns(self) -> npt.NDArray[np.int64]:
-        """Arrival t_ns of each output-bearing event."""
-    @property
-    def output_kinds(self) -> npt.NDArray[np.uint8]:
-        """KIND_* of each output-bearing event (content wins over reasoning over tool when an event has several)."""
-    @property
-    def output_chars(self) -> npt.NDArray[np.int32]:
-        """Unicode code points of generated text in each output-bearing event."""
-    @property
-    def output_tokens(self) -> npt.NDArray[np.int32]:
-        """Tokens in each output-bearing event when the server reports per-chunk usage
-        (vLLM continuous_usage_stats: the increase of usage.completion_tokens), else -1."""
-    @property
-    def first_output_ns(self) -> int | None: ...
-    @property
-    def first_answer_ns(self) -> int | None:
-        """First output-bearing event that is not reasoning (content or tool)."""
-    @property
-    def last_output_ns(self) -> int | None: ...
-    @property
-    def end_ns(self) -> int | None:
-        """Arrival of the terminal marker ([DONE], message_stop, response.completed/failed/incomplete,
-        Ollama done:true), else the t_ns given to close(), else None."""
-    @property
-    def text(self) -> str:
-        """The answer text (content deltas) concatenated."""
-    @property
-    def reasoning_text(self) -> str: ...
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order
-        (id is None when the server sent none, as Ollama does)."""
-    @property
-    def usage(self) -> dict[str, int]:
-        """What the server reported, under normalized names (only those reported):
-        prompt_tokens, completion_tokens, total_tokens, reasoning_tokens, cached_tokens.
-        Anthropic input_tokens/output_tokens/cache_read_input_tokens, Responses input_tokens/
-        output_tokens and Ollama prompt_eval_count/eval_count map onto these. Later reports
-        overwrite earlier ones (usage is cumulative in every dialect)."""
-    @property
-    def finish_reason(self) -> str | None:
-        """finish_reason / stop_reason / done_reason / the Responses status as the server sent it."""
-    @property
-    def server_timings(self) -> tuple[str, str] | None:
-        """(source, JSON object text) of the server's own timing report, the last the stream
-        carried: llama.cpp's `timings`, Ollama's final durations and counts, Groq's `x_groq`,
-        Cerebras's `time_info` (source "llama.cpp", "ollama", "groq", "cerebras"); None when
-        none came. Read by pytps.server_timings."""
-    @property
-    def response_id(self) -> str | None: ...
-    @property
-    def model(self) -> str | None: ...
-    @property
-    def done(self) -> bool:
-        """The terminal marker was seen."""
-    @property
-    def events(self) -> int:
-        """All events framed (SSE events, or NDJSON lines), output-bearing or not."""
-    @property
-    def output_events(self) -> int: ...
-    @property
-    def error(self) -> dict[str, Any] | None:
-        """The first error: {"kind": "in_stream" | "protocol", "message": str, "event_index": int,
-        "payload": str | None}. in_stream: the server sent an error event (its JSON as payload).
-        protocol: malformed JSON, an overlong line, or the stream ended inside an event; timing goes on."""
-    @property
-    def protocol_errors(self) -> int:
-        """How many events were malformed."""
+    dialect: Final[str]
+    closed: Final[bool]
+    output_times_ns: Final[npt.NDArray[np.int64]]
+    """Arrival t_ns of each output-bearing event."""
+    output_kinds: Final[npt.NDArray[np.uint8]]
+    """KIND_* of each output-bearing event (content wins over reasoning over tool when an event has several)."""
+    output_chars: Final[npt.NDArray[np.int32]]
+    """Unicode code points of generated text in each output-bearing event."""
+    output_tokens: Final[npt.NDArray[np.int32]]
+    """Tokens in each output-bearing event when the server reports per-chunk usage
+    (vLLM continuous_usage_stats: the increase of usage.completion_tokens), else -1."""
+    first_output_ns: Final[int | None]
+    first_answer_ns: Final[int | None]
+    """First output-bearing event that is not reasoning (content or tool)."""
+    last_output_ns: Final[int | None]
+    end_ns: Final[int | None]
+    """Arrival of the terminal marker ([DONE], message_stop, response.completed/failed/incomplete,
+    Ollama done:true), else the t_ns given to close(), else None."""
+    text: Final[str]
+    """The answer text (content deltas) concatenated."""
+    reasoning_text: Final[str]
+    tool_calls: Final[list[dict[str, Any]]]
+    """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order
+    (id is None when the server sent none, as Ollama does)."""
+    usage: Final[dict[str, int]]
+    """What the server reported, under normalized names (only those reported):
+    prompt_tokens, completion_tokens, total_tokens, reasoning_tokens, cached_tokens.
+    Anthropic input_tokens/output_tokens/cache_read_input_tokens, Responses input_tokens/
+    output_tokens and Ollama prompt_eval_count/eval_count map onto these. Later reports
+    overwrite earlier ones (usage is cumulative in every dialect)."""
+    finish_reason: Final[str | None]
+    """finish_reason / stop_reason / done_reason / the Responses status as the server sent it."""
+    server_timings: Final[tuple[str, str] | None]
+    """(source, JSON object text) of the server's own timing report, the last the stream
+    carried: llama.cpp's `timings`, Ollama's final durations and counts, Groq's `x_groq`,
+    Cerebras's `time_info` (source "llama.cpp", "ollama", "groq", "cerebras"); None when
+    none came. Read by pytps.server_timings."""
+    response_id: Final[str | None]
+    model: Final[str | None]
+    done: Final[bool]
+    """The terminal marker was seen."""
+    events: Final[int]
+    """All events framed (SSE events, or NDJSON lines), output-bearing or not."""
+    output_events: Final[int]
+    error: Final[dict[str, Any] | None]
+    """The first error: {"kind": "in_stream" | "protocol", "message": str, "event_index": int,
+    "payload": str | None}. in_stream: the server sent an error event (its JSON as payload).
+    protocol: malformed JSON, an overlong line, or the stream ended inside an event; timing goes on."""
+    protocol_errors: Final[int]
+    """How many events were malformed."""

@@ -1,21 +1,19 @@
 """Stubs of what csrc/bindings/register_sse.cpp adds to pytps._core."""
 
+from typing import Final
+
 class SSEEvent:
     """One dispatched Server-Sent Event; owned strings."""
 
     def __init__(self, event: str = "message", data: str = "", id: str = "", retry: int | None = None) -> None: ...
-    @property
-    def event(self) -> str:
-        """The event type: 'message' unless an event: field set it."""
-    @property
-    def data(self) -> str:
-        """The data lines joined with '\\n'."""
-    @property
-    def id(self) -> str:
-        """The last event ID in effect at dispatch ('' if none); it persists across events."""
-    @property
-    def retry(self) -> int | None:
-        """The reconnection time (ms) in effect at dispatch, or None if never set."""
+    event: Final[str]
+    """The event type: 'message' unless an event: field set it."""
+    data: Final[str]
+    """The data lines joined with '\\n'."""
+    id: Final[str]
+    """The last event ID in effect at dispatch ('' if none); it persists across events."""
+    retry: Final[int | None]
+    """The reconnection time (ms) in effect at dispatch, or None if never set."""
 
 class SSEParser:
     """Incremental Server-Sent Events parser following the WHATWG event-stream rules."""
@@ -27,9 +25,6 @@ class SSEParser:
         exceeds max_line_bytes; that event is discarded and parsing goes on."""
     def close(self) -> bool:
         """End of stream: True when an incomplete event was discarded. Resets the parser."""
-    @property
-    def last_event_id(self) -> str: ...
-    @property
-    def retry(self) -> int | None: ...
-    @property
-    def max_line_bytes(self) -> int: ...
+    last_event_id: Final[str]
+    retry: Final[int | None]
+    max_line_bytes: Final[int]

@@ -172,6 +172,16 @@ def _console() -> Any:
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
+def _heading(g: Any, tail: str) -> str:
+    """A group's first line: its endpoint, model and fingerprint (rich markup)."""
+    from rich.markup import escape
+
+    return (
+        f"[bold]{escape(g.endpoint)}[/]  model {escape(g.model)}  fingerprint [bold]{g.fingerprint}[/]  "
+        f"({escape(g.describe())}{tail}"
+    )
+
+
 def _render_groups(groups: list[Any], trends: list[dict[str, Any]]) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -180,10 +190,7 @@ def _render_groups(groups: list[Any], trends: list[dict[str, Any]]) -> None:
 
     console = _console()
     for g, t in zip(groups, trends, strict=True):
-        console.print(
-            f"[bold]{escape(g.endpoint)}[/]  model {escape(g.model)}  fingerprint [bold]{g.fingerprint}[/]  "
-            f"({escape(g.describe())}; {len(g.runs)} runs shown)"
-        )
+        console.print(_heading(g, f"; {len(g.runs)} runs shown)"))
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for col in ("id", "when (UTC)", "kind", "status", *t["metrics"], "folder"):
             right = col in t["metrics"] or col == "id"
@@ -203,10 +210,7 @@ def _render_trends(groups: list[Any], trends: list[dict[str, Any]]) -> None:
 
     console = _console()
     for g, t in zip(groups, trends, strict=True):
-        console.print(
-            f"[bold]{escape(g.endpoint)}[/]  model {escape(g.model)}  fingerprint [bold]{g.fingerprint}[/]  "
-            f"({escape(g.describe())}); baseline: run {t['baseline']}"
-        )
+        console.print(_heading(g, f"); baseline: run {t['baseline']}"))
         for metric, m in t["metrics"].items():
             last = m["points"][-1]
             better = "higher" if m["higher_is_better"] else "lower"

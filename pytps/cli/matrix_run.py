@@ -23,14 +23,14 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     a sweep over its list-valued keys)."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
-    from pytps.cli.search_run import SEARCH_KEYS, search_folder
+    from pytps.cli.search_run import search_folder
     from pytps.measure.slo import parse_slo_run
     from pytps.results.folder import write_json_atomic
     from pytps.runner.config import make_config
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
     from pytps.sweep.cells import AXES, StopRule, Sweep, headline
-    from pytps.sweep.matrix import Matrix
+    from pytps.sweep.matrix import SEARCH_KEYS, Matrix
 
     matrix = Matrix(args.config)
     overrides = explicit_settings(args, args.parser_defaults)

@@ -10,16 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytps.runner.config import RunConfig
 
-#: The search's settings, by flag dest (a [[workload]] of a matrix file names them alike).
-SEARCH_KEYS = (
-    "search",
-    "search_start",
-    "search_precision",
-    "search_max_probes",
-    "search_repeats",
-    "search_max_error_rate",
-)
-
 
 def search_folder(
     options: dict[str, Any],
@@ -28,7 +18,7 @@ def search_folder(
     make_config: Callable[[dict[str, Any], Path], RunConfig],
     say: Callable[[str], None],
 ) -> dict[str, Any]:
-    """A capacity search into `out` (options: SEARCH_KEYS), each probe the run of
+    """A capacity search into `out` (options: sweep.matrix.SEARCH_KEYS), each probe the run of
     make_config(its load settings, its folder): sweep.json, also after Ctrl-C."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.measure.saturation import SaturationWatch

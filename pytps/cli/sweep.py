@@ -184,9 +184,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
-    from pytps.cli.search_run import SEARCH_KEYS, search_folder
+    from pytps.cli.search_run import search_folder
     from pytps.measure.slo import parse_slo_run
     from pytps.report.sweep_curve import print_curve
+    from pytps.sweep.matrix import SEARCH_KEYS
 
     for name in ("concurrency", "rate"):
         if getattr(args, name) is not None:

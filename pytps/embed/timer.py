@@ -10,6 +10,7 @@ there (issue 29). The record, its arrays and the collector are built in close(),
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pytps._native import _core
@@ -110,31 +111,35 @@ class TimedStream:
     def __iter__(self) -> Iterator[bytes]:
         if not isinstance(self._chunks, Iterable):
             raise TypeError("time_stream() of an async iterable: use `async for`")
-        feed, timer = self.timer.feed, self.timer
-        try:
-            for chunk in self._chunks:
-                feed(chunk, _now_ns())
-                yield chunk
-        except BaseException as exc:
-            timer.close(error=exc)
-            raise
-        timer.close()
+        with self._closing():
+            yield from self._stamped(self._chunks)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        feed, timer = self.timer.feed, self.timer
-        try:
+        with self._closing():
             if isinstance(self._chunks, AsyncIterable):
+                feed = self.timer.feed
                 async for chunk in self._chunks:
                     feed(chunk, _now_ns())
                     yield chunk
             else:
-                for chunk in self._chunks:
-                    feed(chunk, _now_ns())
+                for chunk in self._stamped(self._chunks):
                     yield chunk
+
+    def _stamped(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        feed = self.timer.feed
+        for chunk in chunks:
+            feed(chunk, _now_ns())
+            yield chunk
+
+    @contextmanager
+    def _closing(self) -> Iterator[None]:
+        """Closes the timer when the iteration ends: with the exception that ended it, if any."""
+        try:
+            yield
         except BaseException as exc:
-            timer.close(error=exc)
+            self.timer.close(error=exc)
             raise
-        timer.close()
+        self.timer.close()
 
     def consume(self) -> Record:
         """Reads the whole stream; returns its record."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, loads_json
 from pytps.measure.answers import EXTRACTORS
 from pytps.measure.grade import Grade
 from pytps.measure.records import RequestRecord
@@ -143,10 +143,7 @@ def parse_reference(
         expected = expected.strip().upper()
     elif grader == "json":
         if isinstance(expected, str):
-            try:
-                expected = json.loads(expected)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{where}: expected is not JSON ({exc.msg} at character {exc.pos})") from None
+            expected = loads_json(expected, f"{where}: expected")
         if not isinstance(expected, dict):
             raise ConfigError(f"{where}: grader json needs expected to be a JSON object")
     elif grader == "json-schema":
@@ -170,10 +167,7 @@ def parse_reference(
 
 def _schema(schema: Any, where: str) -> dict[str, Any]:
     if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: schema is not JSON ({exc.msg} at character {exc.pos})") from None
+        schema = loads_json(schema, f"{where}: schema")
     if not isinstance(schema, dict):
         raise ConfigError(f'{where}: grader json-schema needs "schema": a JSON Schema object')
     try:

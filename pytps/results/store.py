@@ -371,22 +371,11 @@ class Store:
 
 
 def _stored(row: Sequence[Any]) -> StoredRun:
-    (run_id, when, kind, endpoint, model, api, transport, version, host, fp, comparable, folder, status) = row
-    return StoredRun(
-        id=int(run_id),
-        when_utc=datetime.strptime(when, _TIME_FORMAT).replace(tzinfo=timezone.utc),
-        kind=kind,
-        endpoint=endpoint,
-        model=model,
-        api=api,
-        transport=transport,
-        pytps_version=version,
-        host=host,
-        fingerprint=fp,
-        comparable=json.loads(comparable),
-        folder=folder,
-        status=status,
-    )
+    run = dict(zip(_COLUMNS.split(", "), row, strict=True))  # the columns are StoredRun's fields
+    run["id"] = int(run["id"])
+    run["when_utc"] = datetime.strptime(run["when_utc"], _TIME_FORMAT).replace(tzinfo=timezone.utc)
+    run["comparable"] = json.loads(run["comparable"])
+    return StoredRun(**run)
 
 
 def parse_when(text: Any) -> datetime | None:

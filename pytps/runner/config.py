@@ -3,7 +3,6 @@ settings as the `pytps run` flags (the CLI and the library both go through it)."
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, loads_json
 from pytps.measure.cost import Prices
 from pytps.measure.grading import Grading, build_grading
 from pytps.measure.redact import Redactor, secrets_of, url_secrets
@@ -316,10 +315,7 @@ def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if text is None:
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{flag} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    value = loads_json(text, flag)
     if not isinstance(value, dict):
         raise ConfigError(f"{flag} must be a JSON object, e.g. '{{\"ignore_eos\": true}}'")
     return value

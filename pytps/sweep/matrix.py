@@ -25,6 +25,16 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 #: Keys of an [[endpoint]] table.
+#: A capacity search's settings, by flag dest: `pytps sweep --search ...` and a [[workload]] with
+#: `search` (pytps.sweep.search places the probes, cli/search_run runs them).
+SEARCH_KEYS = (
+    "search",
+    "search_start",
+    "search_precision",
+    "search_max_probes",
+    "search_repeats",
+    "search_max_error_rate",
+)
 ENDPOINT_KEYS = {
     "name",
     "url",
@@ -84,12 +94,7 @@ WORKLOAD_KEYS = {
     "max_input_tokens",
     "max_output_tokens",
     # A capacity search instead of a grid (`pytps sweep -c`; pytps.sweep.search).
-    "search",
-    "search_start",
-    "search_precision",
-    "search_max_probes",
-    "search_repeats",
-    "search_max_error_rate",
+    *SEARCH_KEYS,
 }
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
 import math
 import os
 import random
@@ -30,7 +29,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, loads_json
 from pytps.workload.synthetic import Prompt
 
 __all__ = ["TRACE_FORMATS", "Trace", "TraceError", "TraceRequest", "TraceWorkload", "load_trace", "parse_window"]
@@ -176,10 +175,7 @@ def _mooncake_rows(path: str, f: Any) -> Iterator[tuple[int, int, int, int, tupl
     for line_no, text in enumerate(f, start=1):
         if not text.strip():
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"trace {path}, line {line_no}: not JSON ({exc.msg} at column {exc.colno})") from None
+        obj = loads_json(text, f"trace {path}, line {line_no}: the line", TraceError)
         if not isinstance(obj, dict):
             raise TraceError(f"trace {path}, line {line_no}: not a JSON object")
         for key in ("timestamp", "input_length", "output_length"):

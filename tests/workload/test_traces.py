@@ -117,7 +117,7 @@ def test_mooncake_malformed_lines_name_the_line_and_field(tmp_path):
             load_trace(path, "mooncake")
         assert str(err.value) == f"trace {path}, {message}"
     path = write(tmp_path, "t.jsonl", json.dumps(good) + "\n{oops\n")
-    with pytest.raises(TraceError, match=r"line 2: not JSON"):
+    with pytest.raises(TraceError, match=r"line 2: the line is not JSON"):
         load_trace(path, "mooncake")
 
 
