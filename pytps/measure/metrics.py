@@ -337,9 +337,19 @@ def steady_intervals_of(
     walked `block` at a time, so memory stays bounded however many requests there were."""
     if target <= 0 or len(t_send_ns) == 0:
         return []
-    threshold = math.ceil(0.95 * target)
     starts = np.sort(np.asarray(t_send_ns, dtype=np.int64))
     ends = np.sort(np.asarray(finish_ns, dtype=np.int64))
+    return steady_intervals_sorted(starts, ends, target, block)
+
+
+def steady_intervals_sorted(
+    starts: np.ndarray, ends: np.ndarray, target: int, block: int = 1 << 18
+) -> list[tuple[int, int]]:
+    """steady_intervals_of() of sends and finishes already sorted (int64 ns): a run's finish sorts
+    its own copies in place instead of making two more."""
+    if target <= 0 or len(starts) == 0:
+        return []
+    threshold = math.ceil(0.95 * target)
     out: list[tuple[int, int]] = []
     opened: int | None = None
     i = j = 0

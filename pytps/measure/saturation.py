@@ -62,9 +62,11 @@ class SaturationWatch:
     _window: int = 0
     _in_flight: list[float] = field(default_factory=list)  # per closed window, at its end
     _lag_s: list[float] = field(default_factory=list)  # per closed window, the largest
-    _ttft: list[list[float]] = field(default_factory=lambda: [[]])
+    _ttft: list[float] = field(default_factory=list)  # the open window's TTFTs
+    _ttft_medians: list[float | None] = field(default_factory=list)  # per closed window
     _completions: list[int] = field(default_factory=lambda: [0])
     _window_lag: float = 0.0
+    _verdict: str | None = None  # as of the last closed window: the verdict reads closed ones only
 
     def observe(self, t_start_ns: int, t_done_ns: int, ttft_s: float | None, lag_s: float | None = None) -> str | None:
         """One finished request: t_start_ns its scheduled (rate mode) or send instant."""
@@ -73,15 +75,17 @@ class SaturationWatch:
         if self._t0 is None:
             self._t0 = t_start_ns  # the first to finish: the schedule's start, near enough
         w = int((t_done_ns - self._t0) / (self.rule.window_s * NS_PER_S))
-        while self._window < w:
-            self._close()
+        if self._window < w:
+            while self._window < w:
+                self._close()
+            self._verdict = self.verdict()
         self._done += 1
         self._completions[-1] += 1
         if ttft_s is not None:
-            self._ttft[-1].append(ttft_s)
+            self._ttft.append(ttft_s)
         if lag_s is not None:
             self._window_lag = max(self._window_lag, lag_s)
-        return self.verdict() if len(self._in_flight) >= self.rule.min_windows else None
+        return self._verdict
 
     def _close(self) -> None:
         self._window += 1
@@ -93,7 +97,8 @@ class SaturationWatch:
             self._in_flight.append(float(self._done))  # closed loop: the count is only a clock here
         self._lag_s.append(self._window_lag)
         self._window_lag = 0.0
-        self._ttft.append([])
+        self._ttft_medians.append(float(np.median(self._ttft)) if self._ttft else None)
+        self._ttft = []
         self._completions.append(0)
 
     def verdict(self) -> str | None:
@@ -132,7 +137,7 @@ class SaturationWatch:
 
     def _ttft_rising(self, *, need_flat: bool) -> str | None:
         r = self.rule
-        closed = [(np.median(x), c) for x, c in zip(self._ttft[:-1], self._completions[:-1], strict=True) if x]
+        closed = [(m, c) for m, c in zip(self._ttft_medians, self._completions[:-1], strict=True) if m is not None]
         if len(closed) < r.trend_windows + 1:
             return None
         medians = [m for m, _ in closed]

@@ -34,6 +34,7 @@ from pytps.measure.metrics import (
     itl_token_weights_ns,
     request_metrics,
     steady_intervals_of,
+    steady_intervals_sorted,
 )
 from pytps.measure.records import RequestRecord
 from pytps.measure.server_timings import SUMMARY_STATS as _SERVER_STATS
@@ -206,8 +207,10 @@ class RunSummary:
         if self._kernel_lag.count:
             summary["kernel_read_lag_s"] = histogram_distribution(self._kernel_lag)
         ttft, tpot = self._column("ttft_s", True), self._column("tpot_s", True)
-        summary["e2e_500_s"] = distribution(e2e_for(500, ttft, tpot))  # as request_metrics, element-wise
+        e2e_500 = e2e_for(500, ttft, tpot)  # as request_metrics, element-wise
         del ttft, tpot  # one column at a time: memory at the finish stays a few columns, whatever the run
+        summary["e2e_500_s"] = distribution(e2e_500)
+        del e2e_500
         if self.rate_mode:
             summary["ttft_sched_s"] = dist("ttft_sched_s")
             summary["e2e_sched_s"] = dist("e2e_sched_s")
@@ -230,14 +233,29 @@ class RunSummary:
         totals = self.totals
         window_s = measured_window_s(t0, t1)
         summary.update(totals.figures(window_s))
+        done, failed = _finished_per_second(t0, finish, measured & finished, ok)
+        del ok, measured
 
         # One pass over the events: tokens per second of the time series, tokens in the steady window.
+        # Each column goes as soon as its copy for the steady window is taken, and the copies are
+        # sorted in place: the finish's peak is two int64 columns, not six (issue 27's long runs).
         target = self.target_concurrency or 0
         session_start, session_end = self.workload.sessions
+        steady: list[tuple[int, int]] = []
         if len(session_start):  # sessions in flight, not requests: think time leaves them idle
             steady = steady_intervals_of(session_start, session_end, target) if target else []
+            del t_send, finish
         else:
-            steady = steady_intervals_of(t_send[finished], finish[finished], target) if target else []
+            starts_ns = t_send[finished]
+            del t_send
+            ends_ns = finish[finished]
+            del finish
+            if target:
+                starts_ns.sort()
+                ends_ns.sort()
+                steady = steady_intervals_sorted(starts_ns, ends_ns, target)
+            del starts_ns, ends_ns
+        del finished
         starts = np.asarray([a for a, _ in steady], dtype=np.int64)
         ends = np.asarray([b for _, b in steady], dtype=np.int64)
         per_second = np.zeros(0, dtype=np.int64)
@@ -283,8 +301,8 @@ class RunSummary:
             summary["slo_run"] = {"checks": checks, "met": all(c["met"] for c in checks)}
         summary["server_timings"] = self._server_summary()
         summary["first_ttft_s"] = totals.first_ttft_s
-        time_series = _time_series(per_second, t0, finish[measured & finished], ok[measured & finished])
-        del t_send, finish, measured, ok, finished, counted
+        time_series = _time_series(per_second, done, failed)
+        del counted
         summary.update(self.workload.finish())
         summary["time_series"] = time_series
         return summary
@@ -325,16 +343,24 @@ def record_weighted(hist: Any, values: np.ndarray, counts: np.ndarray) -> None:
             hist.record(value, count)
 
 
-def _time_series(
-    tokens_per_second: np.ndarray, t0: int | None, finish: np.ndarray, ok: np.ndarray
-) -> list[dict[str, Any]]:
-    """Per whole second since the first measured send: tokens arrived, requests finished, errors."""
-    if t0 is None:
-        return []
-    secs = (finish - t0) // NS_PER_S
+def _finished_per_second(
+    t0: int | None, finish_ns: np.ndarray, counted: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Requests finished and failed in each whole second since t0, of the `counted` ones."""
+    if t0 is None or not counted.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    secs = finish_ns[counted]
+    secs -= t0
+    secs //= NS_PER_S
+    good = ok[counted]
     keep = secs >= 0
-    done = np.bincount(secs[keep & ok]) if (keep & ok).any() else np.zeros(0, dtype=np.int64)
-    failed = np.bincount(secs[keep & ~ok]) if (keep & ~ok).any() else np.zeros(0, dtype=np.int64)
+    done = np.bincount(secs[keep & good]) if (keep & good).any() else np.zeros(0, dtype=np.int64)
+    failed = np.bincount(secs[keep & ~good]) if (keep & ~good).any() else np.zeros(0, dtype=np.int64)
+    return done, failed
+
+
+def _time_series(tokens_per_second: np.ndarray, done: np.ndarray, failed: np.ndarray) -> list[dict[str, Any]]:
+    """Per whole second since the first measured send: tokens arrived, requests finished, errors."""
     last = max(_last_nonzero(tokens_per_second), _last_nonzero(done), _last_nonzero(failed))
 
     def at(a: np.ndarray, s: int) -> int:

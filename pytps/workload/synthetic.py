@@ -389,7 +389,18 @@ def _shuffled_words(rng: random.Random, k: int) -> list[str]:
     return words
 
 
-class DatasetWorkload:
+class FixedPrompts:
+    """A workload whose prompts are sent as they are (a dataset's records, graded tasks): its text
+    must not depend on the run's timing, so there is nothing to calibrate."""
+
+    def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None:
+        """Nothing to learn."""
+
+    def prompt_calibration(self) -> None:
+        return None
+
+
+class DatasetWorkload(FixedPrompts):
     """Prompts replayed from a dataset, cycled in an order shuffled by the seed.
 
     max_tokens comes from output_tokens when given (the command line wins), else from the record's
@@ -451,13 +462,6 @@ class DatasetWorkload:
     def references(self) -> list[tuple[str, str, dict[str, Any]]]:
         """Every record's (item id, where, reference fields), for checking before the run."""
         return [(r.item or r.where, r.where, r.reference or {}) for r in self.records]
-
-    def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None:
-        """Nothing to learn: dataset prompts are sent as they are."""
-
-    def prompt_calibration(self) -> None:
-        """Dataset prompts are sent as they are: nothing is calibrated."""
-        return None
 
     def describe(self) -> dict[str, Any]:
         """What a results file records about this workload (results.json metadata.workload)."""

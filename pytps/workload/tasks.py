@@ -18,7 +18,7 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.workload.datasets import DEFAULT_TOKENS_PER_WORD, estimate_tokens
-from pytps.workload.synthetic import LengthSpec, Prompt
+from pytps.workload.synthetic import FixedPrompts, LengthSpec, Prompt
 from pytps.workload.words import WORDS
 
 _COLORS = ("red", "blue", "green", "yellow", "black", "white", "orange", "purple")
@@ -82,7 +82,7 @@ def parse_tasks(text: str | list[str]) -> list[str]:
     return names
 
 
-class TaskWorkload:
+class TaskWorkload(FixedPrompts):
     """Request i is item i of task tasks[i % len(tasks)]: generated from (seed, i), the same in
     every run with the same seed, so two runs over it pair item by item (pytps compare)."""
 
@@ -134,12 +134,6 @@ class TaskWorkload:
     def references(self) -> list[tuple[str, str, dict[str, Any]]]:
         """Nothing to check before the run: references are correct by construction."""
         return []
-
-    def calibrate(self, planned_tokens: int | None, reported_prompt_tokens: int | None) -> None:
-        """Nothing to learn: a task's text must not depend on the run's timing."""
-
-    def prompt_calibration(self) -> None:
-        return None
 
     def describe(self) -> dict[str, Any]:
         """What results.json records (metadata.workload)."""
