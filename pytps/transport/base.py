@@ -34,6 +34,7 @@ makes them.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -202,6 +203,29 @@ def classify_not_a_stream(rec: RequestRecord, content_type: str | None, body_sta
     quoted = repr(text[:80] + ("…" if len(text) > 80 else ""))
     rec.error, rec.error_detail = ERROR_PROTOCOL, f"server answered {media}, not text/event-stream: {quoted}"
     return True
+
+
+def classify_answer(
+    rec: RequestRecord,
+    status: int,
+    header: Callable[[str], str | None],
+    error_body: bytes,
+    coding: str | None,
+    body_start: bytes,
+    stream_error: dict[str, Any] | None,
+) -> None:
+    """The error class of a response read to its end, by what the server answered: a redirect, an
+    error status (its body decoded by `coding`), a compressed stream, a body that is no stream, or
+    what the stream itself said. Every transport's last word on a request. header(name): the
+    response's header, or None."""
+    if 300 <= status < 400:
+        classify_redirect(rec, status, header("location"))
+    elif status >= 300:
+        classify_status(rec, status, error_body, coding)
+    elif coding is not None:
+        classify_compressed(rec, coding)
+    elif not classify_not_a_stream(rec, header("content-type"), body_start):
+        classify_stream(rec, stream_error)
 
 
 def classify_stream(rec: RequestRecord, stream_error: dict[str, Any] | None) -> None:

@@ -8,15 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
-from pytps.transport.base import (
-    RequestSpec,
-    classify_compressed,
-    classify_not_a_stream,
-    classify_redirect,
-    classify_status,
-    classify_stream,
-    content_coding,
-)
+from pytps.transport.base import RequestSpec, classify_answer, classify_compressed, content_coding
 
 
 class Http1Target:
@@ -94,9 +86,7 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
         rec.error, rec.error_detail = ERROR_TRUNCATED, recorder.error
     elif rec.status is None:
         rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
-    elif 300 <= rec.status < 400:
-        classify_redirect(rec, rec.status, recorder.header("location"))
-    elif rec.status >= 300:
-        classify_status(rec, rec.status, recorder.error_body, coding)
-    elif not classify_not_a_stream(rec, recorder.header("content-type"), recorder.body_start):
-        classify_stream(rec, recorder.recorder.error)
+    else:
+        classify_answer(
+            rec, rec.status, recorder.header, recorder.error_body, coding, recorder.body_start, recorder.recorder.error
+        )

@@ -35,16 +35,7 @@ from pytps.measure.records import (
     no_response_detail,
     response_too_large_detail,
 )
-from pytps.transport.base import (
-    RequestSpec,
-    classify_compressed,
-    classify_not_a_stream,
-    classify_redirect,
-    classify_status,
-    classify_stream,
-    content_coding,
-    describe_exception,
-)
+from pytps.transport.base import RequestSpec, classify_answer, content_coding, describe_exception
 from pytps.transport.classify import error_class
 from pytps.transport.network import tls_hint
 from pytps.transport.stamping import AsyncStampingBackend, current_request, watch_request
@@ -334,15 +325,11 @@ class HttpxTransport:
             # The wait ends at the read that completed the head (its stamp, taken at the read), not
             # at httpcore's event after parsing it: the phase and t_headers_ns then agree.
             rec.phases_ns["wait_headers"] = max(0, rec.t_headers_ns - rec.t_send_ns)
-        if 300 <= response.status_code < 400:
-            classify_redirect(rec, response.status_code, response.headers.get("location"))
-        elif response.status_code >= 300:
-            classify_status(rec, response.status_code, error_body, coding)
-        elif coding is not None:
-            classify_compressed(rec, coding)
-        elif body_error is not None:
+        if body_error is not None and response.status_code < 300 and coding is None:
             rec.error = error_class(body_error, response_started=True)
             rec.error_detail = describe_exception(body_error)
-        elif not classify_not_a_stream(rec, response.headers.get("content-type"), body_start):
-            classify_stream(rec, recorder.error)
+        else:
+            classify_answer(
+                rec, response.status_code, response.headers.get, error_body, coding, body_start, recorder.error
+            )
         return rec
