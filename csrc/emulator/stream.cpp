@@ -17,6 +17,7 @@ const char* id_prefix(Dialect d) {
         case Dialect::OpenAIResponses: return "resp_";
         case Dialect::Anthropic: return "msg_";
         case Dialect::Ollama: return "ollama-";
+        case Dialect::Json: break;
     }
     return "?";
 }
