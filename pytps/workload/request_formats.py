@@ -22,8 +22,12 @@ from pytps.errors import ConfigError, ProtocolError
 from pytps.workload.datasets import content_text
 
 __all__ = [
+    "ALL_APIS",
     "ANTHROPIC_VERSION",
     "API_NAMES",
+    "BODY_APIS",
+    "EMBEDDING_APIS",
+    "build_body_request",
     "auth_headers",
     "build_request",
     "default_api_key_env",
@@ -33,13 +37,21 @@ __all__ = [
     "rejects_usage_request",
 ]
 
-#: The APIs pytps speaks: the native core's dialects (the response side), the one list.
+#: The generation APIs pytps speaks: the native core's dialects (the response side), the one list.
 API_NAMES: tuple[str, ...] = tuple(_core.DIALECTS)
+#: The APIs that answer with one JSON body (the core's kBodyApiPaths): embeddings and rerank.
+BODY_APIS: tuple[str, ...] = tuple(_core.BODY_API_PATHS)
+EMBEDDING_APIS: tuple[str, ...] = ("openai-embeddings", "ollama-embed")
+#: Every --api choice.
+ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS
+#: The dialect a whole JSON body is read with (embeddings, rerank, "stream": false).
+JSON_DIALECT = "json"
+ENCODING_FORMATS = ("float", "base64")
 #: The Messages API version pytps speaks; Anthropic requires the header on every request.
 ANTHROPIC_VERSION = "2023-06-01"
 
 #: Where each API's requests go: its default path (the core's table, first of its paths).
-_PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()}
+_PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()} | dict(_core.BODY_API_PATHS)
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
 
 
@@ -50,10 +62,64 @@ class PromptLike(Protocol):
 
 
 def check_api(api: str) -> str:
-    """Return api if it is one of API_NAMES, else raise ConfigError listing them."""
-    if api not in API_NAMES:
-        raise ConfigError(f"unknown API {api!r}: use one of {', '.join(API_NAMES)}")
+    """Return api if it is one of ALL_APIS, else raise ConfigError listing them."""
+    if api not in ALL_APIS:
+        raise ConfigError(f"unknown API {api!r}: use one of {', '.join(ALL_APIS)}")
     return api
+
+
+def response_dialect(api: str, stream: bool) -> str:
+    """How a response is read: the API's stream dialect, or "json" for a whole body (the body APIs,
+    and a generation request sent with stream false)."""
+    return api if stream and api in API_NAMES else JSON_DIALECT
+
+
+def build_body_request(
+    api: str,
+    model: str,
+    texts: list[str],
+    *,
+    query: str | None = None,
+    top_n: int | None = None,
+    encoding_format: str | None = None,
+    dimensions: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of an embeddings or rerank request.
+
+    openai-embeddings: {model, input: [texts], encoding_format?, dimensions?} (OpenAI, vLLM, TEI's
+    OpenAI route, llama.cpp); ollama-embed: {model, input: [texts], dimensions?} (Ollama's
+    /api/embed); rerank: {model, query, documents: [texts], top_n?} (Cohere v2, Jina, vLLM, TEI's
+    Cohere-style route, llama.cpp). Options are sent only when given, so a server's default holds.
+    """
+    if api not in BODY_APIS:
+        raise ConfigError(f"{api!r} is not an embeddings or rerank API: use one of {', '.join(BODY_APIS)}")
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError("a model name is required (--model); the server's /models list shows the choices")
+    if not texts:
+        raise ConfigError("an embeddings or rerank request needs at least one input text")
+    body: dict[str, Any] = {"model": model}
+    if api == "rerank":
+        if query is None:
+            raise ConfigError("a rerank request needs a query")
+        body.update(query=query, documents=list(texts))
+        if top_n is not None:
+            body["top_n"] = top_n
+    else:
+        body["input"] = list(texts)
+        if encoding_format is not None:
+            if api != "openai-embeddings":
+                raise ConfigError("--encoding-format is an OpenAI embeddings option: use --api openai-embeddings")
+            if encoding_format not in ENCODING_FORMATS:
+                raise ConfigError(f"--encoding-format must be one of {', '.join(ENCODING_FORMATS)}")
+            body["encoding_format"] = encoding_format
+        if dimensions is not None:
+            body["dimensions"] = dimensions
+    if extra_body is not None:
+        if not isinstance(extra_body, Mapping):
+            raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
+        _merge(body, extra_body)
+    return _PATHS[api], body
 
 
 def build_request(
@@ -75,7 +141,8 @@ def build_request(
     extra_body is merged last, recursively for nested objects, so it can set anything (ignore_eos,
     temperature, vLLM's stream_options.continuous_usage_stats); a None value deletes the key.
     """
-    check_api(api)
+    if check_api(api) not in API_NAMES:
+        raise ConfigError(f"{api!r} does not generate: build its requests with build_body_request")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("a model name is required (--model); the server's /models list shows the choices")
     messages, text = _prompt_parts(prompt)
@@ -114,6 +181,12 @@ def build_request(
             raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
         _merge(body, extra_body)
     return _PATHS[api], body
+
+
+def prompt_text(prompt: PromptLike) -> str:
+    """A prompt as one text: its text, or its messages' text joined (what a completions endpoint
+    is sent, and what an embeddings or rerank request carries)."""
+    return _prompt_parts(prompt)[1]
 
 
 def _prompt_parts(prompt: PromptLike) -> tuple[list[dict[str, Any]], str]:
@@ -173,7 +246,7 @@ def default_api_key_env(api: str) -> str:
 
 def models_path(api: str) -> str:
     """Where the server lists its models (GET)."""
-    return "/api/tags" if check_api(api) == "ollama" else "/v1/models"
+    return "/api/tags" if check_api(api) in ("ollama", "ollama-embed") else "/v1/models"
 
 
 def parse_models(api: str, body: Mapping[str, Any] | str | bytes, redactor: Callable[[str], str] = str) -> list[str]:
@@ -187,7 +260,7 @@ def parse_models(api: str, body: Mapping[str, Any] | str | bytes, redactor: Call
             body = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ProtocolError(f"{where} did not answer JSON: {_quote(body, redactor)}") from None
-    listed, key = ("models", "name") if api == "ollama" else ("data", "id")
+    listed, key = ("models", "name") if api in ("ollama", "ollama-embed") else ("data", "id")
     items = body.get(listed) if isinstance(body, Mapping) else None
     if not isinstance(items, list):
         raise ProtocolError(f'{where} answered without a "{listed}" list: {_quote(body, redactor)}')
