@@ -8,7 +8,7 @@ and rerank"). A 2xx body that does not say what was asked is error class protoco
 
 - embeddings: not exactly one vector per input, or vectors of different lengths (or none);
 - rerank: more results than documents or than top_n asked, an index outside the documents, or
-  an index ranked twice;
+  an index ranked twice (the Cohere / Jina / vLLM object with "results", or TEI's bare list);
 - generation: not a JSON object of the API's shape.
 """
 
@@ -187,6 +187,8 @@ def read_body(rec: RequestRecord, api: str) -> None:
         text = " ".join(body[:80].decode("utf-8", "replace").split())
         _fail(rec, f"the response body is not JSON: {text!r}")
         return
+    if api == "rerank" and isinstance(obj, list):
+        obj = {"results": obj}  # TEI's own /rerank answers with the bare list of {index, score}
     if not isinstance(obj, Mapping):
         _fail(rec, f"the response body is a JSON {type(obj).__name__}, not an object")
         return
