@@ -70,6 +70,9 @@ class StreamRecorder:
     def text(self) -> str:
         """The answer text (content deltas) concatenated."""
     @property
+    def body(self) -> bytes:
+        """The whole body as it came, for the json dialect (b'' for the stream dialects)."""
+    @property
     def reasoning_text(self) -> str: ...
     @property
     def tool_calls(self) -> list[dict[str, Any]]:

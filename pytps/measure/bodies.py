@@ -40,7 +40,11 @@ def usage_of(obj: Mapping[str, Any]) -> dict[str, int]:
     usage = obj.get("usage")
     src: Mapping[str, Any] = usage if isinstance(usage, Mapping) else obj
     out: dict[str, int] = {}
-    for names, key in ((_PROMPT, "prompt_tokens"), (_COMPLETION, "completion_tokens"), (("total_tokens",), "total_tokens")):
+    for names, key in (
+        (_PROMPT, "prompt_tokens"),
+        (_COMPLETION, "completion_tokens"),
+        (("total_tokens",), "total_tokens"),
+    ):
         for name in names:
             v = _int(src.get(name))
             if v is not None:

@@ -266,7 +266,9 @@ class RunSummary:
         summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
         # Whole bodies have no token events to place in the window: not measured, not zero.
         streams = totals.streamed > 0
-        summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len and streams else None
+        summary["steady_output_throughput_tps"] = (
+            steady_tokens / (steady_len / NS_PER_S) if steady_len and streams else None
+        )
 
         judge = self.judge
         prices = judge.prices

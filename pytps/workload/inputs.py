@@ -42,7 +42,9 @@ class InputShape:
         if self.dimensions is not None and self.dimensions < 1:
             raise ConfigError(f"dimensions (--dimensions) must be >= 1, got {self.dimensions}")
         if self.encoding_format is not None and self.encoding_format not in request_formats.ENCODING_FORMATS:
-            raise ConfigError(f"encoding_format (--encoding-format) must be one of {', '.join(request_formats.ENCODING_FORMATS)}")
+            raise ConfigError(
+                f"encoding_format (--encoding-format) must be one of {', '.join(request_formats.ENCODING_FORMATS)}"
+            )
         if api not in request_formats.BODY_APIS:
             changed = [
                 flag
