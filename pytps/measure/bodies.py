@@ -169,6 +169,9 @@ def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
         text = _str(message.get("content")) if isinstance(message, Mapping) else _str(obj.get("response"))
         reasoning = _str(message.get("thinking")) if isinstance(message, Mapping) else _str(obj.get("thinking"))
         finish = obj.get("done_reason")
+    for key, source in (("timings", "llama.cpp"), ("time_info", "cerebras"), ("x_groq", "groq")):
+        if isinstance(obj.get(key), Mapping):  # the server's own timings, as a stream's last chunk has them
+            rec.server_timings = (source, json.dumps(obj[key]))
     rec.text, rec.reasoning_text = text, reasoning
     rec.text_chars = len(text) + len(reasoning)
     rec.finish_reason = finish if isinstance(finish, str) else None
