@@ -137,6 +137,8 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["inputs"] = r.inputs;
     d["dimensions"] = r.dimensions;
     d["results"] = r.results;
+    d["images"] = r.images;
+    d["image_tokens"] = r.image_tokens;
     d["cached_tokens"] = r.cached_tokens;
     d["output_tokens"] = r.output_tokens;
     d["reasoning_tokens"] = r.reasoning_tokens;

@@ -54,6 +54,8 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     }
     rec.stream = cr.stream;
     rec.prompt_tokens = estimate_prompt_tokens(cr);
+    rec.images = cr.images.count;
+    rec.image_tokens = cr.images.tokens;
 
     const FaultSpec* fault = faults_.pick(seq);
     if (fault) {

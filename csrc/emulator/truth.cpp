@@ -70,6 +70,10 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.dimensions);
     s += ",\"results\":";
     json_int(s, r.results);
+    s += ",\"images\":";
+    json_int(s, r.images);
+    s += ",\"image_tokens\":";
+    json_int(s, r.image_tokens);
     s += ",\"cached_tokens\":";
     json_int(s, r.cached_tokens);
     s += ",\"output_tokens\":";

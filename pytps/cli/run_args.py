@@ -98,6 +98,11 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     eb.add_argument("--top-n", type=int, metavar="N", help="rerank: results asked for (default: every document)")
     eb.add_argument("--encoding-format", choices=("float", "base64"), help="openai-embeddings: passed through")
     eb.add_argument("--dimensions", type=int, metavar="N", help="embeddings: vector length asked for, passed through")
+    im = p.add_argument_group("image prompts (chat APIs; needs Pillow)")
+    im.add_argument("--images", type=int, default=0, metavar="N", help="generated images per chat prompt (default 0)")
+    im.add_argument("--image-size", default="512x512", metavar="WxH|LO-HI", help="image size, or each side's range")
+    im.add_argument("--image-format", choices=("png", "jpeg"), default="png", help="encoding (default png)")
+    im.add_argument("--shared-images", action="store_true", help="every request sends the same images")
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ss = p.add_argument_group("multi-turn sessions (docs/metrics.md, Workloads)")
@@ -337,6 +342,10 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         top_n=args.top_n,
         encoding_format=args.encoding_format,
         dimensions=args.dimensions,
+        images=args.images,
+        image_size=args.image_size,
+        image_format=args.image_format,
+        shared_images=args.shared_images,
     )
 
 

@@ -214,6 +214,10 @@ class RequestMetrics:
     # Embeddings and rerank: inputs sent, and the length of the vectors that came back.
     inputs: int | None = None
     embedding_dim: int | None = None
+    # Image prompts (--images): the images sent, their encoded bytes and pixels.
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -270,6 +274,9 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         stream=rec.stream,
         inputs=rec.inputs,
         embedding_dim=rec.embedding_dim,
+        images=rec.images,
+        image_bytes=rec.image_bytes,
+        image_pixels=rec.image_pixels,
     ), layout
 
 

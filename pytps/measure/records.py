@@ -147,6 +147,10 @@ class RequestRecord:
     top_n: int | None = None
     embedding_dim: int | None = None
     results: int | None = None
+    # Image prompts: the images sent with the request, their encoded bytes and pixels.
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def __repr__(self) -> str:
         return (

@@ -20,6 +20,7 @@ from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
+from pytps.workload.images import ImageSpec
 from pytps.workload.inputs import InputShape
 from pytps.workload.synthetic import Workload
 
@@ -101,6 +102,8 @@ class RunConfig:
     stream: bool = True
     # Embeddings and rerank requests (pytps.workload.inputs).
     inputs: InputShape = field(default_factory=InputShape)
+    # Images with each chat prompt (pytps.workload.images).
+    images: ImageSpec = field(default_factory=ImageSpec)
 
     @property
     def secrets(self) -> list[str]:
@@ -172,6 +175,10 @@ def make_config(
     top_n: int | None = None,
     encoding_format: str | None = None,
     dimensions: int | None = None,
+    images: int = 0,
+    image_size: str = "512x512",
+    image_format: str = "png",
+    shared_images: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -180,6 +187,9 @@ def make_config(
 
     request_formats.check_api(api)
     inputs = InputShape(batch_size, documents, top_n, encoding_format, dimensions).validate(api)
+    image_spec = ImageSpec(images, image_size, image_format, shared_images, seed).validate()
+    if images and api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
+        raise ConfigError(f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {api}")
     if not stream and api in request_formats.BODY_APIS:
         raise ConfigError(f"--no-stream is for generation APIs; {api} answers with one body already")
     if api in request_formats.BODY_APIS and (turns is not None or sessions is not None or tasks is not None):
@@ -298,6 +308,7 @@ def make_config(
         store_as=None if store is False else "run",
         stream=stream,
         inputs=inputs,
+        images=image_spec,
     )
 
 

@@ -218,8 +218,15 @@ class Runner:
             self._planned[i] = prompt.planned_tokens
         if prompt.item is not None and self.cfg.judge.grading.active:
             self._items[i] = (prompt.item, prompt.reference)
+        images = cfg.images.images(i) if cfg.images.count else getattr(prompt, "images", None) or []
         path, body = request_formats.build_request(
-            cfg.api, model, prompt, stream=cfg.stream, include_usage=self._include_usage, extra_body=cfg.extra_body
+            cfg.api,
+            model,
+            prompt,
+            stream=cfg.stream,
+            include_usage=self._include_usage,
+            extra_body=cfg.extra_body,
+            images=images,
         )
         return RequestSpec(
             index=i,
@@ -228,6 +235,9 @@ class Runner:
             headers=self._headers(),
             dialect=request_formats.response_dialect(cfg.api, cfg.stream),
             stream=cfg.stream,
+            images=len(images),
+            image_bytes=sum(len(im.data) for im in images),
+            image_pixels=sum(im.pixels for im in images),
             warmup=warmup,
             t_sched_ns=t_sched_ns,
             prompt_tokens_planned=prompt.input_tokens_target,

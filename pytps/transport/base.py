@@ -82,6 +82,9 @@ class RequestSpec:
     stream: bool = True
     inputs: int | None = None
     top_n: int | None = None
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def new_record(self, transport: str) -> RequestRecord:
         """The record a transport fills in for this request, carrying what the spec knows."""
@@ -97,6 +100,9 @@ class RequestSpec:
             stream=self.stream,
             inputs=self.inputs,
             top_n=self.top_n,
+            images=self.images,
+            image_bytes=self.image_bytes,
+            image_pixels=self.image_pixels,
         )
 
 

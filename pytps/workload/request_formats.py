@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pytps._native import _core
@@ -53,6 +53,18 @@ ANTHROPIC_VERSION = "2023-06-01"
 #: Where each API's requests go: its default path (the core's table, first of its paths).
 _PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()} | dict(_core.BODY_API_PATHS)
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
+
+
+class ImageLike(Protocol):
+    """An image as sent (pytps.workload.images.Image)."""
+
+    mime: str
+
+    @property
+    def base64(self) -> str: ...
+
+    @property
+    def data_uri(self) -> str: ...
 
 
 class PromptLike(Protocol):
@@ -130,8 +142,13 @@ def build_request(
     stream: bool = True,
     include_usage: bool = True,
     extra_body: Mapping[str, Any] | None = None,
+    images: Sequence[ImageLike] = (),
 ) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of one generation request.
+
+    images go with the last user message, in each API's own form: OpenAI Chat `image_url` parts
+    (data URIs), Responses `input_image` parts, Anthropic base64 `image` blocks (before the text,
+    as Anthropic advises), Ollama's `images` list; openai-completions takes none.
 
     openai-chat sends max_tokens, not max_completion_tokens: every OpenAI-compatible server
     (vLLM, SGLang, TGI, llama.cpp, Ollama) accepts it, while OpenAI's own reasoning models want
@@ -150,6 +167,8 @@ def build_request(
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise ConfigError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
     usage = {"stream_options": {"include_usage": True}} if stream and include_usage else {}
+    if images and api == "openai-completions":
+        raise ConfigError("openai-completions takes a prompt string, not images: use --api openai-chat")
 
     body: dict[str, Any]
     if api == "openai-chat":
@@ -176,11 +195,32 @@ def build_request(
         inputs = [{**m, "content": content_text(m.get("content"))} for m in messages]
         body = {"model": model, "messages": inputs, "stream": stream, "options": {"num_predict": max_tokens}}
 
+    if images:
+        _attach_images(api, body, images)
     if extra_body is not None:
         if not isinstance(extra_body, Mapping):
             raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
         _merge(body, extra_body)
     return _PATHS[api], body
+
+
+def _attach_images(api: str, body: dict[str, Any], images: Sequence[ImageLike]) -> None:
+    messages = body["input"] if api == "openai-responses" else body["messages"]
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    if last is None:
+        raise ConfigError("images go with a user message, and the prompt has none")
+    text = content_text(last.get("content"))
+    if api == "openai-chat":
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        last["content"] = parts + [{"type": "image_url", "image_url": {"url": im.data_uri}} for im in images]
+    elif api == "openai-responses":
+        parts = [{"type": "input_text", "text": text}]
+        last["content"] = parts + [{"type": "input_image", "image_url": im.data_uri} for im in images]
+    elif api == "anthropic":
+        blocks = [{"type": "image", "source": {"type": "base64", "media_type": im.mime, "data": im.base64}} for im in images]
+        last["content"] = [*blocks, {"type": "text", "text": text}]
+    else:  # ollama
+        last["images"] = [im.base64 for im in images]
 
 
 def prompt_text(prompt: PromptLike) -> str:
