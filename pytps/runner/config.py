@@ -189,7 +189,9 @@ def make_config(
     inputs = InputShape(batch_size, documents, top_n, encoding_format, dimensions).validate(api)
     image_spec = ImageSpec(images, image_size, image_format, shared_images, seed).validate()
     if images and api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
-        raise ConfigError(f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {api}")
+        raise ConfigError(
+            f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {api}"
+        )
     if not stream and api in request_formats.BODY_APIS:
         raise ConfigError(f"--no-stream is for generation APIs; {api} answers with one body already")
     if api in request_formats.BODY_APIS and (turns is not None or sessions is not None or tasks is not None):

@@ -268,7 +268,7 @@ class Runner:
         self.finished += 1
         reported = rec.usage.get("prompt_tokens")
         planned = self._planned.pop(rec.index, None)
-        if reported and planned:
+        if reported and planned and not rec.images:  # image tokens are not the text's: no calibration
             # Anthropic's input_tokens leave out cache reads; the prompt is both.
             if self.cfg.api == "anthropic":
                 reported += rec.usage.get("cached_tokens", 0)

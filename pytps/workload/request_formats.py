@@ -58,7 +58,8 @@ _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
 class ImageLike(Protocol):
     """An image as sent (pytps.workload.images.Image)."""
 
-    mime: str
+    @property
+    def mime(self) -> str: ...
 
     @property
     def base64(self) -> str: ...
@@ -217,7 +218,9 @@ def _attach_images(api: str, body: dict[str, Any], images: Sequence[ImageLike]) 
         parts = [{"type": "input_text", "text": text}]
         last["content"] = parts + [{"type": "input_image", "image_url": im.data_uri} for im in images]
     elif api == "anthropic":
-        blocks = [{"type": "image", "source": {"type": "base64", "media_type": im.mime, "data": im.base64}} for im in images]
+        blocks = [
+            {"type": "image", "source": {"type": "base64", "media_type": im.mime, "data": im.base64}} for im in images
+        ]
         last["content"] = [*blocks, {"type": "text", "text": text}]
     else:  # ollama
         last["images"] = [im.base64 for im in images]
