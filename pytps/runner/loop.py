@@ -218,7 +218,7 @@ class Runner:
             self._planned[i] = prompt.planned_tokens
         if prompt.item is not None and self.cfg.judge.grading.active:
             self._items[i] = (prompt.item, prompt.reference)
-        images = cfg.images.images(i) if cfg.images.count else getattr(prompt, "images", None) or []
+        images = cfg.images.images(i) if cfg.images.count else prompt.images
         path, body = request_formats.build_request(
             cfg.api,
             model,

@@ -11,6 +11,7 @@ noise (a noise PNG would be ~3 bytes per pixel on the wire).
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import random
 from dataclasses import dataclass
@@ -114,8 +115,10 @@ def _generate(rng: random.Random, width: int, height: int, fmt: str) -> Image:
     return Image(buf.getvalue(), _MIME[fmt], width, height)
 
 
+@functools.lru_cache(maxsize=256)
 def load_image(path: str | Path) -> Image:
-    """An image file a dataset record names, sent as it is (its size read by Pillow)."""
+    """An image file a dataset record names, sent as it is (its size read by Pillow); read once
+    per run (a record is replayed many times)."""
     pil: object = _pillow()
     p = Path(path)
     try:

@@ -83,3 +83,20 @@ def test_shared_images_are_the_same_bytes():
     assert [im.data for im in unique.images(0)] != [im.data for im in unique.images(5)]
     assert [im.data for im in unique.images(3)] == [im.data for im in unique.images(3)]  # seeded
     assert all(64 <= im.width <= 128 and 64 <= im.height <= 128 for im in unique.images(7))
+
+
+def test_dataset_records_may_name_image_files(tmp_path):
+    import json
+
+    from pytps.workload.images import ImageSpec
+
+    for k, size in enumerate(["640x480", "100x2000"]):
+        (tmp_path / f"im{k}.png").write_bytes(ImageSpec(1, size, "png", seed=k).images(0)[0].data)
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        json.dumps({"prompt": "describe the picture", "images": ["im0.png", "im1.png"], "max_tokens": 4}) + "\n"
+    )
+    with pytps.Emulator(ttft_ms=TTFT_MS, itl_us=200) as emu:
+        result, truth = _run(emu, tmp_path / "r", dataset=str(data), requests=2)
+    assert all(t["images"] == 2 and t["image_tokens"] == tile_tokens(640, 480) + tile_tokens(100, 2000) for t in truth)
+    assert all(r.images == 2 and r.image_pixels == 640 * 480 + 100 * 2000 for r in result.records)
