@@ -251,8 +251,13 @@ class Emulator:
 
     ``with pytps.Emulator(ttft_ms=50, itl_us=500) as emu:`` starts it in the background;
     ``emu.base_url`` is ``http://127.0.0.1:<port>``. Endpoints: POST /v1/chat/completions,
-    /v1/completions, /v1/responses, /v1/messages, /api/chat, /api/generate; GET /v1/models,
-    /health.
+    /v1/completions, /v1/responses, /v1/messages, /api/chat, /api/generate (each streamed or,
+    with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
+    /v1/models, /health.
+
+    Embeddings and rerank: one JSON body due ``embed_ms`` + ``embed_us_per_token`` x the input
+    tokens after admission; vectors of ``embedding_dim`` components (or the request's
+    ``dimensions``), a function of the seed and each text only (docs/emulator.md).
 
     Timing: the first token event is due ``ttft_ms`` (+ ``prefill_us_per_token`` x the prompt
     tokens the prefix cache did not serve) after the request was admitted (at once when it was fully received, unless
@@ -292,6 +297,9 @@ class Emulator:
         itl_sd_us: float = 0.0,
         itl_replay_us: Sequence[float] | None = None,
         prefill_us_per_token: float = 0.0,
+        embed_ms: float = 2.0,
+        embed_us_per_token: float = 10.0,
+        embedding_dim: int = 384,
         prefix_cache_tokens: int = 0,
         prefix_cache_block_tokens: int = 16,
         max_batch: int = 0,
@@ -339,6 +347,9 @@ class Emulator:
         if itl_dist == "lognormal" and itl_us <= 0:
             raise ValueError("itl_dist='lognormal' needs itl_us > 0")
         _int(prefix_cache_tokens, "prefix_cache_tokens", 0)
+        _int(embedding_dim, "embedding_dim", 1)
+        if embedding_dim > 65536:
+            raise ValueError(f"embedding_dim must be at most 65536, got {embedding_dim}")
         _int(prefix_cache_block_tokens, "prefix_cache_block_tokens", 1)
         _int(max_batch, "max_batch", 0)
         slowdown = _ratio(batch_slowdown, "batch_slowdown")
@@ -365,6 +376,9 @@ class Emulator:
             "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),
             "itl_replay_ns": replay,
             "prefill_ns_per_token": _ns(prefill_us_per_token, "prefill_us_per_token", 1e3),
+            "embed_ns": _ns(embed_ms, "embed_ms", 1e6),
+            "embed_ns_per_token": _ns(embed_us_per_token, "embed_us_per_token", 1e3),
+            "embedding_dim": embedding_dim,
             "prefix_cache_tokens": prefix_cache_tokens,
             "prefix_cache_block_tokens": prefix_cache_block_tokens,
             "max_batch": max_batch,

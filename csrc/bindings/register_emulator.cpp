@@ -42,6 +42,9 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "itl_dist") c.itl_dist = dist_from(v.cast<std::string>(), "itl_dist", true);
         else if (k == "itl_replay_ns") c.itl_replay_ns = v.cast<std::vector<int64_t>>();
         else if (k == "prefill_ns_per_token") c.prefill_ns_per_token = v.cast<int64_t>();
+        else if (k == "embed_ns") c.embed_ns = v.cast<int64_t>();
+        else if (k == "embed_ns_per_token") c.embed_ns_per_token = v.cast<int64_t>();
+        else if (k == "embedding_dim") c.embedding_dim = v.cast<int64_t>();
         else if (k == "prefix_cache_tokens") c.prefix_cache_tokens = v.cast<int64_t>();
         else if (k == "prefix_cache_block_tokens") c.prefix_cache_block_tokens = v.cast<int64_t>();
         else if (k == "max_batch") c.max_batch = v.cast<int64_t>();
@@ -131,6 +134,11 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["released_ns"] = r.released_ns;
     d["queued_ns"] = r.queued_ns;
     d["prompt_tokens"] = r.prompt_tokens;
+    d["inputs"] = r.inputs;
+    d["dimensions"] = r.dimensions;
+    d["results"] = r.results;
+    d["images"] = r.images;
+    d["image_tokens"] = r.image_tokens;
     d["cached_tokens"] = r.cached_tokens;
     d["output_tokens"] = r.output_tokens;
     d["reasoning_tokens"] = r.reasoning_tokens;

@@ -56,6 +56,10 @@ void register_recorder(py::module_& m) {
         paths[pytps::dialect_name(d)] = py::tuple(of_dialect);
     }
     m.attr("DIALECT_PATHS") = paths;
+    // The APIs answered by one JSON body (core/dialect_table.hpp, kBodyApiPaths): name -> path.
+    py::dict body_paths;
+    for (const pytps::BodyApiPath& a : pytps::kBodyApiPaths) body_paths[a.name] = a.path;
+    m.attr("BODY_API_PATHS") = body_paths;
 
     py::class_<StreamRecorder>(
         m, "StreamRecorder",
@@ -104,6 +108,8 @@ void register_recorder(py::module_& m) {
         .def_property_readonly("end_ns", [](const StreamRecorder& r) { return time_or_none(r.end_ns()); },
                                "Terminal marker's arrival, else close()'s t_ns, else None.")
         .def_property_readonly("text", [](const StreamRecorder& r) { return decode_text(r.state().text); })
+        .def_property_readonly("body", [](const StreamRecorder& r) { return py::bytes(r.body()); },
+                               "The whole body as it came, for the json dialect (b'' for the stream dialects).")
         .def_property_readonly("reasoning_text", [](const StreamRecorder& r) { return decode_text(r.state().reasoning_text); })
         .def_property_readonly("tool_calls",
                                [](const StreamRecorder& r) {

@@ -11,6 +11,7 @@ const char* dialect_name(Dialect d) {
         case Dialect::OpenAIResponses: return "openai-responses";
         case Dialect::Anthropic: return "anthropic";
         case Dialect::Ollama: return "ollama";
+        case Dialect::Json: return "json";
     }
     return "?";
 }
@@ -21,10 +22,14 @@ std::string dialect_list() {
         if (!s.empty()) s += ", ";
         s += dialect_name(d);
     }
-    return s;
+    return s + ", json (a whole JSON body)";
 }
 
 bool parse_dialect(std::string_view name, Dialect& out) {
+    if (name == "json") {
+        out = Dialect::Json;
+        return true;
+    }
     for (Dialect d : kAllDialects) {
         if (name == dialect_name(d)) {
             out = d;
@@ -36,6 +41,12 @@ bool parse_dialect(std::string_view name, Dialect& out) {
 
 const ApiPath* find_api_path(std::string_view path) {
     for (const ApiPath& a : kApiPaths)
+        if (path == a.path) return &a;
+    return nullptr;
+}
+
+const BodyApiPath* find_body_api_path(std::string_view path) {
+    for (const BodyApiPath& a : kBodyApiPaths)
         if (path == a.path) return &a;
     return nullptr;
 }

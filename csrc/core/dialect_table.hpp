@@ -9,7 +9,10 @@
 
 namespace pytps {
 
-enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama };
+// Json is not a stream: the whole body is one JSON document (embeddings, rerank, "stream":
+// false), kept by the recorder for Python to read once it has ended. It is not a generation API,
+// so it is not in kAllDialects.
+enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama, Json };
 
 constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
                                     Dialect::Anthropic, Dialect::Ollama};
@@ -19,7 +22,7 @@ const char* dialect_name(Dialect d);
 std::string dialect_list();
 bool parse_dialect(std::string_view name, Dialect& out);
 // True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
-inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama; }
+inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama && d != Dialect::Json; }
 
 // Where each dialect's generation requests go, below the server's root. A dialect's first path
 // is its default (pytps's requests); Ollama has two, /api/chat and /api/generate, whose streams
@@ -41,5 +44,24 @@ constexpr ApiPath kApiPaths[] = {
 
 // The entry of exactly this path, or null.
 const ApiPath* find_api_path(std::string_view path);
+
+// The APIs that answer with one JSON body, never a stream (read through Dialect::Json): their
+// names (pytps's --api) and paths, for the client (_core.BODY_API_PATHS) and the emulator's routes.
+enum class BodyApi { OpenAIEmbeddings, OllamaEmbed, Rerank };
+
+struct BodyApiPath {
+    const char* name;
+    const char* path;
+    BodyApi api;
+};
+
+constexpr BodyApiPath kBodyApiPaths[] = {
+    {"openai-embeddings", "/v1/embeddings", BodyApi::OpenAIEmbeddings},
+    {"ollama-embed", "/api/embed", BodyApi::OllamaEmbed},
+    {"rerank", "/v1/rerank", BodyApi::Rerank},
+};
+
+// The entry of exactly this path, or null.
+const BodyApiPath* find_body_api_path(std::string_view path);
 
 }  // namespace pytps

@@ -15,6 +15,7 @@ Extractor extractor_for(Dialect d) {
         case Dialect::OpenAIResponses: return &extract_openai_responses;
         case Dialect::Anthropic: return &extract_anthropic;
         case Dialect::Ollama: return &extract_ollama;
+        case Dialect::Json: return nullptr;  // never called: the body is kept whole
     }
     return &extract_openai_chat;
 }
@@ -34,7 +35,9 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
     if (closed_) return 0;
     now_ns_ = t_ns;
     const size_t before = times_.size();
-    if (dialect_uses_sse(dialect_)) {
+    if (dialect_ == Dialect::Json) {
+        body_.append(data, n);
+    } else if (dialect_uses_sse(dialect_)) {
         sse_.feed(data, n, *this);
     } else {
         ndjson_.feed(
@@ -116,6 +119,13 @@ void StreamRecorder::record_protocol_error(const char* message) {
 void StreamRecorder::close(int64_t t_ns) {
     if (closed_) return;
     closed_ = true;
+    if (dialect_ == Dialect::Json) {
+        // A whole body, framed by HTTP: it ended when its last byte came (a body cut short is
+        // the HTTP parser's error). Whether it says what it should is for the reader of body().
+        state_.done = !body_.empty();
+        end_ns_ = t_ns;
+        return;
+    }
     if (dialect_uses_sse(dialect_)) {
         if (sse_.close()) record_protocol_error("the stream ended inside an event");
     } else {
@@ -129,6 +139,7 @@ void StreamRecorder::close(int64_t t_ns) {
 }
 
 void StreamRecorder::reset() {
+    body_.clear();
     sse_.close();
     ndjson_.reset();
     now_ns_ = kNoTime;

@@ -49,6 +49,8 @@ public:
     const StreamError& error() const { return error_; }
     int64_t events() const { return events_; }
     int64_t protocol_errors() const { return protocol_errors_; }
+    // Dialect::Json: the whole body as it came (empty for the stream dialects).
+    const std::string& body() const { return body_; }
 
     // SSE parser sink.
     void on_event(const SSEEventView& ev) { handle_event(ev.type, ev.data); }
@@ -78,6 +80,7 @@ private:
     int64_t protocol_errors_ = 0;
     int64_t last_completion_tokens_ = 0;  // for per-event token counts from cumulative usage
     bool closed_ = false;
+    std::string body_;  // Dialect::Json only
 };
 
 }  // namespace pytps

@@ -1,6 +1,7 @@
 #include "emulator/chat_request.hpp"
 
 #include "core/json_scan.hpp"
+#include "emulator/images.hpp"
 
 namespace pytps {
 
@@ -11,6 +12,7 @@ const char* api_name(const ApiPath& api) {
         case Dialect::OpenAIResponses: return "responses";
         case Dialect::Anthropic: return "messages";
         case Dialect::Ollama: return api.takes_prompt ? "ollama_generate" : "ollama_chat";
+        case Dialect::Json: break;
     }
     return "?";
 }
@@ -21,12 +23,20 @@ using json::JsonReader;
 using json::Type;
 
 // Adds every string value under the current value (keys excluded) to `text`; `last`, when
-// given, ends up holding the last of them.
-void sum_strings(JsonReader& r, std::string& text, std::string* last = nullptr) {
+// given, ends up holding the last of them. An image (a data:image/ URI; base64 PNG or JPEG under
+// a "data" or "images" key: Anthropic's source, Ollama's images) is not text: it is counted in
+// `images` by the tile rule (images.hpp). `bare_ok`: the value is under such a key.
+void sum_strings(JsonReader& r, std::string& text, std::string* last = nullptr, ChatImages* images = nullptr,
+                 bool bare_ok = false) {
     switch (r.peek()) {
         case Type::String: {
             std::string s;
             if (r.read_string(s)) {
+                if (images && looks_like_image(s, bare_ok)) {
+                    ++images->count;
+                    images->tokens += image_tokens(image_size_of(s));
+                    return;
+                }
                 text += s;
                 if (last) *last = std::move(s);
             }
@@ -34,12 +44,12 @@ void sum_strings(JsonReader& r, std::string& text, std::string* last = nullptr) 
         }
         case Type::Array:
             if (!r.begin_array()) return;
-            while (r.next_element()) sum_strings(r, text, last);
+            while (r.next_element()) sum_strings(r, text, last, images, bare_ok);
             return;
         case Type::Object: {
             if (!r.begin_object()) return;
-            std::string_view key;
-            while (r.next_key(key)) sum_strings(r, text, last);
+            std::string_view k;
+            while (r.next_key(k)) sum_strings(r, text, last, images, k == "data" || k == "images");
             return;
         }
         default:
@@ -186,7 +196,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
                             (string_ok && array_ok ? "a string or an array" : string_ok ? "a string" : "an array") + ".";
                 break;
             }
-            sum_strings(r, req.prompt_text, &req.last_text);
+            sum_strings(r, req.prompt_text, &req.last_text, &req.images);
         } else if (key == "system" || key == "instructions") {
             sum_strings(r, req.prompt_text);
         } else {
@@ -219,7 +229,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
 
 int64_t estimate_prompt_tokens(const ChatRequest& req) {
     int64_t t = (req.prompt_chars + 3) / 4;
-    return t < 1 ? 1 : t;
+    return (t < 1 ? 1 : t) + req.images.tokens;
 }
 
 }  // namespace pytps

@@ -13,6 +13,12 @@ namespace pytps {
 // messages, ollama_chat, ollama_generate.
 const char* api_name(const ApiPath& api);
 
+// The images of a request's messages (emulator/images.hpp).
+struct ChatImages {
+    int64_t count = 0;
+    int64_t tokens = 0;  // by the tile rule, summed
+};
+
 struct ChatRequest {
     std::string model;          // empty: the emulator's model name
     bool stream = false;        // Ollama's default is true; the parser applies the per-API default
@@ -23,13 +29,14 @@ struct ChatRequest {
     std::string prompt_text;            // those strings, concatenated in body order (the prefix cache's key)
     std::string last_text;              // the last string under messages/prompt/input (the answer book's key)
     std::string tool_name;              // first tool's name in `tools`, if any
+    ChatImages images;                  // image parts: not text, counted by the tile rule
 };
 
 // Parses `body` as the request to the route `api` (one of the core's kApiPaths). On failure returns false and sets `error` to a
 // message fit for the 400 response (what was wrong, in the provider's words where possible).
 bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& req, std::string& error);
 
-// The documented estimate: ceil(prompt_chars / 4), at least 1.
+// The documented estimate: ceil(prompt_chars / 4), at least 1, plus the images' tokens.
 int64_t estimate_prompt_tokens(const ChatRequest& req);
 
 }  // namespace pytps

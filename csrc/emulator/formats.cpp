@@ -40,6 +40,7 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
         case Dialect::OpenAIResponses: return make_responses(plan);
         case Dialect::Anthropic: return make_anthropic(plan);
         case Dialect::Ollama: return make_ollama(plan);
+        case Dialect::Json: break;  // never a generation route
     }
     return nullptr;
 }

@@ -72,6 +72,15 @@ void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
         start_generation(c, *api, req, received_ns);
         return;
     }
+    if (const BodyApiPath* api = find_body_api_path(req.path)) {
+        if (req.method != "POST") {
+            send_simple(c, 405, error_body(error_family(req.path), 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
+                        "Allow: POST\r\n", req.keep_alive);
+            return;
+        }
+        start_body_api(c, *api, req, received_ns);
+        return;
+    }
     if (req.path == "/health" || req.path == "/v1/models") {
         if (req.method != "GET") {
             send_simple(c, 405, error_body(ErrorFamily::openai, 405, "Method " + req.method + " is not allowed on " + req.path + "; use GET."),

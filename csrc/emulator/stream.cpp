@@ -17,6 +17,7 @@ const char* id_prefix(Dialect d) {
         case Dialect::OpenAIResponses: return "resp_";
         case Dialect::Anthropic: return "msg_";
         case Dialect::Ollama: return "ollama-";
+        case Dialect::Json: break;
     }
     return "?";
 }
@@ -53,6 +54,8 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     }
     rec.stream = cr.stream;
     rec.prompt_tokens = estimate_prompt_tokens(cr);
+    rec.images = cr.images.count;
+    rec.image_tokens = cr.images.tokens;
 
     const FaultSpec* fault = faults_.pick(seq);
     if (fault) {

@@ -64,6 +64,16 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.queued_ns);
     s += ",\"prompt_tokens\":";
     json_int(s, r.prompt_tokens);
+    s += ",\"inputs\":";
+    json_int(s, r.inputs);
+    s += ",\"dimensions\":";
+    json_int(s, r.dimensions);
+    s += ",\"results\":";
+    json_int(s, r.results);
+    s += ",\"images\":";
+    json_int(s, r.images);
+    s += ",\"image_tokens\":";
+    json_int(s, r.image_tokens);
     s += ",\"cached_tokens\":";
     json_int(s, r.cached_tokens);
     s += ",\"output_tokens\":";

@@ -39,6 +39,14 @@ struct TruthRecord {
     int64_t output_tokens = 0;   // tokens actually written
     int64_t reasoning_tokens = 0;
     int64_t planned_events = 0;
+    // Embeddings and rerank: the inputs (texts or documents), the vector length (0 for rerank and
+    // generation) and the results the answer carries (vectors, or ranked documents).
+    int64_t inputs = 0;
+    int64_t dimensions = 0;
+    int64_t results = 0;
+    // Image parts of a chat request and the prompt tokens they count for (in prompt_tokens).
+    int64_t images = 0;
+    int64_t image_tokens = 0;
     int64_t keepalives = 0;
     bool client_closed = false;  // the client went away before the end
     // Graded answers (answers.hpp): "right" or "wrong" for a prompt the answer book knows, ""

@@ -44,6 +44,9 @@ from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,
 )
 from pytps._core.recorder import (
+    BODY_API_PATHS as BODY_API_PATHS,
+)
+from pytps._core.recorder import (
     DIALECT_PATHS as DIALECT_PATHS,
 )
 from pytps._core.recorder import (

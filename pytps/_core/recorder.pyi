@@ -13,6 +13,8 @@ DIALECTS: tuple[str, ...]  # ("openai-chat", "openai-completions", "openai-respo
 # Each dialect's generation request paths below the server's root, its default first:
 # {"openai-chat": ("/v1/chat/completions",), ..., "ollama": ("/api/chat", "/api/generate")}
 DIALECT_PATHS: dict[str, tuple[str, ...]]
+#: The APIs answered by one JSON body (read with the "json" dialect): name -> path.
+BODY_API_PATHS: dict[str, str]
 
 class StreamRecorder:
     """The per-request hot path: frames one response stream and records what each event generated.
@@ -56,6 +58,8 @@ class StreamRecorder:
     Ollama done:true), else the t_ns given to close(), else None."""
     text: Final[str]
     """The answer text (content deltas) concatenated."""
+    body: Final[bytes]
+    """The whole body as it came, for the json dialect (b'' for the stream dialects)."""
     reasoning_text: Final[str]
     tool_calls: Final[list[dict[str, Any]]]
     """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order

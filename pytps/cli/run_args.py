@@ -14,7 +14,7 @@ from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
 from pytps.errors import ConfigError
 from pytps.sweep.cells import AXIS_FORMS
 from pytps.transport.registry import TRANSPORT_NAMES
-from pytps.workload.request_formats import API_NAMES
+from pytps.workload.request_formats import ALL_APIS
 
 if TYPE_CHECKING:
     from pytps.runner.config import RunConfig
@@ -24,7 +24,13 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     """Every flag of a run; with sweep, the load and length flags take lists (the sweep's axes)."""
     ep = p.add_argument_group("endpoint")
     ep.add_argument("--base-url", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)")
-    ep.add_argument("--api", choices=API_NAMES, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument("--api", choices=ALL_APIS, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument(
+        "--no-stream",
+        dest="stream",
+        action="store_false",
+        help='generation requests ask for one JSON body ("stream": false): TTFB and E2E, no TTFT/TPOT/ITL',
+    )
     ep.add_argument("--model", help="model name (default: the first of /v1/models)")
     ep.add_argument(
         "--api-key-env",
@@ -86,6 +92,17 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
         metavar="PATH",
         help="tokenizer.json to count output tokens when the server reports no usage (needs: pip install tokenizers)",
     )
+    eb = p.add_argument_group("embeddings and rerank (--api openai-embeddings, ollama-embed, rerank)")
+    eb.add_argument("--batch-size", type=int, default=1, metavar="N", help="texts per embeddings request (default 1)")
+    eb.add_argument("--documents", type=int, default=8, metavar="N", help="documents per rerank query (default 8)")
+    eb.add_argument("--top-n", type=int, metavar="N", help="rerank: results asked for (default: every document)")
+    eb.add_argument("--encoding-format", choices=("float", "base64"), help="openai-embeddings: passed through")
+    eb.add_argument("--dimensions", type=int, metavar="N", help="embeddings: vector length asked for, passed through")
+    im = p.add_argument_group("image prompts (chat APIs; needs Pillow)")
+    im.add_argument("--images", type=int, default=0, metavar="N", help="generated images per chat prompt (default 0)")
+    im.add_argument("--image-size", default="512x512", metavar="WxH|LO-HI", help="image size, or each side's range")
+    im.add_argument("--image-format", choices=("png", "jpeg"), default="png", help="encoding (default png)")
+    im.add_argument("--shared-images", action="store_true", help="every request sends the same images")
     wl.add_argument("--seed", type=int, default=0)
     wl.add_argument("--salt", help="prompt salt (default: the run's UTC time, so runs do not share prefixes)")
     ss = p.add_argument_group("multi-turn sessions (docs/metrics.md, Workloads)")
@@ -319,6 +336,16 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         tasks=args.tasks,
         grader=args.grader,
         keep_text=args.keep_text,
+        stream=args.stream,
+        batch_size=args.batch_size,
+        documents=args.documents,
+        top_n=args.top_n,
+        encoding_format=args.encoding_format,
+        dimensions=args.dimensions,
+        images=args.images,
+        image_size=args.image_size,
+        image_format=args.image_format,
+        shared_images=args.shared_images,
     )
 
 

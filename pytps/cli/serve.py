@@ -45,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="gaps in µs to cycle through (implies --itl-dist replay)",
     )
     p.add_argument("--prefill-us-per-token", type=float, default=0.0, help="extra TTFT per prompt token in µs")
+    p.add_argument("--embed-ms", type=float, default=2.0, help="embeddings and rerank: base latency in ms (default 2)")
+    p.add_argument(
+        "--embed-us-per-token", type=float, default=10.0, help="embeddings and rerank: µs per input token (default 10)"
+    )
+    p.add_argument("--embedding-dim", type=int, default=384, help="embedding vector length (default 384)")
     p.add_argument(
         "--prefix-cache-tokens",
         type=int,
@@ -139,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
             itl_sd_us=args.itl_sd_us,
             itl_replay_us=args.itl_replay_us,
             prefill_us_per_token=args.prefill_us_per_token,
+            embed_ms=args.embed_ms,
+            embed_us_per_token=args.embed_us_per_token,
+            embedding_dim=args.embedding_dim,
             prefix_cache_tokens=args.prefix_cache_tokens,
             prefix_cache_block_tokens=args.prefix_cache_block_tokens,
             max_batch=args.max_batch,

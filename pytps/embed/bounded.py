@@ -27,6 +27,7 @@ _SCALED = {
     "user_tps": 1e-3,
     "send_overhead_s": 1e-9,
     "e2e_500_s": 1e-9,
+    "ttfb_s": 1e-9,
 }
 
 
@@ -59,7 +60,7 @@ class RunningSummary:
             m, retries=rec.retries, useful=bool(record.useful), why_not=why_not, usage_implausible=implausible
         ):
             return
-        for name in ("ttft_s", "ttfat_s", "tpot_s", "e2e_s", "decode_tps", "user_tps", "e2e_500_s"):
+        for name in ("ttft_s", "ttfat_s", "tpot_s", "e2e_s", "decode_tps", "user_tps", "e2e_500_s", "ttfb_s"):
             self._record(name, getattr(m, name))
         values, counts = itl_samples(rec.output_times_ns, layout)
         if len(values):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 from typing import Any, TypeVar, overload
 
 from pytps._native import _core
@@ -26,11 +27,13 @@ from pytps.embed.collector import Collector, deliver
 from pytps.embed.context import call_of, current_tag
 from pytps.embed.timer import check_dialect
 from pytps.errors import ConfigError
+from pytps.measure.bodies import read_body
 from pytps.measure.records import ERROR_CLIENT, RequestRecord
 from pytps.results.record import Record, next_index
 from pytps.transport.base import classify_status, classify_stream
 from pytps.transport.classify import error_class
 from pytps.transport.stamping import AsyncStampingBackend, Stamped, StampingBackend, SyncStampingBackend
+from pytps.workload.request_formats import JSON_DIALECT
 
 _now_ns = _core.now_ns
 
@@ -44,6 +47,8 @@ _PATH_DIALECTS = tuple(
         key=lambda end_dialect: -len(end_dialect[0]),
     )
 )
+#: The APIs answered by one JSON body (embeddings, rerank), by the end of their paths.
+_PATH_BODY_APIS = tuple((path.removeprefix("/v1"), api) for api, path in _core.BODY_API_PATHS.items())
 _STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
 _ERROR_BODY_BYTES = 4096
 
@@ -55,6 +60,26 @@ def dialect_for_path(path: str) -> str | None:
         if path.endswith(end):
             return dialect
     return None
+
+
+def body_api_for_path(path: str) -> str | None:
+    """The embeddings or rerank API of a request's path (pytps's --api name), or None."""
+    path = path.rstrip("/")
+    return next((api for end, api in _PATH_BODY_APIS if path.endswith(end)), None)
+
+
+def _inputs_of(request: Any, api: str) -> tuple[int | None, int | None]:
+    """(inputs, top_n) an embeddings or rerank request carried, from its JSON body; (None, None)
+    when the body cannot be read (a streamed upload)."""
+    try:
+        body = json.loads(request.content)
+    except Exception:
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    items = body.get("documents" if api == "rerank" else "input")
+    top_n = body.get("top_n") if api == "rerank" and isinstance(body.get("top_n"), int) else None
+    return (len(items) if isinstance(items, list) else 1), top_n
 
 
 # ---- the network backend: stamps at the read -------------------------------------------------
@@ -79,7 +104,7 @@ class _Attempt:
     """One HTTP attempt's record while it goes: opened when the request is handed to the transport,
     closed when its body ends, fails, or the application closes the response."""
 
-    __slots__ = ("collector", "error_body", "extras", "net", "rec", "recorder", "t_last_ns")
+    __slots__ = ("body_api", "collector", "error_body", "extras", "net", "rec", "recorder", "t_last_ns")
 
     def __init__(self, request: Any, dialect: str | None, collector: Collector | None) -> None:
         t = _now_ns()
@@ -92,6 +117,10 @@ class _Attempt:
             retry_count = 0
         call_id, attempt = call_of(retry_count)
         path = request.url.path
+        # Embeddings and rerank: read as pytps run reads them (pytps.measure.bodies).
+        self.body_api = None if dialect is not None else body_api_for_path(path)
+        if self.body_api is not None:
+            rec.inputs, rec.top_n = _inputs_of(request, self.body_api)
         self.extras: dict[str, Any] = {
             "call_id": call_id,
             "attempt": attempt,
@@ -133,6 +162,10 @@ class _Attempt:
             self.error_body = bytearray()
         elif streamed and dialect is not None:
             self.recorder = _core.StreamRecorder(dialect)
+        elif not streamed and (dialect is not None or self.body_api is not None):
+            # A whole JSON body (stream false, embeddings, rerank): kept, read at its end.
+            self.recorder = _core.StreamRecorder(JSON_DIALECT)
+            rec.stream = False
 
     def chunk_time(self) -> int:
         net = self.net
@@ -193,6 +226,8 @@ class _Attempt:
             rec.error_detail = "the application closed the response before its end"
         elif recorder is not None:
             classify_stream(rec, recorder.error)
+        if not rec.stream:
+            read_body(rec, self.body_api or self.extras["dialect"])
         self._deliver()
 
     def _deliver(self) -> None:

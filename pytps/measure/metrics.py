@@ -63,7 +63,10 @@ def _t975(df: int) -> float:
 
 
 def output_tokens(rec: RequestRecord) -> tuple[int, str]:
-    """Output tokens and their source: server usage, else a local tokenizer, else events."""
+    """Output tokens and their source: server usage, else a local tokenizer, else events; an
+    embeddings or rerank request (rec.inputs set) generates none ("none")."""
+    if rec.inputs is not None:
+        return 0, "none"
     completion = rec.usage.get("completion_tokens")
     if completion is not None and completion >= 0:
         return int(completion), "usage"
@@ -205,6 +208,16 @@ class RequestMetrics:
     e2e_500_s: float | None
     # The server's own timings beside pytps's (pytps.measure.server_timings.read), or None.
     server_timings: dict[str, Any] | None = None
+    ttfb_s: float | None = None
+    # False: the response was one JSON body (no TTFT, TPOT or ITL exist: docs/metrics.md).
+    stream: bool = True
+    # Embeddings and rerank: inputs sent, and the length of the vectors that came back.
+    inputs: int | None = None
+    embedding_dim: int | None = None
+    # Image prompts (--images): the images sent, their encoded bytes and pixels.
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -245,7 +258,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         e2e_s=_seconds(rec.end_ns, rec.t_send_ns),
         tpot_s=tpot_s,
         decode_tps=decode_tps,
-        user_tps=tokens / e2e if (e2e := _seconds(rec.end_ns, rec.t_send_ns)) else None,
+        user_tps=tokens / e2e if (e2e := _seconds(rec.end_ns, rec.t_send_ns)) and rec.inputs is None else None,
         output_tokens=tokens,
         token_source=source,
         output_events=n,
@@ -257,6 +270,13 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         e2e_sched_s=_seconds(rec.end_ns, rec.t_sched_ns),
         e2e_500_s=e2e_for(500, ttft, tpot_s),
         server_timings=read_server_timings(rec.server_timings, rec.usage, ttft, tpot_s),
+        ttfb_s=ttfb_s(rec),
+        stream=rec.stream,
+        inputs=rec.inputs,
+        embedding_dim=rec.embedding_dim,
+        images=rec.images,
+        image_bytes=rec.image_bytes,
+        image_pixels=rec.image_pixels,
     ), layout
 
 

@@ -137,6 +137,20 @@ class RequestRecord:
     session_end: str | None = None
     # Graded answers (pytps.measure.grading): the grader's verdict, set before the record is judged.
     grade: Grade | None = None
+    # Whole JSON bodies (pytps.measure.bodies): stream False for a response read as one body (the
+    # "json" dialect), whose bytes are kept in `body` until read_body() reads them.
+    stream: bool = True
+    body: bytes = b""
+    # Embeddings and rerank: the inputs sent (texts, or documents), rerank's top_n, and what the
+    # answer held: its vectors' length, and the vectors or ranked documents it carried.
+    inputs: int | None = None
+    top_n: int | None = None
+    embedding_dim: int | None = None
+    results: int | None = None
+    # Image prompts: the images sent with the request, their encoded bytes and pixels.
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def __repr__(self) -> str:
         return (
@@ -171,4 +185,5 @@ class RequestRecord:
         self.end_ns = rec.end_ns
         self.text = rec.text
         self.reasoning_text = rec.reasoning_text
+        self.body = rec.body
         self.text_chars = len(self.text) + len(self.reasoning_text)

@@ -54,6 +54,7 @@ _SECONDS = (
     "decode_tps",
     "user_tps",
     "send_overhead_s",
+    "ttfb_s",
 )
 # Rate mode only: from the intended send time.
 _SCHED_SECONDS = ("schedule_lag_s", "ttft_sched_s", "e2e_sched_s")
@@ -115,7 +116,7 @@ class RunSummary:
         same scalars, so a summary of journals merged from several workers (pytps.scale.merge) is
         the one a single process would have built. Its per-token figures come separately:
         merge_token_histograms, or add_token_figures from its event rows."""
-        m = RequestMetrics(**{f.name: line[f.name] for f in fields(RequestMetrics)})
+        m = RequestMetrics(**{f.name: line[f.name] for f in fields(RequestMetrics) if f.name in line})
         done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
         grade = None
         if line.get("grader") is not None:
@@ -281,7 +282,11 @@ class RunSummary:
                 steady_tokens += int(tokens[inside].sum())
         steady_len = sum(b - a for a, b in steady)
         summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
-        summary["steady_output_throughput_tps"] = steady_tokens / (steady_len / NS_PER_S) if steady_len else None
+        # Whole bodies have no token events to place in the window: not measured, not zero.
+        streams = totals.streamed > 0
+        summary["steady_output_throughput_tps"] = (
+            steady_tokens / (steady_len / NS_PER_S) if steady_len and streams else None
+        )
 
         judge = self.judge
         prices = judge.prices

@@ -37,6 +37,10 @@ class RunTotals:
     token_sources: dict[str, int] = field(default_factory=dict)
     not_useful: dict[str, int] = field(default_factory=dict)  # error / slo / validation -> count
     first: tuple[int, float | None] | None = None  # (t_send_ns, ttft_s) of the earliest request
+    prompt_tokens_ok: int = 0  # input tokens the server reported for successful requests
+    inputs_ok: int = 0  # embeddings' texts, rerank's documents, of successful requests
+    streamed: int = 0  # measured requests whose responses were streams (the rest: whole bodies)
+    embedding_dims: dict[int, int] = field(default_factory=dict)  # vector length -> requests
 
     def add(
         self, m: RequestMetrics, *, retries: int, useful: bool, why_not: str | None, usage_implausible: bool = False
@@ -51,6 +55,7 @@ class RunTotals:
         elif why_not is not None:
             kind = why_not.split(":")[0]
             self.not_useful[kind] = self.not_useful.get(kind, 0) + 1
+        self.streamed += m.stream
         if self.first is None or m.t_send_ns < self.first[0]:
             self.first = (m.t_send_ns, m.ttft_s)
         if not m.ok:
@@ -61,6 +66,10 @@ class RunTotals:
         self.tokens_ok += m.output_tokens
         self.events_ok += m.output_events
         self.token_sources[m.token_source] = self.token_sources.get(m.token_source, 0) + 1
+        self.prompt_tokens_ok += m.prompt_tokens or 0
+        self.inputs_ok += m.inputs or 0
+        if m.embedding_dim is not None:
+            self.embedding_dims[m.embedding_dim] = self.embedding_dims.get(m.embedding_dim, 0) + 1
         return True
 
     def figures(self, window_s: float | None) -> dict[str, Any]:
@@ -90,6 +99,15 @@ class RunTotals:
             "goodput_rps": useful / window_s if window_s else None,
             "goodput_tps": self.useful_tokens / window_s if window_s else None,
             "not_useful": dict(sorted(self.not_useful.items())),
+            # Input side (docs/metrics.md, "Input throughput"): tokens the server reported, and
+            # for embeddings and rerank the texts or documents, of successful requests.
+            "streamed": self.streamed == n if n else None,
+            "input_tokens_total": self.prompt_tokens_ok,
+            "input_token_throughput_tps": self.prompt_tokens_ok / window_s if window_s else None,
+            "inputs_total": self.inputs_ok,
+            "input_throughput_per_s": self.inputs_ok / window_s if window_s and self.inputs_ok else None,
+            "embedding_dim": next(iter(self.embedding_dims)) if len(self.embedding_dims) == 1 else None,
+            "embedding_dims": {str(k): v for k, v in sorted(self.embedding_dims.items())},
         }
 
     @property
@@ -108,6 +126,7 @@ def request_distributions(dist: Callable[[str], dict[str, Any]], itl: Any, gaps:
         "tpot_s": dist("tpot_s"),
         "itl_s": histogram_distribution(itl),
         "e2e_s": dist("e2e_s"),
+        "ttfb_s": dist("ttfb_s"),
         "decode_tps": dist("decode_tps"),
         "user_tps": dist("user_tps"),
         "chunk_gap_s": histogram_distribution(gaps),

@@ -53,6 +53,11 @@ def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
     return out
 
 
+def _ttft_stats(ttft: np.ndarray) -> dict[str, Any]:
+    d = distribution(ttft)
+    return {"ttft_p50_s": d["p50"], "ttft_mean_s": d["mean"]}
+
+
 class WorkloadFigures:
     """Accumulates successful measured requests' lengths, cache figures and turns."""
 
@@ -60,7 +65,10 @@ class WorkloadFigures:
         self.prompt_includes_cached = prompt_includes_cached
         # prompt, cached: -1 when not reported; turn: -1 when not a session's turn. Spilled to
         # spill_path a block at a time (pytps.measure.columns), or kept in memory without one.
-        spec = {"ttft": "d", "e2e": "d", "decode": "d", "prompt": "q", "cached": "q", "output": "q", "turn": "q"}
+        spec = {
+            "ttft": "d", "e2e": "d", "decode": "d", "prompt": "q", "cached": "q", "output": "q", "turn": "q",
+            "images": "q", "pixels": "q", "image_bytes": "q",
+        }  # fmt: skip
         self.columns = Columns(spec, spill_path)
         live = self.columns.live
         self._ttft, self._e2e, self._decode = live["ttft"], live["e2e"], live["decode"]
@@ -83,6 +91,10 @@ class WorkloadFigures:
         self._cached.append(-1 if cached is None else cached)
         self._output.append(m.output_tokens)
         self._turn.append(-1 if turn is None else turn)
+        live = self.columns.live
+        live["images"].append(m.images)
+        live["pixels"].append(m.image_pixels)
+        live["image_bytes"].append(m.image_bytes)
         self.columns.commit()
 
     def add_session(self, t_start_ns: int, t_end_ns: int) -> None:
@@ -140,5 +152,22 @@ class WorkloadFigures:
         del ttft, prompt, cached, reported, turn
         output, e2e = cols.column("output"), cols.column("e2e")
         out["e2e_by_output_tokens"] = log2_bins(output.astype(np.float64), e2e)
-        order = ("cache", "ttft_by_prompt_tokens", "e2e_by_output_tokens", "per_turn", "sessions_measured")
+        del output, e2e
+        images = cols.column("images")
+        if images.any():
+            # Image prompts (--images): TTFT by image count and by pixels per request, as by prompt length.
+            pixels, ttft = cols.column("pixels"), cols.column("ttft")
+            sent = images > 0
+            out["images"] = {
+                "requests": int(sent.sum()),
+                "images_total": int(images.sum()),
+                "image_bytes_total": int(cols.column("image_bytes").sum()),
+                "pixels_per_request_mean": float(pixels[sent].mean()),
+                "ttft_by_images": [
+                    {"images": int(k), "requests": int((images == k).sum()), **_ttft_stats(ttft[images == k])}
+                    for k in np.unique(images)
+                ],
+                "ttft_by_pixels": log2_bins(pixels.astype(np.float64), ttft),
+            }
+        order = ("cache", "ttft_by_prompt_tokens", "e2e_by_output_tokens", "images", "per_turn", "sessions_measured")
         return {k: out[k] for k in order if k in out}

@@ -36,8 +36,37 @@ def _present(stats: dict[str, Any], spec: tuple[Metric, ...]) -> list[Row]:
 
 
 def summary_rows(summary: dict[str, Any]) -> list[Row]:
-    """(metric, distribution) of each distribution the run has, in report order."""
-    return _present(summary, ROWS)
+    """(metric, distribution) of each distribution the run has, in report order. TTFB is shown for
+    runs of whole bodies only: a stream's first byte says little beside its TTFT."""
+    rows = _present(summary, ROWS)
+    if summary.get("streamed") is not False:
+        rows = [(m, d) for m, d in rows if m.key != "ttfb_s"]
+    return rows
+
+
+#: Why a run of whole JSON bodies has no TTFT, TPOT or ITL rows (docs/metrics.md, "Whole bodies").
+NOT_STREAMED = (
+    "no TTFT, TPOT or ITL: the responses were whole JSON bodies (--no-stream, embeddings or rerank), "
+    "so no token arrived before the last byte; TTFB and E2E time them"
+)
+
+
+def body_line(summary: dict[str, Any]) -> str | None:
+    """The input side of an embeddings or rerank run: inputs/s, input tokens/s, the vector length."""
+    if not summary.get("inputs_total"):
+        return None
+    inputs, tokens, dim = (
+        catalogue.metric(k) for k in ("input_throughput_per_s", "input_token_throughput_tps", "embedding_dim")
+    )
+    parts = [
+        f"{fmt(summary.get(inputs.key), inputs.unit)} {inputs.unit} ({summary['inputs_total']:,} inputs)",
+        f"{tokens.label} {fmt(summary.get(tokens.key), tokens.unit)} {tokens.unit} "
+        f"({summary.get('input_tokens_total', 0):,} tokens)",
+    ]
+    if summary.get("embedding_dims"):
+        shown = summary.get(dim.key) if summary.get(dim.key) is not None else summary["embedding_dims"]
+        parts.append(f"{dim.label} {shown}")
+    return " · ".join(parts)
 
 
 def server_rows(summary: dict[str, Any]) -> list[Row]:
@@ -130,16 +159,23 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
     def num(v: float | None, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
+    if s.get("streamed") is False:
+        console.print(NOT_STREAMED, style="dim")
+    inputs_line = body_line(s)
+
     # The run-level line: labels and units from the catalogue, the sentence around them here.
     out, steady, req = (catalogue.metric(k) for k in RUN_LINE)
     good, good_tokens = catalogue.metric("goodput_rps"), catalogue.metric("goodput_tps")
 
-    console.print(
+    output = (
         f"{out.label} {num(s.get(out.key), ',.1f')} {out.unit} (all users) · "
         f"steady {num(s.get(steady.key), ',.1f')} {steady.unit} · "
-        f"{num(s.get(req.key), ',.2f')} {req.unit} · "
-        f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · "
-        f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
+    )
+    console.print(
+        (f"{inputs_line} · " if inputs_line else output)
+        + f"{num(s.get(req.key), ',.2f')} {req.unit} · "
+        + ("" if inputs_line else f"{s.get('output_tokens_total', 0):,} tokens ({s.get('token_source')}) · ")
+        + f"errors {s.get('requests_total', 0) - s.get('requests_ok', 0)}/{s.get('requests_total', 0)}"
         + (escape(f" {s.get('errors')}") if s.get("errors") else "")
         + (f" · {s['requests_retried']} sent again on a new connection" if s.get("requests_retried") else "")
     )

@@ -59,4 +59,15 @@ def workload_lines(results: dict[str, Any]) -> list[str]:
         lines.append("TTFT p50 by prompt tokens: " + _bins(s["ttft_by_prompt_tokens"]))
     if len(s.get("e2e_by_output_tokens") or []) > 1:
         lines.append("E2E p50 by output tokens: " + _bins(s["e2e_by_output_tokens"]))
+    images = s.get("images")
+    if images:
+        lines.append(
+            f"images: {images['images_total']:,} in {images['requests']:,} requests · "
+            f"{images['image_bytes_total'] / 1e6:,.1f} MB · "
+            f"{images['pixels_per_request_mean'] / 1e6:,.2f} Mpx per request · "
+            "TTFT p50 by images: "
+            + " · ".join(f"{b['images']}: {_ms(b['ttft_p50_s'])} ({b['requests']})" for b in images["ttft_by_images"])
+        )
+        if len(images["ttft_by_pixels"]) > 1:
+            lines.append("TTFT p50 by image pixels per request: " + _bins(images["ttft_by_pixels"]))
     return lines

@@ -113,9 +113,9 @@ class Record:
 
 
 def _fields_of(rec: RequestRecord, extras: dict[str, Any]) -> dict[str, Any]:
-    """A finished RequestRecord's requests.jsonl line (its metrics and the default verdict, as
-    `pytps run` writes it), `ttfb_s`, then the extras."""
-    from pytps.measure.metrics import measure, ttfb_s
+    """A finished RequestRecord's requests.jsonl line (its metrics, `ttfb_s` among them, and the
+    default verdict, as `pytps run` writes it), then the extras."""
+    from pytps.measure.metrics import measure
     from pytps.results.folder import journal_line
 
     m, _ = measure(rec)
@@ -123,7 +123,6 @@ def _fields_of(rec: RequestRecord, extras: dict[str, Any]) -> dict[str, Any]:
     line = journal_line(
         rec, {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
     )
-    line["ttfb_s"] = ttfb_s(rec)
     line["model"] = rec.model
     line.update(extras)
     return line

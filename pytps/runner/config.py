@@ -19,6 +19,8 @@ from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
+from pytps.workload.images import ImageSpec
+from pytps.workload.inputs import InputShape
 from pytps.workload.synthetic import Workload
 
 if TYPE_CHECKING:
@@ -95,6 +97,12 @@ class RunConfig:
     # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
     store: str | None = None
     store_as: str | None = "run"
+    # False: generation requests ask for one JSON body ("stream": false), read whole.
+    stream: bool = True
+    # Embeddings and rerank requests (pytps.workload.inputs).
+    inputs: InputShape = field(default_factory=InputShape)
+    # Images with each chat prompt (pytps.workload.images).
+    images: ImageSpec = field(default_factory=ImageSpec)
 
     @property
     def secrets(self) -> list[str]:
@@ -160,6 +168,16 @@ def make_config(
     tasks: str | list[str] | None = None,
     grader: str | None = None,
     keep_text: bool = False,
+    stream: bool = True,
+    batch_size: int = 1,
+    documents: int = 8,
+    top_n: int | None = None,
+    encoding_format: str | None = None,
+    dimensions: int | None = None,
+    images: int = 0,
+    image_size: str = "512x512",
+    image_format: str = "png",
+    shared_images: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -167,6 +185,16 @@ def make_config(
     from pytps.workload.tokenizer import LocalTokenizer
 
     request_formats.check_api(api)
+    inputs = InputShape(batch_size, documents, top_n, encoding_format, dimensions).validate(api)
+    image_spec = ImageSpec(images, image_size, image_format, shared_images, seed).validate()
+    if images and api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
+        raise ConfigError(
+            f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {api}"
+        )
+    if not stream and api in request_formats.BODY_APIS:
+        raise ConfigError(f"--no-stream is for generation APIs; {api} answers with one body already")
+    if api in request_formats.BODY_APIS and (turns is not None or sessions is not None or tasks is not None):
+        raise ConfigError(f"--api {api} sends single requests: leave out --turns, --sessions and --tasks")
     if output_tokens is None and (dataset is None or turns is not None or trace is not None):
         output_tokens = str(DEFAULT_OUTPUT_TOKENS)  # a plain dataset run sends each record's own length
     output = None if output_tokens is None else LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
@@ -279,6 +307,9 @@ def make_config(
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
         store=None if store is None or isinstance(store, bool) else os.fspath(store),
         store_as=None if store is False else "run",
+        stream=stream,
+        inputs=inputs,
+        images=image_spec,
     )
 
 

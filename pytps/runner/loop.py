@@ -23,6 +23,7 @@ from typing import Any
 
 from pytps._native import _core
 from pytps.errors import EndpointError
+from pytps.measure.bodies import read_body
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.measure.saturation import SaturationWatch
@@ -32,6 +33,7 @@ from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_met
 from pytps.runner.share import Share
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload import request_formats
+from pytps.workload.inputs import body_request
 
 _now_ns = _core.now_ns
 
@@ -192,20 +194,50 @@ class Runner:
         return await endpoint.first_model(self.cfg.api)
 
     def _spec(self, i: int, model: str, warmup: bool, t_sched_ns: int | None = None) -> RequestSpec:
+        cfg = self.cfg
+        if cfg.api in request_formats.BODY_APIS:
+            path, body, planned = body_request(cfg.inputs, cfg.api, model, cfg.workload.prompt, i, cfg.extra_body)
+            if planned and cfg.api != "rerank":  # a rerank server counts the query once per document
+                self._planned[i] = planned
+            return RequestSpec(
+                index=i,
+                path=path,
+                body=json.dumps(body).encode(),
+                headers=self._headers(),
+                dialect=request_formats.JSON_DIALECT,
+                warmup=warmup,
+                t_sched_ns=t_sched_ns,
+                prompt_tokens_planned=planned or None,
+                usage_requested=False,
+                stream=False,
+                inputs=cfg.inputs.inputs(cfg.api),
+                top_n=cfg.inputs.top_n if cfg.api == "rerank" else None,
+            )
         prompt = self.cfg.workload.prompt(i)
         if prompt.planned_tokens:
             self._planned[i] = prompt.planned_tokens
         if prompt.item is not None and self.cfg.judge.grading.active:
             self._items[i] = (prompt.item, prompt.reference)
+        images = cfg.images.images(i) if cfg.images.count else prompt.images
         path, body = request_formats.build_request(
-            self.cfg.api, model, prompt, include_usage=self._include_usage, extra_body=self.cfg.extra_body
+            cfg.api,
+            model,
+            prompt,
+            stream=cfg.stream,
+            include_usage=self._include_usage,
+            extra_body=cfg.extra_body,
+            images=images,
         )
         return RequestSpec(
             index=i,
             path=path,
             body=json.dumps(body).encode(),
             headers=self._headers(),
-            dialect=self.cfg.api,
+            dialect=request_formats.response_dialect(cfg.api, cfg.stream),
+            stream=cfg.stream,
+            images=len(images),
+            image_bytes=sum(len(im.data) for im in images),
+            image_pixels=sum(im.pixels for im in images),
             warmup=warmup,
             t_sched_ns=t_sched_ns,
             prompt_tokens_planned=prompt.input_tokens_target,
@@ -217,6 +249,8 @@ class Runner:
 
     async def _completed(self, rec: RequestRecord, output: RunOutput) -> None:
         """A finished request: its answer graded (a user's grader may be async), then _finish."""
+        if not rec.stream:
+            read_body(rec, self.cfg.api)
         item = self._items.pop(rec.index, None)
         if item is not None:
             rec.grade = await self.cfg.judge.grading.grade(rec, *item)
@@ -234,7 +268,7 @@ class Runner:
         self.finished += 1
         reported = rec.usage.get("prompt_tokens")
         planned = self._planned.pop(rec.index, None)
-        if reported and planned:
+        if reported and planned and not rec.images:  # image tokens are not the text's: no calibration
             # Anthropic's input_tokens leave out cache reads; the prompt is both.
             if self.cfg.api == "anthropic":
                 reported += rec.usage.get("cached_tokens", 0)

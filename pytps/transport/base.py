@@ -79,6 +79,13 @@ class RequestSpec:
     prompt_tokens_planned: int | None = None
     max_tokens: int | None = None
     usage_requested: bool = True
+    # A whole JSON body (dialect "json"): embeddings, rerank, generation with stream false.
+    stream: bool = True
+    inputs: int | None = None
+    top_n: int | None = None
+    images: int = 0
+    image_bytes: int = 0
+    image_pixels: int = 0
 
     def new_record(self, transport: str) -> RequestRecord:
         """The record a transport fills in for this request, carrying what the spec knows."""
@@ -91,6 +98,12 @@ class RequestSpec:
             usage_requested=self.usage_requested,
             request_bytes=len(self.body),
             transport=transport,
+            stream=self.stream,
+            inputs=self.inputs,
+            top_n=self.top_n,
+            images=self.images,
+            image_bytes=self.image_bytes,
+            image_pixels=self.image_pixels,
         )
 
 

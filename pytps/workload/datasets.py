@@ -72,6 +72,9 @@ class DatasetRecord:
     # and the item's id (the record's "id", else where), the same in every run over the file.
     reference: dict[str, Any] | None = None
     item: str | None = None
+    # Image files the record names ("images": [paths], relative to the dataset file), sent with
+    # its last user message (pytps.workload.images.load_image).
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,8 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
         if rec is None:
             skipped += 1
             continue
+        if isinstance(item, dict) and "images" in item:
+            rec = replace(rec, images=_image_paths(where, item["images"], os.path.dirname(name)))
         if isinstance(item, dict) and item.get("id") is not None:
             if rec.item in seen:
                 raise ConfigError(
@@ -190,6 +195,17 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
         why = f" ({skipped} conversations skipped: no human turn or no reply)" if skipped else ""
         raise ConfigError(f"dataset file {name} has no usable prompts{why}")
     return LoadedDataset(records, skipped, fmt)
+
+
+def _image_paths(where: str, value: Any, base: str) -> tuple[str, ...]:
+    """A record's "images": a list of image files, each relative to the dataset's folder."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f'{where}: "images" must be a list of image file paths')
+    paths = tuple(os.path.join(base, v) for v in value)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise ConfigError(f"{where}: image {path}: no such file")
+    return paths
 
 
 def _is_json_object(raw: str) -> bool:

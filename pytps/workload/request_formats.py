@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pytps._native import _core
@@ -22,9 +22,13 @@ from pytps.errors import ConfigError, ProtocolError
 from pytps.workload.datasets import content_text
 
 __all__ = [
+    "ALL_APIS",
     "ANTHROPIC_VERSION",
     "API_NAMES",
+    "BODY_APIS",
+    "EMBEDDING_APIS",
     "auth_headers",
+    "build_body_request",
     "build_request",
     "default_api_key_env",
     "describe_error",
@@ -33,14 +37,35 @@ __all__ = [
     "rejects_usage_request",
 ]
 
-#: The APIs pytps speaks: the native core's dialects (the response side), the one list.
+#: The generation APIs pytps speaks: the native core's dialects (the response side), the one list.
 API_NAMES: tuple[str, ...] = tuple(_core.DIALECTS)
+#: The APIs that answer with one JSON body (the core's kBodyApiPaths): embeddings and rerank.
+BODY_APIS: tuple[str, ...] = tuple(_core.BODY_API_PATHS)
+EMBEDDING_APIS: tuple[str, ...] = ("openai-embeddings", "ollama-embed")
+#: Every --api choice.
+ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS
+#: The dialect a whole JSON body is read with (embeddings, rerank, "stream": false).
+JSON_DIALECT = "json"
+ENCODING_FORMATS = ("float", "base64")
 #: The Messages API version pytps speaks; Anthropic requires the header on every request.
 ANTHROPIC_VERSION = "2023-06-01"
 
 #: Where each API's requests go: its default path (the core's table, first of its paths).
-_PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()}
+_PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()} | dict(_core.BODY_API_PATHS)
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
+
+
+class ImageLike(Protocol):
+    """An image as sent (pytps.workload.images.Image)."""
+
+    @property
+    def mime(self) -> str: ...
+
+    @property
+    def base64(self) -> str: ...
+
+    @property
+    def data_uri(self) -> str: ...
 
 
 class PromptLike(Protocol):
@@ -50,10 +75,64 @@ class PromptLike(Protocol):
 
 
 def check_api(api: str) -> str:
-    """Return api if it is one of API_NAMES, else raise ConfigError listing them."""
-    if api not in API_NAMES:
-        raise ConfigError(f"unknown API {api!r}: use one of {', '.join(API_NAMES)}")
+    """Return api if it is one of ALL_APIS, else raise ConfigError listing them."""
+    if api not in ALL_APIS:
+        raise ConfigError(f"unknown API {api!r}: use one of {', '.join(ALL_APIS)}")
     return api
+
+
+def response_dialect(api: str, stream: bool) -> str:
+    """How a response is read: the API's stream dialect, or "json" for a whole body (the body APIs,
+    and a generation request sent with stream false)."""
+    return api if stream and api in API_NAMES else JSON_DIALECT
+
+
+def build_body_request(
+    api: str,
+    model: str,
+    texts: list[str],
+    *,
+    query: str | None = None,
+    top_n: int | None = None,
+    encoding_format: str | None = None,
+    dimensions: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of an embeddings or rerank request.
+
+    openai-embeddings: {model, input: [texts], encoding_format?, dimensions?} (OpenAI, vLLM, TEI's
+    OpenAI route, llama.cpp); ollama-embed: {model, input: [texts], dimensions?} (Ollama's
+    /api/embed); rerank: {model, query, documents: [texts], top_n?} (Cohere v2, Jina, vLLM, TEI's
+    Cohere-style route, llama.cpp). Options are sent only when given, so a server's default holds.
+    """
+    if api not in BODY_APIS:
+        raise ConfigError(f"{api!r} is not an embeddings or rerank API: use one of {', '.join(BODY_APIS)}")
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError("a model name is required (--model); the server's /models list shows the choices")
+    if not texts:
+        raise ConfigError("an embeddings or rerank request needs at least one input text")
+    body: dict[str, Any] = {"model": model}
+    if api == "rerank":
+        if query is None:
+            raise ConfigError("a rerank request needs a query")
+        body.update(query=query, documents=list(texts))
+        if top_n is not None:
+            body["top_n"] = top_n
+    else:
+        body["input"] = list(texts)
+        if encoding_format is not None:
+            if api != "openai-embeddings":
+                raise ConfigError("--encoding-format is an OpenAI embeddings option: use --api openai-embeddings")
+            if encoding_format not in ENCODING_FORMATS:
+                raise ConfigError(f"--encoding-format must be one of {', '.join(ENCODING_FORMATS)}")
+            body["encoding_format"] = encoding_format
+        if dimensions is not None:
+            body["dimensions"] = dimensions
+    if extra_body is not None:
+        if not isinstance(extra_body, Mapping):
+            raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
+        _merge(body, extra_body)
+    return _PATHS[api], body
 
 
 def build_request(
@@ -64,8 +143,13 @@ def build_request(
     stream: bool = True,
     include_usage: bool = True,
     extra_body: Mapping[str, Any] | None = None,
+    images: Sequence[ImageLike] = (),
 ) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of one generation request.
+
+    images go with the last user message, in each API's own form: OpenAI Chat `image_url` parts
+    (data URIs), Responses `input_image` parts, Anthropic base64 `image` blocks (before the text,
+    as Anthropic advises), Ollama's `images` list; openai-completions takes none.
 
     openai-chat sends max_tokens, not max_completion_tokens: every OpenAI-compatible server
     (vLLM, SGLang, TGI, llama.cpp, Ollama) accepts it, while OpenAI's own reasoning models want
@@ -75,7 +159,8 @@ def build_request(
     extra_body is merged last, recursively for nested objects, so it can set anything (ignore_eos,
     temperature, vLLM's stream_options.continuous_usage_stats); a None value deletes the key.
     """
-    check_api(api)
+    if check_api(api) not in API_NAMES:
+        raise ConfigError(f"{api!r} does not generate: build its requests with build_body_request")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("a model name is required (--model); the server's /models list shows the choices")
     messages, text = _prompt_parts(prompt)
@@ -83,6 +168,8 @@ def build_request(
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise ConfigError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
     usage = {"stream_options": {"include_usage": True}} if stream and include_usage else {}
+    if images and api == "openai-completions":
+        raise ConfigError("openai-completions takes a prompt string, not images: use --api openai-chat")
 
     body: dict[str, Any]
     if api == "openai-chat":
@@ -109,11 +196,40 @@ def build_request(
         inputs = [{**m, "content": content_text(m.get("content"))} for m in messages]
         body = {"model": model, "messages": inputs, "stream": stream, "options": {"num_predict": max_tokens}}
 
+    if images:
+        _attach_images(api, body, images)
     if extra_body is not None:
         if not isinstance(extra_body, Mapping):
             raise ConfigError(f"extra body must be a JSON object, got {type(extra_body).__name__}")
         _merge(body, extra_body)
     return _PATHS[api], body
+
+
+def _attach_images(api: str, body: dict[str, Any], images: Sequence[ImageLike]) -> None:
+    messages = body["input"] if api == "openai-responses" else body["messages"]
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    if last is None:
+        raise ConfigError("images go with a user message, and the prompt has none")
+    text = content_text(last.get("content"))
+    if api == "openai-chat":
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        last["content"] = parts + [{"type": "image_url", "image_url": {"url": im.data_uri}} for im in images]
+    elif api == "openai-responses":
+        parts = [{"type": "input_text", "text": text}]
+        last["content"] = parts + [{"type": "input_image", "image_url": im.data_uri} for im in images]
+    elif api == "anthropic":
+        blocks = [
+            {"type": "image", "source": {"type": "base64", "media_type": im.mime, "data": im.base64}} for im in images
+        ]
+        last["content"] = [*blocks, {"type": "text", "text": text}]
+    else:  # ollama
+        last["images"] = [im.base64 for im in images]
+
+
+def prompt_text(prompt: PromptLike) -> str:
+    """A prompt as one text: its text, or its messages' text joined (what a completions endpoint
+    is sent, and what an embeddings or rerank request carries)."""
+    return _prompt_parts(prompt)[1]
 
 
 def _prompt_parts(prompt: PromptLike) -> tuple[list[dict[str, Any]], str]:
@@ -173,7 +289,7 @@ def default_api_key_env(api: str) -> str:
 
 def models_path(api: str) -> str:
     """Where the server lists its models (GET)."""
-    return "/api/tags" if check_api(api) == "ollama" else "/v1/models"
+    return "/api/tags" if check_api(api) in ("ollama", "ollama-embed") else "/v1/models"
 
 
 def parse_models(api: str, body: Mapping[str, Any] | str | bytes, redactor: Callable[[str], str] = str) -> list[str]:
@@ -187,7 +303,7 @@ def parse_models(api: str, body: Mapping[str, Any] | str | bytes, redactor: Call
             body = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ProtocolError(f"{where} did not answer JSON: {_quote(body, redactor)}") from None
-    listed, key = ("models", "name") if api == "ollama" else ("data", "id")
+    listed, key = ("models", "name") if api in ("ollama", "ollama-embed") else ("data", "id")
     items = body.get(listed) if isinstance(body, Mapping) else None
     if not isinstance(items, list):
         raise ProtocolError(f'{where} answered without a "{listed}" list: {_quote(body, redactor)}')

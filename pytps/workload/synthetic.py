@@ -20,7 +20,7 @@ import os
 import random
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytps.errors import ConfigError
@@ -128,6 +128,8 @@ class Prompt:
     # its reference's fields as given; None when the prompt has no item.
     item: str | None = None
     reference: dict[str, Any] | None = None
+    # Images a dataset record names, loaded (pytps.workload.images.Image); empty for text prompts.
+    images: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.messages is None and self.text is None:
@@ -457,6 +459,10 @@ class DatasetWorkload(FixedPrompts):
         messages = copy.deepcopy(rec.messages)
         p = Prompt(i, messages, rec.text, None, int(max_tokens), item=rec.item, reference=rec.reference)
         p.planned_tokens = estimate_tokens(p.text or "")
+        if rec.images:
+            from pytps.workload.images import load_image
+
+            p.images = [load_image(path) for path in rec.images]
         return p
 
     def references(self) -> list[tuple[str, str, dict[str, Any]]]:

@@ -104,7 +104,8 @@ def test_every_console_row_keeps_its_label_on_one_line_at_80_columns() -> None:
         "requests": 5,
         "source": "llama.cpp",
     }
-    summary.update(requests_total=10, requests_ok=10, output_tokens_total=10, token_source="usage")
+    # streamed False: the TTFB row is shown for runs of whole bodies only.
+    summary.update(requests_total=10, requests_ok=10, output_tokens_total=10, token_source="usage", streamed=False)
     out = io.StringIO()
     render({"metadata": {}, "summary": summary}, Console(file=out, width=80, color_system=None))
     lines = out.getvalue().splitlines()

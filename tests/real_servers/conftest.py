@@ -42,13 +42,23 @@ def _healthy(url: str) -> bool:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a running llama-server (stopped at the end of the session)."""
+    yield from _serve(tmp_path_factory, "llama")
+
+
+@pytest.fixture(scope="session")
+def llama_embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A llama-server on the same tiny model serving /v1/embeddings (mean pooling), with /metrics."""
+    yield from _serve(tmp_path_factory, "llama-embed", "--embeddings", "--pooling", "mean", "--metrics")
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *extra: str) -> Iterator[str]:
     binary, vocab = build()
-    work = tmp_path_factory.mktemp("llama")
+    work = tmp_path_factory.mktemp(name)
     model = make_model(vocab, work / "tiny.gguf")
     port = _free_port()
     log_path = work / "llama-server.log"
     cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui",
-           "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+           "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

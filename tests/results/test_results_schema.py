@@ -61,6 +61,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             think_time="0.001",
         ),
         dict(trace=trace, trace_format="mooncake", trace_block_size=16, max_output_tokens=8, trace_speedup=10.0),
+        # Image prompts and embeddings (issue 23): summary.images, the input figures, embedding_dims.
+        dict(concurrency=1, requests=3, images=1, image_size="64-300", input_tokens=16, output_tokens=4),
+        dict(api="openai-embeddings", batch_size=2, concurrency=1, requests=3, input_tokens=16),
         # Graded answers (issue 25): a built-in task set, its text kept, priced.
         # Graded answers (issue 25): built-in tasks over two-turn sessions (accuracy by turn), text kept, priced.
         dict(

@@ -1,0 +1,219 @@
+"""What a whole JSON response body says, per API: embeddings, rerank and non-streamed generation.
+
+A transport reads such a body with the "json" dialect: the native core stamps its first byte (the
+headers' read) and its end, and keeps the bytes (RequestRecord.body). read_body() then parses them
+once, off the timed path, and fills the record as the StreamRecorder fills a stream's: usage, text,
+finish reason, and for embeddings and rerank what the answer holds (docs/metrics.md, "Embeddings
+and rerank"). A 2xx body that does not say what was asked is error class protocol:
+
+- embeddings: not exactly one vector per input, or vectors of different lengths (or none);
+- rerank: more results than documents or than top_n asked, an index outside the documents, or
+  an index ranked twice (the Cohere / Jina / vLLM object with "results", or TEI's bare list);
+- generation: not a JSON object of the API's shape.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pytps.measure.records import ERROR_PROTOCOL, RequestRecord
+from pytps.measure.usage import implausible_counts
+
+__all__ = ["read_body", "usage_of"]
+
+_PROMPT = ("prompt_tokens", "input_tokens", "prompt_eval_count")
+_COMPLETION = ("completion_tokens", "output_tokens", "eval_count")
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_of(obj: Mapping[str, Any]) -> dict[str, int]:
+    """A body's token counts under pytps's names, from any of the APIs' namings (the same mapping
+    as the core's read_usage for streams): OpenAI `usage`, Anthropic/Responses `usage`
+    (input/output), Ollama's top-level prompt_eval_count/eval_count, rerank's usage.total_tokens
+    (taken as the prompt, since a reranker generates nothing) and Cohere's meta.billed_units."""
+    usage = obj.get("usage")
+    src: Mapping[str, Any] = usage if isinstance(usage, Mapping) else obj
+    out: dict[str, int] = {}
+    for names, key in (
+        (_PROMPT, "prompt_tokens"),
+        (_COMPLETION, "completion_tokens"),
+        (("total_tokens",), "total_tokens"),
+    ):
+        for name in names:
+            v = _int(src.get(name))
+            if v is not None:
+                out[key] = v
+                break
+    for details, field, key in (
+        ("prompt_tokens_details", "cached_tokens", "cached_tokens"),
+        ("input_tokens_details", "cached_tokens", "cached_tokens"),
+        ("completion_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+        ("output_tokens_details", "reasoning_tokens", "reasoning_tokens"),
+    ):
+        d = src.get(details)
+        if isinstance(d, Mapping) and _int(d.get(field)) is not None:
+            out[key] = d[field]
+    if _int(src.get("cache_read_input_tokens")) is not None:
+        out["cached_tokens"] = src["cache_read_input_tokens"]
+    meta = obj.get("meta")
+    if "prompt_tokens" not in out and isinstance(meta, Mapping):  # Cohere's rerank
+        billed = meta.get("billed_units")
+        if isinstance(billed, Mapping) and _int(billed.get("input_tokens")) is not None:
+            out["prompt_tokens"] = billed["input_tokens"]
+    if "prompt_tokens" not in out and "completion_tokens" not in out and "total_tokens" in out:
+        out["prompt_tokens"] = out["total_tokens"]  # embeddings / rerank servers that give only the total
+    return out
+
+
+def _fail(rec: RequestRecord, detail: str) -> None:
+    rec.error, rec.error_detail = ERROR_PROTOCOL, detail
+    rec.done = False
+
+
+def _vector_length(value: Any) -> int | None:
+    """Components of one embedding: a list of numbers, or a base64 string of float32s."""
+    if isinstance(value, list):
+        return len(value) if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value) else None
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            return None
+        return len(raw) // 4 if len(raw) % 4 == 0 else None
+    return None
+
+
+def _embeddings(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | None:
+    if api == "ollama-embed":
+        vectors = obj.get("embeddings")
+        if not isinstance(vectors, list):
+            return 'the body has no "embeddings" list'
+    else:
+        data = obj.get("data")
+        if not isinstance(data, list):
+            return 'the body has no "data" list'
+        if not all(isinstance(d, Mapping) for d in data):
+            return 'an element of "data" is not an object'
+        indexes = [d.get("index", i) for i, d in enumerate(data)]
+        if sorted(indexes) != list(range(len(data))):
+            return f"the embeddings' indexes are not 0..{len(data) - 1} once each"
+        vectors = [d.get("embedding") for d in data]
+    expected = rec.inputs or 0
+    if len(vectors) != expected:
+        return f"{len(vectors)} embeddings for {expected} inputs"
+    lengths = {_vector_length(v) for v in vectors}
+    if None in lengths or 0 in lengths:
+        return "an embedding is not a non-empty list of numbers (or base64 float32s)"
+    if len(lengths) != 1:
+        return f"embeddings of different lengths: {sorted(n for n in lengths if n is not None)}"
+    rec.embedding_dim = lengths.pop()
+    rec.results = len(vectors)
+    return None
+
+
+def _rerank(rec: RequestRecord, obj: Mapping[str, Any]) -> str | None:
+    results = obj.get("results", obj.get("data"))  # Cohere/Jina/vLLM "results"; some proxies "data"
+    if not isinstance(results, list) or not all(isinstance(r, Mapping) for r in results):
+        return 'the body has no "results" list of objects'
+    documents = rec.inputs or 0
+    wanted = min(documents, rec.top_n) if rec.top_n is not None else documents
+    indexes = [_int(r.get("index")) for r in results]
+    if any(i is None or not 0 <= i < documents for i in indexes):
+        return f"a result's index is not one of the {documents} documents (0..{documents - 1})"
+    if len(set(indexes)) != len(indexes):
+        return "a document is ranked more than once"
+    if len(results) != wanted:
+        return f"{len(results)} results where {wanted} were asked for (top_n {rec.top_n}, {documents} documents)"
+    rec.results = len(results)
+    return None
+
+
+def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | None:
+    text, reasoning, finish = "", "", None
+    if api in ("openai-chat", "openai-completions"):
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            return 'the body has no "choices"'
+        choice = choices[0]
+        message = choice.get("message")
+        if isinstance(message, Mapping):
+            text = _str(message.get("content")) + _str(message.get("refusal"))
+            reasoning = _str(message.get("reasoning_content")) or _str(message.get("reasoning"))
+        else:
+            text = _str(choice.get("text"))
+        finish = choice.get("finish_reason")
+    elif api == "openai-responses":
+        for item in obj.get("output") or []:
+            if isinstance(item, Mapping):
+                for part in item.get("content") or []:
+                    if isinstance(part, Mapping) and part.get("type") == "output_text":
+                        text += _str(part.get("text"))
+                    elif isinstance(part, Mapping) and part.get("type") == "reasoning_text":
+                        reasoning += _str(part.get("text"))
+        finish = obj.get("status")
+    elif api == "anthropic":
+        for part in obj.get("content") or []:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                text += _str(part.get("text"))
+            elif isinstance(part, Mapping) and part.get("type") == "thinking":
+                reasoning += _str(part.get("thinking"))
+        finish = obj.get("stop_reason")
+    else:  # ollama: /api/chat's message, /api/generate's response
+        message = obj.get("message")
+        text = _str(message.get("content")) if isinstance(message, Mapping) else _str(obj.get("response"))
+        reasoning = _str(message.get("thinking")) if isinstance(message, Mapping) else _str(obj.get("thinking"))
+        finish = obj.get("done_reason")
+    for key, source in (("timings", "llama.cpp"), ("time_info", "cerebras"), ("x_groq", "groq")):
+        if isinstance(obj.get(key), Mapping):  # the server's own timings, as a stream's last chunk has them
+            rec.server_timings = (source, json.dumps(obj[key]))
+    rec.text, rec.reasoning_text = text, reasoning
+    rec.text_chars = len(text) + len(reasoning)
+    rec.finish_reason = finish if isinstance(finish, str) else None
+    return None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def read_body(rec: RequestRecord, api: str) -> None:
+    """Fills rec from its whole JSON body (rec.body), then drops the bytes. Nothing is done for a
+    request that already failed, or that was streamed."""
+    body, rec.body = rec.body, b""
+    if rec.stream or rec.error is not None:
+        return
+    try:
+        obj = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = " ".join(body[:80].decode("utf-8", "replace").split())
+        _fail(rec, f"the response body is not JSON: {text!r}")
+        return
+    if api == "rerank" and isinstance(obj, list):
+        obj = {"results": obj}  # TEI's own /rerank answers with the bare list of {index, score}
+    if not isinstance(obj, Mapping):
+        _fail(rec, f"the response body is a JSON {type(obj).__name__}, not an object")
+        return
+    if isinstance(obj.get("id"), str):
+        rec.response_id = obj["id"]
+    if isinstance(obj.get("model"), str):
+        rec.model = obj["model"]
+    usage = usage_of(obj)
+    # A whole body has no event count to bound completion tokens by: its bytes do (a token is at
+    # least one byte of it), and max_tokens as for streams.
+    bad = implausible_counts(usage, max(1, len(body)), rec.max_tokens, rec.request_bytes)
+    rec.usage = {k: v for k, v in usage.items() if k not in bad}
+    rec.usage_implausible = bad or None
+    if api in ("openai-embeddings", "ollama-embed"):
+        why = _embeddings(rec, obj, api)
+    elif api == "rerank":
+        why = _rerank(rec, obj)
+    else:
+        why = _generation(rec, obj, api)
+    if why is not None:
+        _fail(rec, why)
