@@ -18,6 +18,7 @@ from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
+from pytps.runner.scraper import ServerMetrics
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.synthetic import Workload
@@ -96,12 +97,18 @@ class RunConfig:
     # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
     store: str | None = None
     store_as: str | None = "run"
+    # --server-metrics: the Prometheus URLs scraped during the run (pytps.runner.scraper); None: off.
+    server_metrics: ServerMetrics | None = field(default=None, repr=False)
 
     @property
     def secrets(self) -> list[str]:
         """Every secret of these settings (pytps.measure.redact's one rule): the key, secret header
-        values, the URL's userinfo and secret query values."""
-        return secrets_of(self.api_key, self.headers, self.base_url)
+        values, the URL's userinfo and secret query values (the metrics URLs' and headers' too)."""
+        found = secrets_of(self.api_key, self.headers, self.base_url)
+        if self.server_metrics is not None:
+            for url in self.server_metrics.urls:
+                found += secrets_of(None, self.server_metrics.headers, url)
+        return found
 
 
 def make_config(
@@ -161,6 +168,10 @@ def make_config(
     tasks: str | list[str] | None = None,
     grader: str | None = None,
     keep_text: bool = False,
+    server_metrics: str | list[str] | bool | None = None,
+    server_metrics_interval: float | None = None,
+    server_metrics_headers: dict[str, str] | None = None,
+    server_metrics_raw: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -280,6 +291,13 @@ def make_config(
         tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
         store=None if store is None or isinstance(store, bool) else os.fspath(store),
         store_as=None if store is False else "run",
+        server_metrics=ServerMetrics.make(
+            server_metrics,
+            normalize_base_url(base_url),
+            server_metrics_interval,
+            server_metrics_headers,
+            server_metrics_raw,
+        ),
     )
 
 

@@ -157,6 +157,9 @@ class RunOutput:
         )
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
+        # Every request's output tokens, warm-up and failures included: the server metrics' scrapes
+        # bracket them all (the token cross-check, joules per output token).
+        self.all_output_tokens = 0
 
     def add(self, rec: RequestRecord) -> RequestMetrics:
         m, layout = measure(rec)
@@ -170,6 +173,7 @@ class RunOutput:
         self.journal.append(rec, scalars)
         self.events.append(rec, layout)
         self.summary.add(rec, m, layout, verdict)
+        self.all_output_tokens += m.output_tokens
         if self.records is not None:
             self.records.append(rec)
         self.finished += 1
@@ -187,6 +191,9 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
+        server = self.server_metrics(summary)
+        if server is not None:
+            summary["server_metrics"] = server
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
@@ -194,3 +201,17 @@ class RunOutput:
         return RunResult(
             out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [], envelope=verdict
         )
+
+    def server_metrics(self, summary: dict[str, Any]) -> dict[str, Any] | None:
+        """The summary's server_metrics, from the scrapes file when the run scraped (docs/metrics.md)."""
+        from pytps.measure.server_metrics.summary import summarize
+        from pytps.runner.scraper import SCRAPES_FILE
+
+        timings = summary.get("server_timings") or {}
+        client = {
+            "output_tokens": self.all_output_tokens,
+            "steady_output_throughput_tps": summary.get("steady_output_throughput_tps"),
+            "tokens_per_event": summary.get("tokens_per_event"),
+            "ttft_minus_prompt_s": timings.get("ttft_minus_prompt_s"),
+        }
+        return summarize(self.out_dir / SCRAPES_FILE, self.summary.steady_intervals, client)

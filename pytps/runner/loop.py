@@ -408,6 +408,12 @@ class Runner:
             metadata = run_metadata(cfg, model, self.transport)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
+            scraper = None
+            if cfg.server_metrics is not None:
+                # Its own thread and HTTP client; the first scrapes just before the first request.
+                metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
+                scraper = cfg.server_metrics.scraper(out_dir, insecure=cfg.insecure, redactor=self._redactor)
+                await asyncio.to_thread(scraper.start)
             self.progress.start(total, cfg.plan.duration_s)
             loop_cpu0 = time.thread_time()
             t_start = _now_ns()
@@ -431,6 +437,8 @@ class Runner:
                 self.progress.stop()
                 loop_cpu_s = time.thread_time() - loop_cpu0
                 wall_s = (_now_ns() - t_start) / 1e9
+                if scraper is not None:
+                    scraper.stop()  # the last scrapes, just after the last request finished
         finally:
             if own_transport:
                 # Closing must not lose what was measured: a failure here is not the run's.
