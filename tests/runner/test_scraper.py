@@ -79,11 +79,12 @@ def test_scrapes_bracket_the_run_on_its_clock(tmp_path, server):
         assert line["t_before_ns"] <= line["t_ns"] <= line["t_after_ns"]
         assert line["uncertainty_ns"] == (line["t_after_ns"] - line["t_before_ns"] + 1) // 2
         assert line["error"] is None
-    sends = [json.loads(x)["t_send_ns"] for x in open(result.out_dir / "requests.jsonl", encoding="utf-8")]
+    journal = (result.out_dir / "requests.jsonl").read_text(encoding="utf-8").splitlines()
+    sends = [json.loads(x)["t_send_ns"] for x in journal]
     assert lines[0]["t_after_ns"] <= min(sends)  # the first scrape is before the first request
     (src,) = result.summary["server_metrics"]["sources"]
     assert src["engines"] == ["llama.cpp"]
-    raw = [json.loads(x) for x in open(result.out_dir / RAW_FILE, encoding="utf-8")]
+    raw = [json.loads(x) for x in (result.out_dir / RAW_FILE).read_text(encoding="utf-8").splitlines()]
     assert len(raw) == len(lines) and raw[0]["text"] == BODY.decode()
     assert result.metadata["server_metrics"]["urls"] == [server.url]
 
