@@ -96,9 +96,13 @@ ENGINES: dict[str, dict[str, Entry]] = {
     "llama.cpp": {
         "llamacpp:requests_processing": _e("requests_running"),
         "llamacpp:requests_deferred": _e("requests_waiting"),
-        "llamacpp:kv_cache_usage_ratio": _e("kv_cache_usage"),
-        "llamacpp:prompt_tokens_total": _e("prompt_tokens"),
+        "llamacpp:kv_cache_usage_ratio": _e("kv_cache_usage"),  # older releases
+        "llamacpp:prompt_tokens_total": _e("prompt_tokens"),  # cached tokens left out
+        "llamacpp:prompt_tokens_cached_total": _e("prefix_cache_hits"),
         "llamacpp:tokens_predicted_total": _e("generation_tokens"),
+        "llamacpp:spec_decode_num_drafts_total": _e("spec_decode_drafts"),
+        "llamacpp:spec_decode_num_draft_tokens_total": _e("spec_decode_draft_tokens"),
+        "llamacpp:spec_decode_num_accepted_tokens_total": _e("spec_decode_accepted_tokens"),
     },
     "dynamo": {
         "dynamo_frontend_inflight_requests": _e("requests_in_flight"),
