@@ -194,6 +194,9 @@ class RunOutput:
         server = self.server_metrics(summary)
         if server is not None:
             summary["server_metrics"] = server
+            # Run-level figures beside the throughputs (compare, sweep and the store read them there).
+            summary["joules_per_output_token"] = server.pop("joules_per_output_token")
+            summary["output_tokens_per_joule"] = server.pop("output_tokens_per_joule")
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)

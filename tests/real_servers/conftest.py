@@ -41,14 +41,20 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a running llama-server (stopped at the end of the session)."""
+    """The base URL of a running llama-server (stopped at the end of the session), with its
+    Prometheus /metrics on (--metrics: docs/server-metrics.md)."""
     binary, vocab = build()
     work = tmp_path_factory.mktemp("llama")
     model = make_model(vocab, work / "tiny.gguf")
+    yield from serve(binary, model, work)
+
+
+def serve(binary: Path, model: Path, work: Path, *extra: str) -> Iterator[str]:
+    """Runs llama-server on model (with extra flags) until the generator is closed; yields its URL."""
     port = _free_port()
     log_path = work / "llama-server.log"
-    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui",
-           "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui", "--metrics",
+           "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
