@@ -115,9 +115,13 @@ class ScaledRun:
     ) -> None:
         options.check()
         settings = dict(settings)
-        scaled_out = (("turns", "--turns"), ("sessions", "--sessions"), ("trace", "--trace"))
-        # The scraper brackets one process's run; a scaled run's would need the driver's (not yet).
-        scaled_out += (("server_metrics", "--server-metrics"),)
+        # --server-metrics: the scraper brackets one process's run; a scaled run's would need the driver's.
+        scaled_out = (
+            ("turns", "--turns"),
+            ("sessions", "--sessions"),
+            ("trace", "--trace"),
+            ("server_metrics", "--server-metrics"),
+        )
         for key, flag in scaled_out:
             if settings.get(key) not in (None, False):
                 # Each worker's Runner is driven by the shared schedule, not by sessions or a trace's own.
