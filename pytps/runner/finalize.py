@@ -21,6 +21,8 @@ from pytps._native import _core
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
+from pytps.measure.server_metrics.summary import SCRAPES_FILE
+from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
@@ -191,12 +193,8 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
-        server = self.server_metrics(summary)
-        if server is not None:
-            summary["server_metrics"] = server
-            # Run-level figures beside the throughputs (compare, sweep and the store read them there).
-            summary["joules_per_output_token"] = server.pop("joules_per_output_token")
-            summary["output_tokens_per_joule"] = server.pop("output_tokens_per_joule")
+        scrapes = self.out_dir / SCRAPES_FILE
+        add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
@@ -204,17 +202,3 @@ class RunOutput:
         return RunResult(
             out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [], envelope=verdict
         )
-
-    def server_metrics(self, summary: dict[str, Any]) -> dict[str, Any] | None:
-        """The summary's server_metrics, from the scrapes file when the run scraped (docs/metrics.md)."""
-        from pytps.measure.server_metrics.summary import summarize
-        from pytps.runner.scraper import SCRAPES_FILE
-
-        timings = summary.get("server_timings") or {}
-        client = {
-            "output_tokens": self.all_output_tokens,
-            "steady_output_throughput_tps": summary.get("steady_output_throughput_tps"),
-            "tokens_per_event": summary.get("tokens_per_event"),
-            "ttft_minus_prompt_s": timings.get("ttft_minus_prompt_s"),
-        }
-        return summarize(self.out_dir / SCRAPES_FILE, self.summary.steady_intervals, client)

@@ -25,10 +25,8 @@ from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.measure.redact import Redactor
 from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
+from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
 
-#: The scrapes file and the raw bodies' file in the results folder (docs/results.md).
-SCRAPES_FILE = "server_metrics.jsonl"
-RAW_FILE = "server_metrics_raw.jsonl"
 _ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 
 

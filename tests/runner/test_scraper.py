@@ -14,7 +14,7 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.runner.scraper import RAW_FILE, SCRAPES_FILE
+from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
 
 BODY = b"# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total 5\n"
 
@@ -162,3 +162,21 @@ def test_the_api_key_goes_only_where_asked(tmp_path, server):
     assert all(h.get("Authorization") == "Bearer sk-secret-key" for h in server.seen)
     saved = (result.out_dir / "results.json").read_text() + (result.out_dir / SCRAPES_FILE).read_text()
     assert "sk-secret-key" not in saved
+
+
+def test_a_rebuilt_summary_has_the_same_server_metrics(tmp_path):
+    from pytps.results.rebuild import load_or_rebuild
+
+    with pytps.Emulator(power_idle_w=30, power_per_stream_w=5) as emu:
+        result = pytps.run(
+            emu.base_url, requests=10, concurrency=2, output_tokens=8, out=tmp_path / "run", store=False,
+            server_metrics=True, server_metrics_interval=0.05,
+        )  # fmt: skip
+    results_json = result.out_dir / "results.json"
+    data = json.loads(results_json.read_text())
+    data["summary"] = None  # as a run killed before its finish leaves it
+    results_json.write_text(json.dumps(data))
+    rebuilt, note = load_or_rebuild(result.out_dir)
+    assert note is not None
+    assert rebuilt["summary"]["server_metrics"] == result.summary["server_metrics"]
+    assert rebuilt["summary"]["joules_per_output_token"] == result.summary["joules_per_output_token"]

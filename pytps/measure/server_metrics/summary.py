@@ -19,6 +19,9 @@ from pytps.measure.server_metrics.parse import Scrape
 from pytps.measure.server_metrics.series import Hist, Series, build, increase
 
 NS_PER_S = 1_000_000_000
+#: The scrapes file and the raw bodies' file in the results folder (docs/results.md).
+SCRAPES_FILE = "server_metrics.jsonl"
+RAW_FILE = "server_metrics_raw.jsonl"
 QUANTILES = (0.5, 0.9, 0.99)
 Intervals = Sequence[tuple[int, int]]
 
@@ -131,9 +134,7 @@ def summarize_series(s: Series, steady: Intervals) -> dict[str, Any]:
     }
 
 
-def summarize(
-    path: Path, steady: Intervals, client: dict[str, Any], raw_limit: int | None = None
-) -> dict[str, Any] | None:
+def summarize(path: Path, steady: Intervals, client: dict[str, Any]) -> dict[str, Any] | None:
     """The summary's server_metrics from the scrapes file (None when there is none). client: the
     client's figures the derived ones are set beside (derived.derived_figures)."""
     if not path.is_file():
@@ -145,3 +146,23 @@ def summarize(
     out: dict[str, Any] = {"sources": sources}
     out.update(derived_figures(list(series.values()), sources, steady, client))
     return out
+
+
+def add_to_summary(summary: dict[str, Any], path: Path, steady: Intervals, output_tokens: int) -> None:
+    """The run's summary gains server_metrics (and joules per output token, output tokens per joule
+    at its top level, beside the throughputs) when the folder has a scrapes file at `path`: the one
+    step of a run's finish and of a rebuilt summary. output_tokens: every request's, warm-up and
+    failed ones included (the scrapes bracket them all)."""
+    timings = summary.get("server_timings") or {}
+    client = {
+        "output_tokens": output_tokens,
+        "steady_output_throughput_tps": summary.get("steady_output_throughput_tps"),
+        "tokens_per_event": summary.get("tokens_per_event"),
+        "ttft_minus_prompt_s": timings.get("ttft_minus_prompt_s"),
+    }
+    server = summarize(path, steady, client)
+    if server is None:
+        return
+    summary["server_metrics"] = server
+    summary["joules_per_output_token"] = server.pop("joules_per_output_token")
+    summary["output_tokens_per_joule"] = server.pop("output_tokens_per_joule")
