@@ -82,7 +82,17 @@ class _Target:
 
     def fetch(self) -> tuple[int, int, int, str, str]:
         """(t_before_ns, t_after_ns, status, content type, body): stamped around the request.
+        A kept-alive connection the server closed meanwhile is made anew once (and stamped anew).
         Raises OSError / http.client.HTTPException."""
+        reused = self.conn is not None
+        try:
+            return self._fetch_once()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if not reused:
+                raise
+            return self._fetch_once()
+
+    def _fetch_once(self) -> tuple[int, int, int, str, str]:
         conn = self._connect()
         t_before = _core.now_ns()
         try:

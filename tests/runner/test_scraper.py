@@ -28,10 +28,13 @@ class _Server:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, unless the mode drops the connection
+
             def do_GET(self) -> None:
                 outer.seen.append(dict(self.headers))
                 status, body = {
                     "ok": (200, BODY),
+                    "drop": (200, BODY),
                     "404": (404, b"not found"),
                     "html": (200, b"<html><body>hello</body></html>"),
                 }[outer.mode]
@@ -40,6 +43,8 @@ class _Server:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+                # "drop": keep-alive promised, then the connection closed (a server's idle timeout)
+                self.close_connection = outer.mode == "drop"
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -103,7 +108,19 @@ def test_a_bad_endpoint_is_one_warning(tmp_path, capfd, mode, error):
     assert src["scrapes"] == 0 and src["failed"] >= 2
 
 
-def test_a_server_that_goes_away_and_one_that_never_answers(tmp_path, capfd, server):
+def test_a_kept_alive_connection_the_server_closed_is_made_anew(tmp_path, capfd):
+    s = _Server("drop")
+    try:
+        result = _run(tmp_path, [s.url])
+    finally:
+        s.close()
+    (src,) = result.summary["server_metrics"]["sources"]
+    assert src["failed"] == 0 and src["scrapes"] >= 2
+    assert "server metrics" not in capfd.readouterr().err
+
+
+def test_a_server_that_goes_away_and_one_that_never_answers(tmp_path, capfd):
+    server = _Server("drop")  # no kept-alive connection outlives the server
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)  # accepts (the kernel does) and never answers: every scrape times out
