@@ -412,7 +412,11 @@ class Runner:
             if cfg.server_metrics is not None:
                 # Its own thread and HTTP client; the first scrapes just before the first request.
                 metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
-                scraper = cfg.server_metrics.scraper(out_dir, insecure=cfg.insecure, redactor=self._redactor)
+                from pytps.runner.scrape_process import ScraperProcess
+
+                scraper = ScraperProcess.for_run(
+                    cfg.server_metrics, out_dir, insecure=cfg.insecure, redactor=self._redactor
+                )
                 await asyncio.to_thread(scraper.start)
             self.progress.start(total, cfg.plan.duration_s)
             loop_cpu0 = time.thread_time()

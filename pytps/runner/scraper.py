@@ -255,14 +255,3 @@ class ServerMetrics:
             "header_names": sorted(self.headers),
             "raw": self.raw,
         }
-
-    def scraper(self, out_dir: Path, *, insecure: bool, redactor: Redactor) -> Scraper:
-        return Scraper(
-            self.urls,
-            out_dir,
-            interval_s=self.interval_s,
-            headers=self.headers,
-            raw=self.raw,
-            insecure=insecure,
-            redactor=redactor,
-        )

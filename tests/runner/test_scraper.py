@@ -9,6 +9,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 
 import pytest
 
@@ -125,7 +126,15 @@ def test_a_server_that_goes_away_and_one_that_never_answers(tmp_path, capfd):
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)  # accepts (the kernel does) and never answers: every scrape times out
     port = silent.getsockname()[1]
-    stopper = threading.Timer(0.2, server.close)
+    scrapes = tmp_path / "run" / SCRAPES_FILE
+
+    def go_away_after_the_first_scrape() -> None:
+        while not (scrapes.is_file() and scrapes.read_text().count("\n") >= 2):
+            time.sleep(0.01)
+        time.sleep(0.2)
+        server.close()
+
+    stopper = threading.Thread(target=go_away_after_the_first_scrape, daemon=True)
     stopper.start()
     try:
         result = _run(
@@ -136,7 +145,7 @@ def test_a_server_that_goes_away_and_one_that_never_answers(tmp_path, capfd):
             emulator={"itl_us": 5000},
         )
     finally:
-        stopper.cancel()
+        stopper.join(timeout=10)
         silent.close()
     assert result.summary["requests_ok"] == 40
     warnings = [x for x in capfd.readouterr().err.splitlines() if "server metrics" in x]
