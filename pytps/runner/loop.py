@@ -406,12 +406,14 @@ class Runner:
                 out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
             )
             metadata = run_metadata(cfg, model, self.transport)
+            if cfg.server_metrics is not None:
+                metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
             scraper = None
             if cfg.server_metrics is not None:
-                # Its own thread and HTTP client; the first scrapes just before the first request.
-                metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
+                # A process of its own, with its own HTTP client; its first scrapes just before the
+                # first request, its last just after the last (docs/server-metrics.md).
                 from pytps.runner.scrape_process import ScraperProcess
 
                 scraper = ScraperProcess.for_run(
