@@ -51,9 +51,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         ),
         # --server-metrics (issue 22): the emulator's /metrics with its power model.
         dict(
-            concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0},
-            server_metrics=True, server_metrics_interval=0.05, server_metrics_raw=True,
-        ),  # fmt: skip
+            concurrency=2,
+            requests=4,
+            dataset=dataset,
+            extra_body={"temperature": 0},
+            server_metrics=True,
+            server_metrics_interval=0.05,
+            server_metrics_raw=True,
+        ),
         # Multi-turn sessions and a trace replay (issue 15): their metadata and summary keys.
         dict(
             turns=2,
@@ -78,7 +83,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         ),
     ]
     outs = []
-    with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096, power_idle_w=50, power_per_stream_w=10) as emu, pytest.MonkeyPatch.context() as mp:
+    emulator = {"ttft_ms": 2, "itl_us": 300, "prefix_cache_tokens": 4096, "power_idle_w": 50, "power_per_stream_w": 10}
+    with pytps.Emulator(**emulator) as emu, pytest.MonkeyPatch.context() as mp:
         for i, s in enumerate(settings):
             # The first run has a saved trust envelope (its results' `envelope`), the second none.
             mp.setenv("PYTPS_ENVELOPE_DIR", str(base / f"envelope{i}"))
