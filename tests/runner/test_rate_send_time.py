@@ -13,15 +13,8 @@ from pytps.results.folder import load_journal
 @pytest.mark.parametrize("transport", ["native", "asyncio", "httpx"])
 def test_no_request_is_sent_before_its_time(transport, tmp_path):
     with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
-        result = pytps.run(
-            emu.base_url,
-            transport=transport,
-            requests=80,
-            rate=400.0,
-            output_tokens=2,
-            out=tmp_path / "r",
-            progress=None,
-        )
+        result = pytps.run(emu.base_url, transport=transport, requests=80, rate=400.0, output_tokens=2,
+                           out=tmp_path / "r", progress=None)
     scheduled = [x for x in load_journal(result.out_dir) if x["t_sched_ns"] is not None]
     assert len(scheduled) == 79  # all but request 0, sent alone first
     early = [x["t_sched_ns"] - x["t_send_ns"] for x in scheduled if x["t_send_ns"] < x["t_sched_ns"]]
@@ -32,9 +25,8 @@ def test_no_request_is_sent_before_its_time(transport, tmp_path):
 def test_no_request_of_a_scaled_run_is_sent_before_its_time(tmp_path):
     # Each worker paces its share of the one schedule through the same wait (runner.sleep_until_ns).
     with pytps.Emulator(ttft_ms=1, itl_us=100) as emu:
-        result = pytps.run(
-            emu.base_url, workers=2, requests=80, rate=400.0, output_tokens=2, out=tmp_path / "r", progress=None
-        )
+        result = pytps.run(emu.base_url, workers=2, requests=80, rate=400.0, output_tokens=2, out=tmp_path / "r",
+                           progress=None)
     scheduled = [x for x in load_journal(result.out_dir) if x["t_sched_ns"] is not None]
     assert len(scheduled) >= 78  # every worker sends its own first request alone
     early = [x["t_sched_ns"] - x["t_send_ns"] for x in scheduled if x["t_send_ns"] < x["t_sched_ns"]]

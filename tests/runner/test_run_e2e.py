@@ -97,16 +97,8 @@ def test_transports_agree_on_one_workload(tmp_path):
     summaries = {}
     with pytps.Emulator(ttft_ms=10, itl_us=1000) as emu:
         for transport in TRANSPORTS:
-            result, _ = run_against(
-                emu,
-                tmp_path / transport,
-                concurrency=2,
-                requests=8,
-                output_tokens=30,
-                transport=transport,
-                seed=3,
-                salt="same",
-            )
+            result, _ = run_against(emu, tmp_path / transport, concurrency=2, requests=8, output_tokens=30,
+                                    transport=transport, seed=3, salt="same")
             assert [r.usage["completion_tokens"] for r in sorted(result.records, key=lambda r: r.index)] == [30] * 8
             summaries[transport] = result.summary
     a = summaries["asyncio"]
@@ -119,9 +111,8 @@ def test_transports_agree_on_one_workload(tmp_path):
 
 def test_kernel_timestamps_are_kept_beside_the_arrival_stamps(tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
-        result, truth = run_against(
-            emu, tmp_path, concurrency=2, requests=6, output_tokens=20, transport="native", kernel_timestamps=True
-        )
+        result, truth = run_against(emu, tmp_path, concurrency=2, requests=6, output_tokens=20,
+                                    transport="native", kernel_timestamps=True)
     assert result.metadata["kernel_timestamps"] is True
     lag = result.summary["kernel_read_lag_s"]
     assert lag["count"] == 6 * 20 and lag["min"] >= 0 and lag["p50"] < 0.05
@@ -149,9 +140,8 @@ def test_four_tokens_per_event_give_quarter_itl_samples(tmp_path):
 @pytest.mark.timing
 def test_native_rate_mode_sends_on_time(tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
-        result, _ = run_against(
-            emu, tmp_path, rate=50.0, arrival="constant", requests=10, output_tokens=8, transport="native"
-        )
+        result, _ = run_against(emu, tmp_path, rate=50.0, arrival="constant", requests=10, output_tokens=8,
+                                transport="native")
     # The engine's own timers send: late by far less than a loop tick.
     lags = [r.t_send_ns - r.t_sched_ns for r in result.records if r.t_sched_ns is not None]
     assert min(lags) >= 0 and np.median(lags) < 0.5 * MS, lags
@@ -160,9 +150,8 @@ def test_native_rate_mode_sends_on_time(tmp_path):
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_rate_mode_keeps_schedule_and_send_figures(transport, tmp_path):
     with pytps.Emulator(ttft_ms=5, itl_us=500) as emu:
-        result, _ = run_against(
-            emu, tmp_path, rate=50.0, arrival="constant", requests=10, output_tokens=8, transport=transport
-        )
+        result, _ = run_against(emu, tmp_path, rate=50.0, arrival="constant", requests=10, output_tokens=8,
+                                transport=transport)
     s = result.summary
     if transport == "native":
         # The engine's own timers send: never early (how little late: test_native_rate_mode_sends_on_time).
@@ -199,9 +188,8 @@ def test_rate_mode_keeps_schedule_and_send_figures(transport, tmp_path):
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_faults_are_counted_by_class(fault, error_class, transport, tmp_path):
     with pytps.Emulator(ttft_ms=2, itl_us=300, faults=[fault]) as emu:
-        result, _ = run_against(
-            emu, tmp_path, concurrency=1, requests=8, output_tokens=10, timeout=0.5, transport=transport
-        )
+        result, _ = run_against(emu, tmp_path, concurrency=1, requests=8, output_tokens=10, timeout=0.5,
+                                transport=transport)
     s = result.summary
     assert s["errors"].get(error_class, 0) >= 3, s["errors"]
     assert set(s["errors"]) == {error_class}
@@ -247,15 +235,8 @@ def test_local_tokenizer_counts_when_the_server_reports_no_usage(tmp_path):
     tok.save(str(path))
     with pytps.Emulator(ttft_ms=2, itl_us=300) as emu:
         # Without stream_options the emulator, like OpenAI, reports no usage.
-        result, truth = run_against(
-            emu,
-            tmp_path,
-            concurrency=1,
-            requests=3,
-            output_tokens=10,
-            extra_body={"stream_options": None},
-            tokenizer=path,
-        )
+        result, truth = run_against(emu, tmp_path, concurrency=1, requests=3, output_tokens=10,
+                                    extra_body={"stream_options": None}, tokenizer=path)
     s = result.summary
     assert s["token_source"] == "tokenizer"
     local = tokenizers.Tokenizer.from_file(str(path))
@@ -284,10 +265,8 @@ def test_the_clients_own_cpu_is_reported(transport, tmp_path):
 def test_a_busy_client_thread_is_warned_about():
     from pytps.report import run_warnings
 
-    results = {
-        "metadata": {"client_cpu": {"wall_s": 10.0, "loop_thread_s": 9.0, "engine_thread_s": 2.0}},
-        "summary": {"requests_ok": 100},
-    }
+    results = {"metadata": {"client_cpu": {"wall_s": 10.0, "loop_thread_s": 9.0, "engine_thread_s": 2.0}},
+               "summary": {"requests_ok": 100}}
     found = [w for w in run_warnings.collect(results) if "busy" in w]
     assert len(found) == 1 and "event loop was busy 90%" in found[0] and "--transport native" in found[0]
     results["metadata"]["client_cpu"]["loop_thread_s"] = 1.0
@@ -298,16 +277,8 @@ def _python_calls(emu, tmp_path, transport: str, tokens: int) -> int:
     """Python function calls in this thread during one run (the profiler sees every one)."""
     import sys
 
-    cfg = make_config(
-        emu.base_url,
-        requests=6,
-        concurrency=2,
-        output_tokens=tokens,
-        input_tokens=16,
-        transport=transport,
-        model="m",
-        out=tmp_path / f"{transport}-{tokens}",
-    )
+    cfg = make_config(emu.base_url, requests=6, concurrency=2, output_tokens=tokens, input_tokens=16,
+                      transport=transport, model="m", out=tmp_path / f"{transport}-{tokens}")
     calls = [0]
 
     def profile(frame, event, arg):
