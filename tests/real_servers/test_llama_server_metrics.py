@@ -65,12 +65,14 @@ def test_generation_token_delta_is_pytps_output_tokens(llama_server, transport, 
 
 @pytest.fixture(scope="module")
 def speculative_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama-server with a draft model: another tiny model of the same vocabulary (another seed)."""
+    """llama-server with a draft model: the tiny model again (same vocabulary, same weights), so that
+    at temperature 0 the drafts are accepted and the acceptance figures are not all zeros."""
     binary, vocab = build()
     work = tmp_path_factory.mktemp("llama-spec")
     model = make_model(vocab, work / "tiny.gguf")
-    draft = make_model(vocab, work / "draft.gguf", seed=1)
-    yield from serve(binary, model, work, "-md", str(draft), "--draft-max", "4", "--draft-min", "1")
+    draft = make_model(vocab, work / "draft.gguf")
+    spec = ["-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", "4", "--spec-draft-n-min", "1"]
+    yield from serve(binary, model, work, *spec)
 
 
 def test_speculative_decoding_figures_are_the_servers_counters(speculative_server, tmp_path):
@@ -89,4 +91,6 @@ def test_speculative_decoding_figures_are_the_servers_counters(speculative_serve
     assert spec["accepted_tokens"] == delta["llamacpp:spec_decode_num_accepted_tokens_total"]
     assert spec["acceptance_rate"] == pytest.approx(spec["accepted_tokens"] / spec["draft_tokens"])
     assert spec["drafts"] == delta["llamacpp:spec_decode_num_drafts_total"]
+    assert spec["mean_accepted_length"] == pytest.approx(spec["accepted_tokens"] / spec["drafts"])
+    assert spec["acceptance_rate"] > 0.5  # the draft is the model itself
     assert result.summary["server_metrics"]["token_cross_check"]["equal"]
