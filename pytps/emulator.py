@@ -253,7 +253,7 @@ class Emulator:
     ``emu.base_url`` is ``http://127.0.0.1:<port>``. Endpoints: POST /v1/chat/completions,
     /v1/completions, /v1/responses, /v1/messages, /api/chat, /api/generate (each streamed or,
     with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
-    /v1/models, /health.
+    /v1/models, /health, /metrics.
 
     Embeddings and rerank: one JSON body due ``embed_ms`` + ``embed_us_per_token`` x the input
     tokens after admission; vectors of ``embedding_dim`` components (or the request's
@@ -282,6 +282,11 @@ class Emulator:
     there are its cached tokens: they skip their prefill time, the truth records them
     (``cached_tokens``) and usage reports them (``prompt_tokens_details.cached_tokens``;
     Anthropic: ``cache_read_input_tokens``, with ``input_tokens`` the rest).
+
+    Metrics: GET /metrics serves its truth under vLLM's names (requests running and waiting,
+    prompt and generation token counters, prefix-cache hits and queries, a TTFT histogram); with
+    ``power_idle_w`` / ``power_per_stream_w`` (W, and W per request holding a batch slot) also
+    DCGM's power gauge and energy counter (mJ), so a run's energy is known in closed form.
     """
 
     def __init__(
@@ -321,6 +326,8 @@ class Emulator:
         answers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | None = None,
         answer_accuracy: float = 1.0,
         answer_accuracy_drop: float = 0.0,
+        power_idle_w: float = 0.0,
+        power_per_stream_w: float = 0.0,
     ) -> None:
         if host != "127.0.0.1":
             raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
@@ -383,6 +390,8 @@ class Emulator:
             "prefix_cache_block_tokens": prefix_cache_block_tokens,
             "max_batch": max_batch,
             "batch_slowdown": slowdown,
+            "power_idle_w": _ratio(power_idle_w, "power_idle_w", 1e6),
+            "power_per_stream_w": _ratio(power_per_stream_w, "power_per_stream_w", 1e6),
             "tokens_per_event": tokens_per_event,
             "coalesce": coalesce,
             "reasoning_tokens": reasoning_tokens,

@@ -49,6 +49,8 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "prefix_cache_block_tokens") c.prefix_cache_block_tokens = v.cast<int64_t>();
         else if (k == "max_batch") c.max_batch = v.cast<int64_t>();
         else if (k == "batch_slowdown") c.batch_slowdown = v.cast<double>();
+        else if (k == "power_idle_w") c.power_idle_w = v.cast<double>();
+        else if (k == "power_per_stream_w") c.power_per_stream_w = v.cast<double>();
         else if (k == "tokens_per_event") c.tokens_per_event = v.cast<int>();
         else if (k == "coalesce") c.coalesce = v.cast<int>();
         else if (k == "reasoning_tokens") c.reasoning_tokens = v.cast<int>();
@@ -103,6 +105,8 @@ EmulatorConfig config_from(const py::dict& d) {
     if (!(c.answers.accuracy_drop >= 0.0 && c.answers.accuracy_drop <= 1.0)) bad("answer_accuracy_drop must be within [0, 1]");
     if (c.max_batch < 0) bad("max_batch must be 0 (no limit) or at least 1");
     if (!(c.batch_slowdown >= 0.0 && c.batch_slowdown <= 100.0)) bad("batch_slowdown must be within [0, 100]");
+    if (!(c.power_idle_w >= 0.0 && c.power_per_stream_w >= 0.0 && c.power_idle_w < 1e7 && c.power_per_stream_w < 1e7))
+        bad("power_idle_w and power_per_stream_w must be 0 or more watts");
     return c;
 }
 

@@ -62,6 +62,10 @@ struct EmulatorConfig {
     // FIFO queue (0: no limit); each gap grows by batch_slowdown x (batch size - 1) of itself.
     int64_t max_batch = 0;
     double batch_slowdown = 0.0;
+    // The power model of /metrics (emulator/metrics.hpp): W always, and W per request holding a
+    // batch slot; both 0: no power metrics.
+    double power_idle_w = 0.0;
+    double power_per_stream_w = 0.0;
 
     int tokens_per_event = 1;
     int coalesce = 1;            // consecutive events put in one write (due at the last one's time);

@@ -44,11 +44,13 @@ void Server::try_requests(Conn& c) {
 }
 
 void Server::send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
-                         bool keep_alive) {
+                         bool keep_alive, const char* content_type) {
     std::string& h = scratch_;
     h.clear();
     append_status_line(h, status);
-    h += "Content-Type: application/json\r\nContent-Length: ";
+    h += "Content-Type: ";
+    h += content_type;
+    h += "\r\nContent-Length: ";
     json_int(h, static_cast<int64_t>(body.size()));
     h += "\r\n";
     h += extra_headers;
@@ -79,6 +81,10 @@ void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
             return;
         }
         start_body_api(c, *api, req, received_ns);
+        return;
+    }
+    if (req.path == "/metrics") {
+        serve_metrics(c, req);
         return;
     }
     if (req.path == "/health" || req.path == "/v1/models") {

@@ -17,6 +17,7 @@
 #include "emulator/batch.hpp"
 #include "emulator/config.hpp"
 #include "emulator/formats.hpp"
+#include "emulator/metrics.hpp"
 #include "emulator/prefix_cache.hpp"
 #include "emulator/schedule.hpp"
 #include "emulator/truth.hpp"
@@ -97,6 +98,7 @@ private:
     BatchModel model_;
     PrefixCache prefix_cache_;
     TruthStore truth_;
+    ServerMetrics metrics_;  // what /metrics serves (metrics.hpp)
     std::unique_ptr<EventLoop> loop_;
     std::thread thread_;
     std::atomic<bool> running_{false};
@@ -135,7 +137,9 @@ private:
     void try_requests(Conn& c);
     void handle_request(Conn& c, HttpRequest& req, int64_t received_ns);
     void send_simple(Conn& c, int status, const std::string& body, const std::string& extra_headers,
-                     bool keep_alive);
+                     bool keep_alive, const char* content_type = "application/json");
+    // GET /metrics (metrics.cpp)
+    void serve_metrics(Conn& c, HttpRequest& req);
 
     // Timed responses (stream.cpp)
     void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);

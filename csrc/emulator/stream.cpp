@@ -92,6 +92,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     // After the faults that refuse a request outright: a refused prompt is never computed, so never cached.
     rec.cached_tokens = prefix_cache_.lookup_insert(cr.prompt_text, rec.prompt_tokens);
     p.cached_tokens = cfg_.prefix_cache_tokens > 0 ? rec.cached_tokens : -1;
+    metrics_.on_prompt(rec.prompt_tokens, rec.cached_tokens);
     p.max_tokens = cr.max_tokens;
     const int64_t cap = cfg_.max_output_tokens;
     const int64_t n = cr.max_tokens > 0 ? std::min(cr.max_tokens, cap) : std::min<int64_t>(cfg_.default_output_tokens, cap);
@@ -407,6 +408,7 @@ void Server::finish_stream(Conn& c, bool completed) {
     // The answer rides on the content's last token: sent when every content token was.
     r.answer_sent = !r.answer.empty() && r.output_tokens - r.reasoning_tokens == s.plan.answer_tokens;
     r.completed = completed && static_cast<int64_t>(sent) == r.planned_events;
+    metrics_.on_finish(r);
     truth_.publish(std::move(r));
     const bool close = !c.keep_alive || !s.chunked;
     c.stream.reset();

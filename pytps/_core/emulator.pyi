@@ -6,6 +6,7 @@ class Emulator:
     """The native streaming emulator; use pytps.Emulator, which validates the settings and builds
     the config dict (ns units: ttft_ns, itl_ns, itl_sd_ns, itl_replay_ns, prefill_ns_per_token,
     keepalive_ns, spin_ns; plus host, port, ttft_dist, itl_dist, max_batch, batch_slowdown,
+    power_idle_w, power_per_stream_w,
     tokens_per_event, coalesce,
     reasoning_tokens, tool_calls, max_output_tokens, default_output_tokens, model, faults,
     seed, realtime, truth_log, keep_truth). Serves OpenAI, Anthropic and Ollama endpoints on its

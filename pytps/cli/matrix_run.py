@@ -51,7 +51,10 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         if kind == "run" and "search" in settings:
             line = cell.where.get("search")
             raise ConfigError(f"{matrix.path}:{line}: workload {cell.workload!r}: search is `pytps sweep -c`'s")
-        checked = {k: (v[0] if isinstance(v, list) else v) for k, v in settings.items() if k not in SEARCH_KEYS}
+        # An axis's list checks as its first value; other lists (server_metrics' URLs) are settings.
+        checked = {
+            k: (v[0] if isinstance(v, list) and k in AXES else v) for k, v in settings.items() if k not in SEARCH_KEYS
+        }
         if settings.get("search") in ("rate", "concurrency"):
             checked[settings["search"]] = 1  # the search places the load: any one checks the rest
         try:

@@ -221,6 +221,25 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
         "(default: $PYTPS_STORE, else $XDG_DATA_HOME/pytps/history.sqlite; see pytps history)",
     )
     out.add_argument("--no-store", action="store_true", help="do not record the run in the results store")
+    sm = p.add_argument_group("server metrics (docs/server-metrics.md)")
+    sm.add_argument(
+        "--server-metrics",
+        nargs="*",
+        metavar="URL",
+        help="scrape Prometheus metrics during the run (default URL: the base URL's origin + /metrics; "
+        "several allowed, e.g. a DCGM exporter on :9400) into server_metrics.jsonl",
+    )
+    sm.add_argument("--server-metrics-interval", type=float, metavar="S", help="seconds between scrapes (default 0.5)")
+    sm.add_argument(
+        "--server-metrics-header",
+        action="append",
+        default=[],
+        metavar="K:V",
+        help="a header sent to the metrics URLs (the API key is never sent to them unless given here)",
+    )
+    sm.add_argument(
+        "--server-metrics-raw", action="store_true", help="also keep each scrape's text (server_metrics_raw.jsonl)"
+    )
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
     emu.add_argument(
         "--emu-ttft-ms", type=float, default=DEFAULT_TTFT_MS, metavar="MS", help="TTFT in ms (default %(default)s)"
@@ -251,12 +270,12 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 
 
-def _parse_headers(items: list[str]) -> dict[str, str]:
+def _parse_headers(items: list[str], flag: str = "--header") -> dict[str, str]:
     headers = {}
     for item in items:
         key, sep, value = item.partition(":")
         if not sep or not key.strip():
-            raise ConfigError(f"--header {item!r} is not K:V; write it like --header 'X-Team: bench'")
+            raise ConfigError(f"{flag} {item!r} is not K:V; write it like {flag} 'X-Team: bench'")
         headers[key.strip()] = value.strip()
     return headers
 
@@ -274,7 +293,7 @@ def explicit_settings(args: argparse.Namespace, parser_defaults: dict[str, Any])
     """The settings of the flags given on the command line (those that differ from their defaults):
     what overrides a matrix file."""
     given = {dest for dest, default in parser_defaults.items() if getattr(args, dest, default) != default}
-    renamed = {"header": "headers", "no_store": "store"}
+    renamed = {"header": "headers", "no_store": "store", "server_metrics_header": "server_metrics_headers"}
     return {k: v for k, v in flag_settings(args).items() if k in {renamed.get(d, d) for d in given}}
 
 
@@ -346,6 +365,10 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         image_size=args.image_size,
         image_format=args.image_format,
         shared_images=args.shared_images,
+        server_metrics=args.server_metrics,
+        server_metrics_interval=args.server_metrics_interval,
+        server_metrics_headers=_parse_headers(args.server_metrics_header, "--server-metrics-header") or None,
+        server_metrics_raw=args.server_metrics_raw,
     )
 
 

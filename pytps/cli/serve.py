@@ -14,6 +14,7 @@ EXAMPLES = """examples:
   pytps serve --ttft-ms 5 --itl-us 1000 --max-batch 16      # a loaded server: 16 decode at once, the rest queue
   pytps serve --max-batch 64 --batch-slowdown 0.02          # and each stream slows as the batch grows
   pytps serve --fault 429:p=0.05 --fault stall:every=50,seconds=2 --truth-log truth.jsonl
+  pytps serve --power-idle-w 60 --power-per-stream-w 15    # /metrics: a GPU's power and energy (DCGM's names)
 """
 
 
@@ -78,6 +79,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="S",
         help="each gap grows to gap x (1 + S x (n - 1)) with n requests decoding (default 0)",
+    )
+    p.add_argument(
+        "--power-idle-w",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="/metrics' power model: W drawn always (DCGM_FI_DEV_POWER_USAGE, energy in mJ; default 0: none)",
+    )
+    p.add_argument(
+        "--power-per-stream-w",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="and W more per request holding a batch slot (default 0)",
     )
     p.add_argument("--tokens-per-event", type=int, default=1, help="tokens each event carries (default 1)")
     p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1; 0: all events already due)")
@@ -151,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             prefix_cache_block_tokens=args.prefix_cache_block_tokens,
             max_batch=args.max_batch,
             batch_slowdown=args.batch_slowdown,
+            power_idle_w=args.power_idle_w,
+            power_per_stream_w=args.power_per_stream_w,
             tokens_per_event=args.tokens_per_event,
             coalesce=args.coalesce,
             reasoning_tokens=args.reasoning_tokens,

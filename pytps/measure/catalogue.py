@@ -105,6 +105,15 @@ RUN: tuple[Metric, ...] = (
     _m("requests_ok", "requests ok / measured", "requests", 1.0, None, "successful and measured requests"),
     _m("measured_window_s", "measured window", "s", 1.0, None, "from the first measured send to the last finish"),
     _m("client_cpu_us_per_token", "client CPU per token", "µs", 1.0, "lower", "pytps's own CPU time per token"),
+    _m(
+        "joules_per_output_token",
+        "energy per token",
+        "J",
+        1.0,
+        "lower",
+        "the server's energy over the run / output tokens (--server-metrics)",
+    ),
+    _m("output_tokens_per_joule", "tokens per joule", "tok/J", 1.0, "higher", "output tokens / the server's energy"),
 )
 
 #: Figures the results store keeps that no run summary has: a run's request count, and a

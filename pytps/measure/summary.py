@@ -75,6 +75,7 @@ class RunSummary:
         so memory does not grow with the run; None keeps them in memory."""
         self.target_concurrency = target_concurrency
         self.rate_mode = rate_mode
+        self.steady_intervals: list[tuple[int, int]] = []  # set by finish()
         self.judge = judge or Judge()
         self.totals = RunTotals()  # counts of measured requests (throughput, goodput, errors)
         self.cost_total = 0.0  # of measured requests
@@ -281,6 +282,7 @@ class RunSummary:
                 inside = (idx >= 0) & (t <= ends[np.clip(idx, 0, None)])
                 steady_tokens += int(tokens[inside].sum())
         steady_len = sum(b - a for a, b in steady)
+        self.steady_intervals = steady  # the server metrics' steady window (measure/server_metrics)
         summary["steady_window_s"] = steady_len / NS_PER_S if steady else None
         # Whole bodies have no token events to place in the window: not measured, not zero.
         streams = totals.streamed > 0

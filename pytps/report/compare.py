@@ -22,7 +22,7 @@ from pytps.results.rebuild import load_saved
 # Per-request metrics, from the journals (labels, units, scales: measure/catalogue).
 REQUEST_METRICS = tuple(metric(k) for k in ("ttft_s", "tpot_s", "e2e_s", "decode_tps", "user_tps"))
 # Run-level figures, from results.json: one value per run, so an interval needs repeated runs.
-RUN_METRICS = tuple(metric(k) for k in ("output_throughput_tps", "request_throughput_rps"))
+RUN_METRICS = tuple(metric(k) for k in ("output_throughput_tps", "request_throughput_rps", "joules_per_output_token"))
 STATS = ("mean", "p50")
 
 

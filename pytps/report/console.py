@@ -155,6 +155,10 @@ def render(results: dict[str, Any], console: Console | None = None) -> None:
             "TTFT − server prompt time is network, queueing, HTTP and the client",
             style="dim",
         )
+    from pytps.report.server_metrics_lines import server_metrics_lines
+
+    for line in server_metrics_lines(results):
+        console.print(escape(line))
 
     def num(v: float | None, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)

@@ -144,6 +144,42 @@ def in_flight(t_s: np.ndarray, level: np.ndarray, x_range: Any = None) -> Any:
     return fig
 
 
+#: The server's series a plot draws together (by unit), with each plot's title and y label.
+SERVER_PLOTS = (
+    (
+        ("requests_running", "requests_waiting", "requests_in_flight"),
+        "server: requests running and waiting",
+        "requests",
+    ),
+    (("generation_tokens_per_s",), "server: generation tokens per second between scrapes", "tok/s"),
+    (("kv_cache_usage", "gpu_utilization"), "server: KV cache and GPU utilization", "ratio"),
+    (("power_w",), "GPU power", "W"),
+)
+_SERVER_COLORS = ("#e6550d", "#756bb1", "#31a354", "#3182bd")
+
+
+def server_series(url: str, series: dict[str, tuple[np.ndarray, np.ndarray]], x_range: Any = None) -> list[Any]:
+    """The server's series of one URL on the run's time axis (one plot per unit present), each
+    point a scrape at its midpoint time."""
+    kw = {"x_range": x_range} if x_range is not None else {}
+    figs = []
+    for names, title, y_label in SERVER_PLOTS:
+        present = [n for n in names if n in series]
+        if not present:
+            continue
+        fig = _figure(title, "seconds since the first measured send", y_label, 240, **kw)
+        for name, color in zip(present, _SERVER_COLORS, strict=False):
+            t, v = series[name]
+            src = ColumnDataSource({"t": t, "v": v})
+            fig.line("t", "v", source=src, line_width=2, color=color, legend_label=name)
+            fig.scatter("t", "v", source=src, size=4, color=color)
+        fig.legend.location = "top_left"
+        fig.add_tools(HoverTool(tooltips=[("s", "@t{0.000}"), (y_label, "@v{0.000}")]))
+        fig.name = f"server {url}: {title}"
+        figs.append(fig)
+    return figs
+
+
 def errors(counts: dict[str, int]) -> Any:
     classes = sorted(counts, key=lambda k: -counts[k])
     fig = _figure("errors by class", "requests", "", height=int(80 + 30 * len(classes)), y_range=classes)

@@ -202,6 +202,7 @@ def run_page(run: SavedRun) -> Page:
         + "</div>"
     )
 
+    _server_metrics_section(page, run, tl_fig.x_range)
     _workload_sections(page, run)
 
     page.add("<h2>Errors</h2>")
@@ -216,6 +217,27 @@ def run_page(run: SavedRun) -> Page:
     else:
         page.add(f"<p>No errors in {s.get('requests_total', 0):,} measured requests.</p>")
     return page
+
+
+def _server_metrics_section(page: Page, run: SavedRun, x_range: Any) -> None:
+    """The server's own metrics over the run (--server-metrics): its lines, and its series on the
+    run's time axis, zoomed with the timeline."""
+    from pytps.report import html_plots as plots
+    from pytps.report.server_metrics_lines import server_metrics_lines
+
+    lines = server_metrics_lines(run.results)
+    if not lines:
+        return
+    page.add("<h2>Server metrics</h2>")
+    page.add("".join(f"<p>{e(line)}</p>" for line in lines))
+    page.add(
+        '<p class="note">Scraped from the server\'s Prometheus /metrics during the run, each scrape at the '
+        "midpoint of its request and its body on the run's clock (docs/server-metrics.md). Zooming one zooms "
+        "the timeline too.</p>"
+    )
+    figs = [fig for url, series in run.server_series() for fig in plots.server_series(url, series, x_range)]
+    if figs:
+        page.add('<div class="plots2">' + "".join(page.plot(f) for f in figs) + "</div>")
 
 
 def _workload_sections(page: Page, run: SavedRun) -> None:

@@ -11,6 +11,7 @@ from pytps.measure.catalogue import metric
 from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
+from pytps.report.sweep_curve import optional_columns
 from pytps.sweep.cells import TABLE, headline_metric
 from pytps.sweep.search import capacity_line, describe_check
 
@@ -107,6 +108,7 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
     cols = [(name, *headline_metric(name)) for name in TABLE]
     if graded:
         cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
+    cols += optional_columns(cells)
     head = "".join(f"<th>{e(n)}</th>" for n in [*axes, "status", *(heading for _, heading, _ in cols)])
     rows = []
     for cell in cells:

@@ -55,6 +55,31 @@ class SavedRun(SavedResults):
         keep = np.unique(np.linspace(0, total - 1, limit).astype(np.int64)) if total > limit else np.arange(total)
         return np.asarray(xs, dtype=np.float64)[keep], np.asarray(ys, dtype=np.float64)[keep], total
 
+    def server_series(self) -> list[tuple[str, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+        """The server's metrics over time (--server-metrics), per URL: each common gauge's values,
+        and generation tokens per second between scrapes, at the scrapes' times in seconds since t0.
+        Empty without a scrapes file."""
+        from pytps.measure.server_metrics.series import build
+        from pytps.measure.server_metrics.summary import read_scrapes
+
+        path = self.path / "server_metrics.jsonl"
+        t0 = self.t0_ns()
+        if t0 is None or not path.is_file():
+            return []
+        out = []
+        for s in build(read_scrapes(path)).values():
+            t_s = (np.asarray(s.times_ns, dtype=np.int64) - t0) / NS_PER_S
+            named: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for name in sorted(s.common):
+                if s.kinds.get(name) == "gauge":
+                    named[name] = (t_s, np.asarray(s.values[name], dtype=np.float64))
+            tokens = s.values.get("generation_tokens")
+            if tokens is not None and len(t_s) > 1:
+                v = np.asarray(tokens, dtype=np.float64)
+                named["generation_tokens_per_s"] = (t_s[1:], np.diff(v) / np.diff(t_s))
+            out.append((s.url, named))
+        return out
+
     def t0_ns(self) -> int | None:
         """The first measured send: time zero of the summary's time series, and of every plot."""
         sends = [int(line["t_send_ns"]) for line in self.measured()]

@@ -16,6 +16,7 @@ DIGITS = {
     "goodput_rps": ",.2f",
     "error_rate": ".1f",
     "accuracy": ".1f",
+    "joules_per_output_token": ".4g",
 }
 
 
@@ -29,6 +30,7 @@ def print_curve(index: dict[str, Any]) -> None:
     graded = any((c["headline"] or {}).get("accuracy") is not None for c in index["cells"])
     if graded:
         cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
+    cols += optional_columns(index["cells"])
     header = [*names, *(heading for _, heading, _ in cols)]
     rows = []
     for cell in index["cells"]:
@@ -66,6 +68,15 @@ def print_curve(index: dict[str, Any]) -> None:
             )
     if index.get("stopped"):
         print(f"the sweep {index['stopped']}")
+
+
+def optional_columns(cells: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    """Headline columns shown only when a cell has the figure: joules per output token
+    (--server-metrics with an energy counter or a power gauge)."""
+    from pytps.sweep.cells import headline_metric
+
+    names = ("joules_per_output_token",)
+    return [(n, *headline_metric(n)) for n in names if any((c.get("headline") or {}).get(n) is not None for c in cells)]
 
 
 def _or_none(value: Any) -> str:

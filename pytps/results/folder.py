@@ -20,7 +20,7 @@ import numpy as np
 from pytps.measure.records import RequestRecord
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,6 +17,8 @@ import numpy as np
 
 from pytps.measure.event_rows import ROW
 from pytps.measure.metrics import token_layout
+from pytps.measure.server_metrics.summary import SCRAPES_FILE
+from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
 from pytps.results.folder import SCHEMA_VERSION, write_json_atomic
@@ -127,15 +129,20 @@ def rebuild_summary(path: Path, metadata: dict[str, Any]) -> tuple[dict[str, Any
     counted: list[int] = []
     tokens_of: dict[int, int] = {}
     lines = 0
+    every_token = 0  # every request's, warm-up and failed ones included: the server metrics' cross-check
     for line in journal_lines(path):
         summary.add_journaled(line)
         lines += 1
+        every_token += int(line.get("output_tokens") or 0)
         if line.get("ok") and not line.get("warmup"):
             counted.append(int(line["index"]))
             tokens_of[int(line["index"])] = int(line.get("output_tokens") or 0)
     counted_arr = np.asarray(counted, dtype=np.int64)
     add_token_figures_from_rows(summary, event_chunks(path, tokens_of), counted_arr)
-    return summary.finish(event_chunks(path, tokens_of)), lines
+    out = summary.finish(event_chunks(path, tokens_of))
+    # The scrapes of --server-metrics, as the run's finish reads them.
+    add_server_metrics(out, path / SCRAPES_FILE, summary.steady_intervals, every_token)
+    return out, lines
 
 
 def load_or_rebuild(path: Path) -> tuple[dict[str, Any], str | None]:

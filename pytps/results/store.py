@@ -54,6 +54,7 @@ SCALARS = (
     "error_rate",
     "requests_total",
     "requests_ok",
+    "joules_per_output_token",  # runs with --server-metrics and an energy counter or power gauge
 )
 # A calibration's figures (pytps calibrate; its cells' worst stamp delay, CPU per token, cells passed).
 CALIBRATION_FIGURES = ("stamp_delay_p99_us", "cpu_us_per_token", "cells_passed_share")

@@ -17,6 +17,7 @@ from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
+from pytps.runner.scraper import ServerMetrics
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.images import ImageSpec
@@ -103,12 +104,18 @@ class RunConfig:
     inputs: InputShape = field(default_factory=InputShape)
     # Images with each chat prompt (pytps.workload.images).
     images: ImageSpec = field(default_factory=ImageSpec)
+    # --server-metrics: the Prometheus URLs scraped during the run (pytps.runner.scraper); None: off.
+    server_metrics: ServerMetrics | None = field(default=None, repr=False)
 
     @property
     def secrets(self) -> list[str]:
         """Every secret of these settings (pytps.measure.redact's one rule): the key, secret header
-        values, the URL's userinfo and secret query values."""
-        return secrets_of(self.api_key, self.headers, self.base_url)
+        values, the URL's userinfo and secret query values (the metrics URLs' and headers' too)."""
+        found = secrets_of(self.api_key, self.headers, self.base_url)
+        if self.server_metrics is not None:
+            for url in self.server_metrics.urls:
+                found += secrets_of(None, self.server_metrics.headers, url)
+        return found
 
 
 def make_config(
@@ -178,6 +185,10 @@ def make_config(
     image_size: str = "512x512",
     image_format: str = "png",
     shared_images: bool = False,
+    server_metrics: str | list[str] | bool | None = None,
+    server_metrics_interval: float | None = None,
+    server_metrics_headers: dict[str, str] | None = None,
+    server_metrics_raw: bool = False,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -310,6 +321,13 @@ def make_config(
         stream=stream,
         inputs=inputs,
         images=image_spec,
+        server_metrics=ServerMetrics.make(
+            server_metrics,
+            normalize_base_url(base_url),
+            server_metrics_interval,
+            server_metrics_headers,
+            server_metrics_raw,
+        ),
     )
 
 

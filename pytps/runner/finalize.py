@@ -21,6 +21,8 @@ from pytps._native import _core
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
+from pytps.measure.server_metrics.summary import SCRAPES_FILE
+from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
@@ -157,6 +159,9 @@ class RunOutput:
         )
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
+        # Every request's output tokens, warm-up and failures included: the server metrics' scrapes
+        # bracket them all (the token cross-check, joules per output token).
+        self.all_output_tokens = 0
 
     def add(self, rec: RequestRecord) -> RequestMetrics:
         m, layout = measure(rec)
@@ -170,6 +175,7 @@ class RunOutput:
         self.journal.append(rec, scalars)
         self.events.append(rec, layout)
         self.summary.add(rec, m, layout, verdict)
+        self.all_output_tokens += m.output_tokens
         if self.records is not None:
             self.records.append(rec)
         self.finished += 1
@@ -187,6 +193,8 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
+        scrapes = self.out_dir / SCRAPES_FILE
+        add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)

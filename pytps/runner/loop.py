@@ -440,8 +440,20 @@ class Runner:
                 out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
             )
             metadata = run_metadata(cfg, model, self.transport)
+            if cfg.server_metrics is not None:
+                metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
             write_results(out_dir, metadata, None)
             total = (cfg.plan.requests + cfg.plan.warmup) if cfg.plan.requests is not None else None
+            scraper = None
+            if cfg.server_metrics is not None:
+                # A process of its own, with its own HTTP client; its first scrapes just before the
+                # first request, its last just after the last (docs/server-metrics.md).
+                from pytps.runner.scrape_process import ScraperProcess
+
+                scraper = ScraperProcess.for_run(
+                    cfg.server_metrics, out_dir, insecure=cfg.insecure, redactor=self._redactor
+                )
+                await asyncio.to_thread(scraper.start)
             self.progress.start(total, cfg.plan.duration_s)
             loop_cpu0 = time.thread_time()
             t_start = _now_ns()
@@ -465,6 +477,8 @@ class Runner:
                 self.progress.stop()
                 loop_cpu_s = time.thread_time() - loop_cpu0
                 wall_s = (_now_ns() - t_start) / 1e9
+                if scraper is not None:
+                    scraper.stop()  # the last scrapes, just after the last request finished
         finally:
             if own_transport:
                 # Closing must not lose what was measured: a failure here is not the run's.

@@ -115,8 +115,15 @@ class ScaledRun:
     ) -> None:
         options.check()
         settings = dict(settings)
-        for key, flag in (("turns", "--turns"), ("sessions", "--sessions"), ("trace", "--trace")):
-            if settings.get(key) is not None:
+        # --server-metrics: the scraper brackets one process's run; a scaled run's would need the driver's.
+        scaled_out = (
+            ("turns", "--turns"),
+            ("sessions", "--sessions"),
+            ("trace", "--trace"),
+            ("server_metrics", "--server-metrics"),
+        )
+        for key, flag in scaled_out:
+            if settings.get(key) not in (None, False):
                 # Each worker's Runner is driven by the shared schedule, not by sessions or a trace's own.
                 raise ConfigError(f"{flag} runs in one process: drop --workers / --backend ray for it")
         if settings.get("dataset") is None and settings.get("salt") is None:

@@ -46,6 +46,7 @@ HEADLINE = {
     "useful_share": ("useful_share", None),
     "error_rate": ("error_rate", None),
     "requests_ok": ("requests_ok", None),
+    "joules_per_output_token": ("joules_per_output_token", None),
 }
 
 #: The cells' table (`pytps sweep`'s console and its HTML page), in order: headline figures.

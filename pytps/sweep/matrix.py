@@ -49,6 +49,11 @@ ENDPOINT_KEYS = {
     "insecure",
     "prices",
     "emulator",
+    # Prometheus scraping per endpoint (docs/server-metrics.md): URLs ([] or true: the url's /metrics).
+    "server_metrics",
+    "server_metrics_interval",
+    "server_metrics_headers",
+    "server_metrics_raw",
 }
 #: The endpoint keys that are run settings as they stand (make_config's arguments of the same name).
 ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator"}

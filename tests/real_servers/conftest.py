@@ -41,23 +41,29 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a running llama-server (stopped at the end of the session)."""
+    """The base URL of a running llama-server (stopped at the end of the session), with its
+    Prometheus /metrics on (--metrics: docs/server-metrics.md)."""
     yield from _serve(tmp_path_factory, "llama")
 
 
 @pytest.fixture(scope="session")
 def llama_embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A llama-server on the same tiny model serving /v1/embeddings (mean pooling), with /metrics."""
-    yield from _serve(tmp_path_factory, "llama-embed", "--embeddings", "--pooling", "mean", "--metrics")
+    yield from _serve(tmp_path_factory, "llama-embed", "--embeddings", "--pooling", "mean")
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *extra: str) -> Iterator[str]:
     binary, vocab = build()
     work = tmp_path_factory.mktemp(name)
     model = make_model(vocab, work / "tiny.gguf")
+    yield from serve(binary, model, work, *extra)
+
+
+def serve(binary: Path, model: Path, work: Path, *extra: str) -> Iterator[str]:
+    """Runs llama-server on model (with extra flags) until the generator is closed; yields its URL."""
     port = _free_port()
     log_path = work / "llama-server.log"
-    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui",
+    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui", "--metrics",
            "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -88,10 +88,12 @@ def check_clean_and_drawn(browser: Any, page: Path) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("browser")
     out: dict[str, Path] = {}
-    with pytps.Emulator(ttft_ms=3, itl_us=400, faults=["500:p=0.1"]) as emu:
+    with pytps.Emulator(ttft_ms=3, itl_us=400, faults=["500:p=0.1"], power_idle_w=60, power_per_stream_w=15) as emu:
         for name in ("a", "b"):
+            # b also scrapes the emulator's /metrics (docs/server-metrics.md): its page draws the series.
+            scrape = {"server_metrics": True, "server_metrics_interval": 0.05} if name == "b" else {}
             pytps.run(emu.base_url, model="m", out=root / name, requests=60, concurrency=4, output_tokens=16,
-                      input_tokens=16, seed=len(name))
+                      input_tokens=16, seed=len(name), **scrape)
             out[name] = root / name
         proc = subprocess.run(
             [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--model", "m", "--concurrency",
@@ -112,6 +114,13 @@ def test_a_run_report_loads_clean_and_every_plot_is_drawn(browser: Any, runs: di
     names = check_clean_and_drawn(browser, page)
     # 3 CDFs, the timeline, throughput, in flight, TTFT against prompt and E2E against output tokens, errors.
     assert len(names) == 9
+
+
+def test_a_run_report_with_server_metrics_draws_the_server_series(browser: Any, runs: dict[str, Path]) -> None:
+    page = write_report(runs["b"])
+    names = check_clean_and_drawn(browser, page)
+    # The 9 plots of any run, and the server's: requests running/waiting, generation tok/s, power.
+    assert len(names) == 12
 
 
 def test_a_sweep_report_loads_clean_with_its_curve(browser: Any, runs: dict[str, Path]) -> None:

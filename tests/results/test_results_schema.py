@@ -49,7 +49,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             price_input=1.0,
             price_output=2.0,
         ),
-        dict(concurrency=2, requests=4, dataset=dataset, extra_body={"temperature": 0}),
+        # --server-metrics (issue 22): the emulator's /metrics with its power model.
+        dict(
+            concurrency=2,
+            requests=4,
+            dataset=dataset,
+            extra_body={"temperature": 0},
+            server_metrics=True,
+            server_metrics_interval=0.05,
+            server_metrics_raw=True,
+        ),
         # Multi-turn sessions and a trace replay (issue 15): their metadata and summary keys.
         dict(
             turns=2,
@@ -77,7 +86,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         ),
     ]
     outs = []
-    with pytps.Emulator(ttft_ms=2, itl_us=300, prefix_cache_tokens=4096) as emu, pytest.MonkeyPatch.context() as mp:
+    emulator = {"ttft_ms": 2, "itl_us": 300, "prefix_cache_tokens": 4096, "power_idle_w": 50, "power_per_stream_w": 10}
+    with pytps.Emulator(**emulator) as emu, pytest.MonkeyPatch.context() as mp:
         for i, s in enumerate(settings):
             # The first run has a saved trust envelope (its results' `envelope`), the second none.
             mp.setenv("PYTPS_ENVELOPE_DIR", str(base / f"envelope{i}"))
@@ -128,4 +138,17 @@ def test_events_npz_arrays_are_documented_and_written(runs: list[Path]) -> None:
     for out in runs:
         with np.load(out / "events.npz") as npz:
             written |= set(npz.files)
+    assert written == doc
+
+
+def test_server_metrics_lines_are_documented_and_written(runs: list[Path]) -> None:
+    sections, maps = documented()
+    doc = {k.removeprefix("scrape.") for k in sections["server_metrics.jsonl"]}
+    line_maps = {k.removeprefix("scrape.") for k in maps if k.startswith("scrape.")}
+    written: set[str] = set()
+    for out in runs:
+        path = out / "server_metrics.jsonl"
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                flatten(json.loads(line), "", line_maps, written)
     assert written == doc

@@ -1,0 +1,257 @@
+"""The server-metrics scraper (docs/server-metrics.md): its own thread and its own HTTP client
+(the stdlib's http.client), off the measuring path. It scrapes every URL once just before the
+run's first request, every interval while it goes, and once just after its last, so every
+counter's delta covers the run. Each scrape is stamped on CLOCK_MONOTONIC (the native clock the
+transports stamp with) before the request and after the body; parsed with prometheus-client
+(measure/server_metrics/parse), it is one line of server_metrics.jsonl at once.
+
+Failures never cost the run: a URL that refuses, times out, answers 404 or is not Prometheus
+text is one warning line (the first time), and scraping goes on.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+from pytps._native import _core
+from pytps.errors import ConfigError
+from pytps.measure.redact import Redactor
+from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
+from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
+
+_ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+
+
+def metrics_url(url: str, base_url: str) -> str:
+    """A --server-metrics URL checked (one line before the run when pytps cannot use it); ""
+    means <origin of base_url>/metrics."""
+    if not url:
+        parts = urlsplit(base_url)
+        return f"{parts.scheme}://{parts.netloc}/metrics"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"server metrics URL {url!r}: not an http:// or https:// URL with a host; "
+            "give it as http://HOST:PORT/metrics"
+        )
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        raise ConfigError(f"server metrics URL {url!r}: the port is not a number") from None
+    return url
+
+
+class _Target:
+    """One URL's connection, kept alive between scrapes and made anew after a failure."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float, insecure: bool) -> None:
+        self.url = url
+        parts = urlsplit(url)
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or ""
+        self.port = parts.port
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.headers = {"Accept": _ACCEPT, **headers}
+        self.timeout_s = timeout_s
+        self.context = ssl._create_unverified_context() if insecure else None
+        self.conn: http.client.HTTPConnection | None = None
+        self.warned = False
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self.conn is None:
+            if self.https:
+                self.conn = http.client.HTTPSConnection(
+                    self.host, self.port, timeout=self.timeout_s, context=self.context
+                )
+            else:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def fetch(self) -> tuple[int, int, int, str, str]:
+        """(t_before_ns, t_after_ns, status, content type, body): stamped around the request.
+        A kept-alive connection the server closed meanwhile is made anew once (and stamped anew).
+        Raises OSError / http.client.HTTPException."""
+        reused = self.conn is not None
+        try:
+            return self._fetch_once()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if not reused:
+                raise
+            return self._fetch_once()
+
+    def _fetch_once(self) -> tuple[int, int, int, str, str]:
+        conn = self._connect()
+        t_before = _core.now_ns()
+        try:
+            conn.request("GET", self.path, headers=self.headers)
+            resp = conn.getresponse()
+            body = resp.read()
+        except Exception:
+            self.close()
+            raise
+        t_after = _core.now_ns()
+        if resp.will_close:
+            self.close()
+        ctype = resp.getheader("Content-Type") or ""
+        return t_before, t_after, resp.status, ctype, body.decode("utf-8", errors="replace")
+
+
+class Scraper:
+    """Scrapes urls into out_dir/server_metrics.jsonl (and the raw bodies with raw=True).
+    start() takes the first scrapes and starts the thread; stop() ends it and takes the last."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        out_dir: Path,
+        *,
+        interval_s: float = 0.5,
+        headers: Mapping[str, str] | None = None,
+        raw: bool = False,
+        insecure: bool = False,
+        redactor: Redactor | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.interval_ns = int(interval_s * 1e9)
+        timeout_s = min(max(interval_s * 4, 1.0), 5.0)
+        self.targets = [_Target(u, headers or {}, timeout_s, insecure) for u in urls]
+        self.redactor = redactor or Redactor(())
+        self.warn = warn or (lambda line: print(line, file=sys.stderr))
+        self.path = out_dir / SCRAPES_FILE
+        self._out: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open for the run)
+        self._raw: IO[str] | None = open(out_dir / RAW_FILE, "a", encoding="utf-8") if raw else None  # noqa: SIM115
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.scrapes = 0
+        self.failures = 0
+
+    def _scrape(self, target: _Target) -> None:
+        url = self.redactor(target.url)
+        try:
+            t0, t1, status, ctype, body = target.fetch()
+        except (OSError, http.client.HTTPException) as exc:
+            t = _core.now_ns()
+            self._record(Scrape(url, t, t, error=f"{type(exc).__name__}: {exc}"), target, None)
+            return
+        scrape = Scrape(url, t0, t1)
+        if status != 200:
+            scrape.error = f"HTTP {status}"
+        else:
+            try:
+                scrape.types, scrape.samples = parse_exposition(body, ctype)
+            except ParseError as exc:
+                scrape.error = str(exc)
+        self._record(scrape, target, body)
+
+    def _record(self, scrape: Scrape, target: _Target, body: str | None) -> None:
+        self.scrapes += 1
+        if scrape.error is not None:
+            scrape.error = self.redactor(scrape.error)
+            self.failures += 1
+            if not target.warned:
+                target.warned = True
+                self.warn(
+                    f"pytps: warning: server metrics {scrape.url}: {scrape.error}; the run goes on "
+                    "(later failures of this URL are counted in the summary, not shown)"
+                )
+        self._out.write(json.dumps(scrape.as_json(), separators=(",", ":")) + "\n")
+        self._out.flush()
+        if self._raw is not None and body is not None:
+            line = {"url": scrape.url, "t_ns": scrape.t_ns, "text": body}
+            self._raw.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self._raw.flush()
+
+    def scrape_all(self) -> None:
+        for target in self.targets:
+            self._scrape(target)
+
+    def _loop(self) -> None:
+        due = _core.now_ns() + self.interval_ns
+        while not self._stop.wait(max(due - _core.now_ns(), 0) / 1e9):
+            self.scrape_all()
+            due += self.interval_ns
+            now = _core.now_ns()
+            if due < now:  # a slow scrape: the next one is an interval from now, not a burst
+                due = now + self.interval_ns
+
+    def start(self) -> None:
+        """The first scrapes (just before the first request), then the thread."""
+        self.scrape_all()
+        self._thread = threading.Thread(target=self._loop, name="pytps-server-metrics", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ends the thread, takes the last scrapes (just after the last request), closes the files."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            self.scrape_all()
+        for target in self.targets:
+            target.close()
+        self._out.close()
+        if self._raw is not None:
+            self._raw.close()
+
+
+class ServerMetrics:
+    """--server-metrics settings, checked once (make_config): the URLs, the interval, the headers
+    sent to them (the API key is not, unless a header given here carries it), raw bodies kept."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        interval_s: float = 0.5,
+        headers: Mapping[str, str] | None = None,
+        raw: bool = False,
+    ) -> None:
+        self.urls = list(urls)
+        self.interval_s = interval_s
+        self.headers = dict(headers or {})
+        self.raw = raw
+
+    @classmethod
+    def make(
+        cls,
+        urls: str | Sequence[str] | bool | None,
+        base_url: str,
+        interval_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
+        raw: bool = False,
+    ) -> ServerMetrics | None:
+        """None when scraping is off (urls None or False); True or an empty list: the base URL's
+        origin + /metrics."""
+        if urls is None or urls is False:
+            if headers or raw or interval_s is not None:
+                raise ConfigError(
+                    "--server-metrics-interval, --server-metrics-header and --server-metrics-raw need --server-metrics"
+                )
+            return None
+        listed = [urls] if isinstance(urls, str) else [] if urls is True else list(urls)
+        checked = [metrics_url(u, base_url) for u in (listed or [""])]
+        interval = 0.5 if interval_s is None else float(interval_s)
+        if not interval > 0:
+            raise ConfigError(f"--server-metrics-interval {interval_s}: give a positive number of seconds, e.g. 0.5")
+        return cls(list(dict.fromkeys(checked)), interval, headers, raw)
+
+    def describe(self, redactor: Redactor) -> dict[str, object]:
+        """results.json's metadata: the URLs (secrets masked), the interval, the header names."""
+        return {
+            "urls": [redactor(u) for u in self.urls],
+            "interval_s": self.interval_s,
+            "header_names": sorted(self.headers),
+            "raw": self.raw,
+        }
