@@ -297,17 +297,25 @@ def _p50_ci_ranks(n: int) -> tuple[int, int]:
     return lo, hi
 
 
-def distribution(values: Iterable[float | None]) -> dict[str, Any]:
-    """Exact statistics of samples (None and NaN dropped): docs/metrics.md, 'Distributions'."""
+def distribution(values: Iterable[float | None], *, scratch: bool = False) -> dict[str, Any]:
+    """Exact statistics of samples (None and NaN dropped): docs/metrics.md, 'Distributions'.
+
+    scratch: `values` is a float64 array the caller no longer needs, sorted here in place instead
+    of copied (a run's finish, whose memory is a few columns: issue 27)."""
     if isinstance(values, np.ndarray):
         arr = np.asarray(values, dtype=np.float64)
+        if scratch and arr is values:
+            arr.sort()
+        else:
+            arr = np.sort(arr)
     else:
         arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    arr = arr[~np.isnan(arr)]
+        arr.sort()
+    if arr.size and np.isnan(arr[-1]):  # np.sort puts NaNs last: a view without them
+        arr = arr[: int(np.searchsorted(arr, np.nan))]
     n = int(arr.size)
     if n == 0:
         return empty_distribution()
-    arr.sort()
     mean = float(arr.mean())
     stddev = float(arr.std(ddof=1)) if n > 1 else 0.0
     pct = np.percentile(arr, PERCENTILES, method="inverted_cdf")

@@ -43,6 +43,8 @@ from pytps.measure.totals import RunTotals, measured_window_s, request_distribut
 from pytps.measure.workload_figures import WorkloadFigures
 
 _NO_NS = -(2**63)  # an int64 column's None
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
 
 # Per-request columns: name -> array typecode. Seconds are float64, as request_metrics gives
 # them, so a percentile is the very value a request had; NaN stands for None.
@@ -200,7 +202,7 @@ class RunSummary:
         """The summary (keys: docs/results.md), given every request's event rows (event_log.ROW)."""
 
         def dist(name: str, ok_only: bool = True) -> dict[str, Any]:
-            return distribution(self._column(name, ok_only))
+            return distribution(self._column(name, ok_only), scratch=True)
 
         summary: dict[str, Any] = {
             **request_distributions(dist, self._itl, self._gaps),
@@ -211,7 +213,7 @@ class RunSummary:
         ttft, tpot = self._column("ttft_s", True), self._column("tpot_s", True)
         e2e_500 = e2e_for(500, ttft, tpot)  # as request_metrics, element-wise
         del ttft, tpot  # one column at a time: memory at the finish stays a few columns, whatever the run
-        summary["e2e_500_s"] = distribution(e2e_500)
+        summary["e2e_500_s"] = distribution(e2e_500, scratch=True)
         del e2e_500
         if self.rate_mode:
             summary["ttft_sched_s"] = dist("ttft_sched_s")
@@ -229,14 +231,15 @@ class RunSummary:
         measured = self._cols.column("measured").astype(bool)
         finished = finish != _NO_NS
 
-        # The measured window: first measured send to last measured finish.
-        t0 = int(t_send[measured].min()) if measured.any() else None
-        t1 = int(finish[measured & finished].max()) if (measured & finished).any() else None
+        # The measured window: first measured send to last measured finish (no copies: where=).
+        in_window = measured & finished
+        t0 = int(t_send.min(where=measured, initial=_INT64_MAX)) if measured.any() else None
+        t1 = int(finish.max(where=in_window, initial=_INT64_MIN)) if in_window.any() else None
         totals = self.totals
         window_s = measured_window_s(t0, t1)
         summary.update(totals.figures(window_s))
-        done, failed = _finished_per_second(t0, finish, measured & finished, ok)
-        del ok, measured
+        done, failed = _finished_per_second(t0, finish, in_window, ok)
+        del ok, measured, in_window
 
         # One pass over the events: tokens per second of the time series, tokens in the steady window.
         # Each column goes as soon as its copy for the steady window is taken, and the copies are
@@ -248,9 +251,10 @@ class RunSummary:
             steady = steady_intervals_of(session_start, session_end, target) if target else []
             del t_send, finish
         else:
-            starts_ns = t_send[finished]
+            everything = bool(finished.all())  # the usual case: the columns themselves, sorted in place
+            starts_ns = t_send if everything else t_send[finished]
             del t_send
-            ends_ns = finish[finished]
+            ends_ns = finish if everything else finish[finished]
             del finish
             if target:
                 starts_ns.sort()
@@ -271,12 +275,7 @@ class RunSummary:
             secs = (t - t0) // NS_PER_S
             after = secs >= 0
             if after.any():
-                binned = np.bincount(secs[after], weights=tokens[after]).astype(np.int64)
-                if len(binned) > len(per_second):
-                    binned[: len(per_second)] += per_second
-                    per_second = binned
-                else:
-                    per_second[: len(binned)] += binned
+                per_second = _add_bins(per_second, np.bincount(secs[after], weights=tokens[after]).astype(np.int64))
             if steady:
                 idx = np.searchsorted(starts, t, side="right") - 1
                 inside = (idx >= 0) & (t <= ends[np.clip(idx, 0, None)])
@@ -326,7 +325,7 @@ class RunSummary:
             "requests": sum(sources.values()),
         }
         for name in self._server:
-            out[name] = distribution(self._server_cols.column(name))
+            out[name] = distribution(self._server_cols.column(name), scratch=True)
         return out
 
     def close(self) -> None:
@@ -351,19 +350,30 @@ def record_weighted(hist: Any, values: np.ndarray, counts: np.ndarray) -> None:
 
 
 def _finished_per_second(
-    t0: int | None, finish_ns: np.ndarray, counted: np.ndarray, ok: np.ndarray
+    t0: int | None, finish_ns: np.ndarray, counted: np.ndarray, ok: np.ndarray, block: int = 1 << 18
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Requests finished and failed in each whole second since t0, of the `counted` ones."""
-    if t0 is None or not counted.any():
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    secs = finish_ns[counted]
-    secs -= t0
-    secs //= NS_PER_S
-    good = ok[counted]
-    keep = secs >= 0
-    done = np.bincount(secs[keep & good]) if (keep & good).any() else np.zeros(0, dtype=np.int64)
-    failed = np.bincount(secs[keep & ~good]) if (keep & ~good).any() else np.zeros(0, dtype=np.int64)
+    """Requests finished and failed in each whole second since t0, of the `counted` ones (a block
+    of rows at a time: no copy of the column)."""
+    done = np.zeros(0, dtype=np.int64)
+    failed = np.zeros(0, dtype=np.int64)
+    if t0 is None:
+        return done, failed
+    for a in range(0, len(finish_ns), block):
+        sel = counted[a : a + block]
+        secs = (finish_ns[a : a + block][sel] - t0) // NS_PER_S
+        good = ok[a : a + block][sel]
+        keep = secs >= 0
+        done = _add_bins(done, np.bincount(secs[keep & good]))
+        failed = _add_bins(failed, np.bincount(secs[keep & ~good]))
     return done, failed
+
+
+def _add_bins(total: np.ndarray, more: np.ndarray) -> np.ndarray:
+    if len(more) > len(total):
+        more[: len(total)] += total
+        return more
+    total[: len(more)] += more
+    return total
 
 
 def _time_series(tokens_per_second: np.ndarray, done: np.ndarray, failed: np.ndarray) -> list[dict[str, Any]]:

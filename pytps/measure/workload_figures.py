@@ -37,17 +37,18 @@ def cache_counts(usage: dict[str, Any], prompt_includes_cached: bool) -> tuple[i
 def log2_bins(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
     """y's median, p90 and mean per power-of-two bin of x ([lo, 2 lo)); empty bins left out."""
     keep = ~np.isnan(y) & (x >= 1)
-    x, y = x[keep], y[keep]  # copies: x is worked on in place below, to keep the finish's memory low
+    x, y = x[keep], y[keep]  # copies: worked on in place below, to keep the finish's memory low
     del keep
     if not len(x):
         return []
-    np.log2(x, out=x)
-    np.floor(x, out=x)
-    exp = x.astype(np.int64)
+    lg = np.log2(x, out=x) if x.dtype == np.float64 else np.log2(x)
     del x
+    np.floor(lg, out=lg)
+    exp = lg.astype(np.int64)
+    del lg
     out = []
     for e in np.flatnonzero(np.bincount(exp)):  # the bins present, in order (exp >= 0: x >= 1)
-        d = distribution(y[exp == e])
+        d = distribution(y[exp == e], scratch=True)
         out.append({"lo": int(2**e), "hi": int(2 ** (e + 1)), "count": d["count"], "p50": d["p50"],
                     "p90": d["p90"], "mean": d["mean"]})  # fmt: skip
     return out
@@ -112,10 +113,11 @@ class WorkloadFigures:
         cols = self.columns
         ttft, prompt, cached = cols.column("ttft"), cols.column("prompt"), cols.column("cached")
         reported = (prompt > 0) & (cached >= 0)
-        share = np.where(reported, cached / np.maximum(prompt, 1), np.nan)
-        p_sum, c_sum = int(prompt[reported].sum()), int(cached[reported].sum())
-        mostly = share >= MOSTLY_CACHED
-        fewer = share < MOSTLY_CACHED
+        p_sum, c_sum = int(prompt.sum(where=reported)), int(cached.sum(where=reported))
+        share = np.maximum(prompt, 1, dtype=np.float64)  # cached / prompt, made in place
+        np.divide(cached, share, out=share)
+        mostly = reported & (share >= MOSTLY_CACHED)
+        fewer = reported & (share < MOSTLY_CACHED)
         del share
         out: dict[str, Any] = {
             "cache": {
@@ -123,12 +125,11 @@ class WorkloadFigures:
                 "prompt_tokens": p_sum,
                 "cached_tokens": c_sum,
                 "hit_rate": c_sum / p_sum if p_sum else None,
-                "ttft_mostly_cached_s": distribution(ttft[reported & mostly]),
-                "ttft_mostly_uncached_s": distribution(ttft[reported & fewer]),
+                "ttft_mostly_cached_s": distribution(ttft[mostly], scratch=True),
+                "ttft_mostly_uncached_s": distribution(ttft[fewer], scratch=True),
             },
         }
         del mostly, fewer
-        out["ttft_by_prompt_tokens"] = log2_bins(prompt.astype(np.float64), ttft)
         turn = cols.column("turn")
         if (turn >= 0).any():
             decode = cols.column("decode")
@@ -149,9 +150,11 @@ class WorkloadFigures:
                 })  # fmt: skip
             out["per_turn"] = rows
             out["sessions_measured"] = len(self._session_start)
-        del ttft, prompt, cached, reported, turn
+        del cached, reported, turn
+        out["ttft_by_prompt_tokens"] = log2_bins(prompt, ttft)
+        del ttft, prompt
         output, e2e = cols.column("output"), cols.column("e2e")
-        out["e2e_by_output_tokens"] = log2_bins(output.astype(np.float64), e2e)
+        out["e2e_by_output_tokens"] = log2_bins(output, e2e)
         del output, e2e
         images = cols.column("images")
         if images.any():
