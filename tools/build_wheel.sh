@@ -9,6 +9,8 @@
 # The wheel has no native TLS (OpenSSL is left out of the build, so nothing to graft in or keep
 # up to date): https:// goes through httpx, as on any build without OpenSSL. The epoll backend's
 # wait is the ppoll fallback (glibc 2.28 has no epoll_pwait2): the same ns timeouts.
+# No LTO (CMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF stops pybind11 adding -flto): with -flto zig
+# builds a second libc++ from source, minutes on a cold cache, for no measurable gain here.
 # The wheel is for the Python that runs this script (its version's ABI tag).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +43,7 @@ export ZIG_LOCAL_CACHE_DIR=$ZIG_GLOBAL_CACHE_DIR
 unset CMAKE_ARGS  # (a developer's launcher or flags are not this wheel's)
 CC="$tmp/bin/zig-cc" CXX="$tmp/bin/zig-c++" "$tmp/venv/bin/python" -m build -q --wheel --outdir "$tmp/raw" \
     -Ccmake.define.CMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON \
+    -Ccmake.define.CMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF \
     -Ccmake.define.PYTPS_WERROR=ON \
     -Cbuild-dir="$tmp/build" \
     "$root" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; exit 1; }

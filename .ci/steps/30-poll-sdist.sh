@@ -4,11 +4,11 @@
 # `pip install` from it into a fresh venv with -DPYTPS_EVENT_BACKEND=poll (poll() and a
 # self-pipe, what macOS and other POSIX systems build), `pytps run --concurrency 8` with zero
 # errors, and the default test tier run from the unpacked sdist against that build (the C++
-# tests included: they compile from the sdist's csrc/).
+# tests included: they compile from the sdist's csrc/; its pytps/ is replaced by a link to the
+# installed package, see below).
 # The epoll backend's ppoll fallback (-DPYTPS_FORCE_EPOLL_FALLBACK=ON, as on a glibc without
 # epoll_pwait2) is what the manylinux wheel builds (glibc 2.28): step 32 tests it.
-# Step 10's editable install is left alone: this venv is a fresh one, and pytest runs from the
-# unpacked sdist with its console script, which does not put the sdist's pytps/ on sys.path.
+# Step 10's editable install is left alone: this venv is a fresh one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -49,6 +49,10 @@ cd "$tmp"
 }
 tail -n 3 "$tmp/run.log"
 
+# Tests start `python -m pytps` in child processes, from the tree they run in: the sdist's
+# pytps/ becomes a link to the installed package, so that every import finds this build.
+rm -rf "$tmp/src/pytps"
+ln -s "$(dirname "$so")" "$tmp/src/pytps"
 cd "$tmp/src"
 PYTPS_EXPECT_EVENT_WAIT=poll/ppoll "$tmp/venv/bin/pytest" -q -p no:cacheprovider ${PYTPS_PYTEST_ARGS:-}
 echo "tested the poll backend (built from the sdist)"
