@@ -48,7 +48,7 @@ CC="$tmp/bin/zig-cc" CXX="$tmp/bin/zig-c++" "$tmp/venv/bin/python" -m build -q -
     -Cbuild-dir="$tmp/build" \
     "$root" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; exit 1; }
 
-"$tmp/venv/bin/auditwheel" repair --plat "manylinux_${glibc/./_}_$arch" -w "$tmp/repaired" "$tmp"/raw/*.whl
+PATH="$tmp/venv/bin:$PATH" "$tmp/venv/bin/auditwheel" repair --plat "manylinux_${glibc/./_}_$arch" -w "$tmp/repaired" "$tmp"/raw/*.whl
 wheel=$(ls "$tmp"/repaired/*.whl)
 "$tmp/venv/bin/auditwheel" show "$wheel"
 cp "$wheel" "$out/"
