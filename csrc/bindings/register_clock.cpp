@@ -6,7 +6,8 @@ namespace pytps_bindings {
 void register_clock(py::module_& m) {
     m.def("now_ns", &pytps::now_ns,
           "now_ns() -> int\n\n"
-          "CLOCK_MONOTONIC in integer nanoseconds: the same clock as time.monotonic_ns() on Linux.");
+          "The monotonic clock in integer nanoseconds: the clock of time.monotonic_ns() (CLOCK_MONOTONIC;\n"
+          "CLOCK_UPTIME_RAW on macOS).");
     m.def(
         "clock_info",
         [](int calls) {

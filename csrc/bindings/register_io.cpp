@@ -1,5 +1,4 @@
 #include <pybind11/stl.h>
-#include <sys/prctl.h>
 
 #include <exception>
 #include <thread>
@@ -8,6 +7,8 @@
 #include "bindings/register.hpp"
 #include "core/clock.hpp"
 #include "io/event_loop.hpp"
+#include "io/platform.hpp"
+#include "io/rx_stamps.hpp"
 
 namespace pytps_bindings {
 
@@ -24,9 +25,9 @@ struct Probe {
 void run_probe(Probe& p, int64_t wait_ns, int n, int64_t spin_ns) {
     // As the emulator's thread does. Harmless if refused: sleeps may then end up to 50 µs
     // late, which the spin covers.
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    pytps::minimise_timer_slack();
     pytps::EventLoop el(spin_ns);
-    std::vector<epoll_event> ready;
+    std::vector<pytps::IoEvent> ready;
     std::vector<pytps::Deadline> due;
     p.late_ns.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -47,9 +48,11 @@ void run_probe(Probe& p, int64_t wait_ns, int n, int64_t spin_ns) {
 }  // namespace
 
 void register_io(py::module_& m) {
-    // Which kernel wait the event loops (client engine, emulator) sleep in, so that tests and
-    // CI can say which path they checked.
-    m.attr("EPOLL_WAIT") = pytps::epoll_wait_kind();
+    // Which backend the event loops (client engine, emulator, read floor) have and which kernel
+    // wait they sleep in, so that tests, CI and `pytps clock` can say which path they checked.
+    m.attr("EVENT_BACKEND") = pytps::event_backend();
+    m.attr("EVENT_WAIT") = pytps::event_wait_kind();
+    m.attr("KERNEL_TIMESTAMPS") = pytps::kHaveRxStamps;
     m.def(
         "_event_loop_probe",
         [](int64_t wait_ns, int n, int64_t spin_ns) {

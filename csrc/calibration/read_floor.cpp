@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "io/event_loop.hpp"
+#include "io/platform.hpp"
 
 namespace pytps {
 
@@ -43,7 +44,7 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
     if (connections < 1 || gap_ns < 1 || duration_ns < 1 || message_bytes < 1)
         throw std::invalid_argument("measure_read_floor: connections, gap_ns, duration_ns and message_bytes must be >= 1");
     Fds owned;
-    const int ls = owned.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const int ls = owned.add(open_socket(AF_INET, SOCK_STREAM, false));
     if (ls < 0) fail("socket");
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -54,13 +55,10 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
     if (::listen(ls, connections) != 0) fail("listen");
     std::vector<int> readers, writers;
     for (int i = 0; i < connections; ++i) {
-        const int c = owned.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const int c = owned.add(open_socket(AF_INET, SOCK_STREAM, false));
         if (c < 0) fail("socket");
         if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fail("connect");
-        int s;
-        do {
-            s = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
-        } while (s < 0 && errno == EINTR);
+        const int s = accept_socket(ls, false);
         if (owned.add(s) < 0) fail("accept");
         int one = 1;
         if (setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) fail("setsockopt(TCP_NODELAY)");
@@ -69,13 +67,14 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
         readers.push_back(c);
         writers.push_back(s);
     }
-    const int ep = owned.add(::epoll_create1(EPOLL_CLOEXEC));
-    if (ep < 0) fail("epoll_create1");
+    // The engine's own event loop (this build's backend), without deadlines: what is measured
+    // is the path every read of the client takes.
+    EventLoop loop(0);
     for (int i = 0; i < connections; ++i) {
-        epoll_event e{};
-        e.events = EPOLLIN;
-        e.data.u32 = static_cast<uint32_t>(i);
-        if (::epoll_ctl(ep, EPOLL_CTL_ADD, readers[i], &e) != 0) fail("epoll_ctl");
+        if (const int err = loop.add(readers[i], kIoIn, static_cast<uint64_t>(i))) {
+            errno = err;
+            fail("watching a reader");
+        }
     }
 
     ReadFloor out;
@@ -91,38 +90,42 @@ ReadFloor measure_read_floor(int connections, int64_t gap_ns, int64_t duration_n
                 const int64_t due = t0 + k * gap_ns + i * gap_ns / connections;
                 if (due - t0 >= duration_ns) {
                     done.store(true);
+                    loop.wake();
                     return;
                 }
                 while (now_ns() < due) {
                 }
                 // A failed send (none is expected: blocking, on loopback) is simply not counted.
-                if (::send(writers[i], msg.data(), msg.size(), MSG_NOSIGNAL) > 0)
+                if (send_nosignal(writers[i], msg.data(), msg.size()) > 0)
                     messages.fetch_add(1, std::memory_order_relaxed);
             }
         }
     });
     std::vector<char> buf(64 * 1024);
-    epoll_event evs[64];
+    std::vector<IoEvent> ready;
+    std::vector<Deadline> due;
     const int64_t cpu0 = thread_cpu_ns();
-    int wait_errno = 0;
+    std::string wait_error;
     while (!done.load(std::memory_order_relaxed)) {
-        const int n = ::epoll_wait(ep, evs, 64, 50);
-        ++out.wakeups;
-        if (n < 0 && errno != EINTR) {  // EINTR: a signal, wait again
-            wait_errno = errno;
+        try {
+            loop.wait(ready, due);  // (the pacer's wake() ends the last one)
+        } catch (const std::exception& e) {
+            wait_error = e.what();
             break;
         }
-        for (int j = 0; j < n; ++j) {
+        ++out.wakeups;
+        for (const IoEvent& ev : ready) {
+            if (ev.tag == EventLoop::kWakeTag) {
+                loop.drain_wake();
+                continue;
+            }
             // <= 0 is EAGAIN (the data went with an earlier read): not a read that returned data.
-            if (::recv(readers[evs[j].data.u32], buf.data(), buf.size(), 0) > 0) ++out.reads;
+            if (::recv(readers[ev.tag], buf.data(), buf.size(), 0) > 0) ++out.reads;
         }
     }
     out.reader_cpu_ns = thread_cpu_ns() - cpu0;
     pacer.join();  // (it ends by itself after duration_ns)
-    if (wait_errno != 0) {
-        errno = wait_errno;
-        fail("epoll_wait");
-    }
+    if (!wait_error.empty()) throw std::runtime_error("measure_read_floor: " + wait_error);
     out.messages = messages.load();
     out.duration_ns = duration_ns;
     return out;

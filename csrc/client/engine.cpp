@@ -1,6 +1,5 @@
 #include "client/engine.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,15 +27,13 @@ ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions opti
     // -1 is no error here: it only warms the kernel's stamping up, and each connection still
     // asks for stamps itself (a refusal fails its connect, see SystemSocketOps::open).
     if (opt_.kernel_timestamps) stamp_keeper_fd_ = switch_on_rx_stamps();
-    notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (notify_fd_ < 0) throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
+    notify_ = std::make_unique<Waker>();
     loop_ = std::make_unique<Loop>(*this);
     thread_ = std::thread([this] { run(); });
 }
 
 ClientEngine::~ClientEngine() {
     stop();
-    if (notify_fd_ >= 0) ::close(notify_fd_);
     if (stamp_keeper_fd_ >= 0) ::close(stamp_keeper_fd_);
 }
 
@@ -68,10 +65,8 @@ void ClientEngine::submit_many(std::vector<Submission> batch) {
 std::vector<ClientResult> ClientEngine::collect() {
     std::vector<ClientResult> out;
     std::lock_guard<std::mutex> lock(mu_);
-    // Resets the eventfd so the next batch wakes the loop again; EAGAIN: nothing was signalled.
-    uint64_t v;
-    if (::read(notify_fd_, &v, sizeof v) < 0 && errno != EAGAIN)
-        throw std::runtime_error(std::string("reading the engine's eventfd failed: ") + std::strerror(errno));
+    // Resets notify_fd so the next batch wakes the caller's loop again.
+    notify_->drain();
     out.swap(done_);
     notified_ = false;
     return out;
@@ -112,8 +107,7 @@ void ClientEngine::finish(std::unique_ptr<ClientJob> job, int64_t t_done, const 
     if (!notified_) {
         // Unwritten, Python would not be woken for this batch: stay un-notified so that the
         // next finished request tries again.
-        uint64_t one = 1;
-        notified_ = ::write(notify_fd_, &one, sizeof one) == static_cast<ssize_t>(sizeof one);
+        notified_ = notify_->signal();
     }
 }
 

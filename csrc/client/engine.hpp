@@ -1,8 +1,8 @@
-// ClientEngine: a native HTTP/1.1 client on its own thread (epoll), so that no Python runs
+// ClientEngine: a native HTTP/1.1 client on its own thread (io/event_loop.hpp), so that no Python runs
 // per socket read. Python submits pre-rendered requests; the engine sends them over a
 // keep-alive connection pool, stamps every recv right after it returns, feeds the bytes to an
 // HttpStreamRecorder, and hands finished requests back through a completion queue plus an
-// eventfd that an asyncio loop can watch (one wake-up per batch, not per read).
+// descriptor (io/platform.hpp's Waker) that an asyncio loop can watch (one wake-up per batch, not per read).
 //
 // With options.tls the connections speak TLS (client/tls.hpp) over memory BIOs: the engine still
 // does its own recv() and stamps it; the plaintext decrypted from that read carries its stamp.
@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/platform.hpp"
 #include "core/dialects.hpp"
 #include "core/http_stream_recorder.hpp"
 #include "client/resolve.hpp"
@@ -101,12 +102,12 @@ public:
     // Takes every finished request; also drains notify_fd.
     std::vector<ClientResult> collect();
     // Readable while collect() has something to return.
-    int notify_fd() const { return notify_fd_; }
+    int notify_fd() const { return notify_->fd(); }
     // Ends the thread; requests in flight finish with error class "client". Idempotent.
     void stop();
 
     uint64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }
-    // How hard the engine thread works: returns from its epoll wait, and reads that returned data.
+    // How hard the engine thread works: returns from its event-loop wait, and reads that returned data.
     // Reads per output event near 1 means every event cost a wake-up and a recv.
     uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
     uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
@@ -119,7 +120,7 @@ private:
     std::unique_ptr<TlsContext> tls_;  // with opt_.tls
     std::vector<Address> addrs_;  // in the order they are tried
     std::string resolve_error_;
-    int notify_fd_ = -1;
+    std::unique_ptr<Waker> notify_;  // notify_fd
     int stamp_keeper_fd_ = -1;  // with kernel_timestamps: keeps the kernel's RX stamping switched on
 
     std::mutex mu_;  // guards incoming_, done_, notified_

@@ -1,7 +1,5 @@
 // The ClientEngine's thread: the epoll loop, timers, the keep-alive pool and the scheduled
 // sends. Each connection's own steps are the Connection's (connection.cpp).
-#include <pthread.h>
-
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -9,6 +7,7 @@
 #include <utility>
 
 #include "client/engine_internal.hpp"
+#include "io/platform.hpp"
 
 namespace pytps {
 
@@ -24,25 +23,25 @@ ClientEngine::Loop::Loop(ClientEngine& engine) : eng(engine), el(engine.opt_.spi
 void ClientEngine::run() { loop_->run(); }
 
 void ClientEngine::Loop::run() {
-    std::vector<epoll_event> events;
+    std::vector<IoEvent> events;
     std::vector<Deadline> due;
     std::vector<std::unique_ptr<ClientJob>> taken;
     // Only a label, so per-thread CPU can be told apart; without it nothing else changes.
-    (void)pthread_setname_np(pthread_self(), "pytps-engine");
+    name_thread("pytps-engine");
     // An exception would end the thread and the process with it, losing what was measured: the
-    // loop's own failure (a broken epoll set) ends every request instead, each reported.
+    // loop's own failure (a broken descriptor set) ends every request instead, each reported.
     std::string failure;
     try {
         while (!eng.stopping_.load()) {
             el.wait(events, due);
             eng.wakeups_.store(eng.wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            for (const epoll_event& ev : events) {
-                if (ev.data.u64 == EventLoop::kWakeTag) {
+            for (const IoEvent& ev : events) {
+                if (ev.tag == EventLoop::kWakeTag) {
                     el.drain_wake();
                     take_incoming(taken);
                     continue;
                 }
-                on_io(ev.data.u64, ev.events);
+                on_io(ev.tag, ev.events);
             }
             for (const Deadline& d : due) on_deadline(d);
             dispatch();
@@ -75,9 +74,9 @@ void ClientEngine::Loop::on_io(uint64_t tag, uint32_t events) {
     auto it = conns.find(tag);
     if (it == conns.end()) return;
     unsigned r = 0;
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) r |= kReadable;
-    if (events & EPOLLOUT) r |= kWritable;
-    if (events & (EPOLLERR | EPOLLHUP)) r |= kHangup;
+    if (events & (kIoIn | kIoRdHup | kIoHup | kIoErr)) r |= kReadable;
+    if (events & kIoOut) r |= kWritable;
+    if (events & (kIoErr | kIoHup)) r |= kHangup;
     act(it->second, it->second.conn->on_ready(r));
 }
 
@@ -160,10 +159,10 @@ void ClientEngine::Loop::open(std::unique_ptr<ClientJob> job) {
     eng.opened_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t id = conn->id();
     const int fd = conn->fd();
-    if (const int err = el.add(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, id); err != 0) {
+    if (const int err = el.add(fd, kIoIn | kIoOut | kIoRdHup, id); err != 0) {
         // Without the epoll set nothing would ever wake this connection: fail it now.
         eng.finish(conn->take_job(), now_ns(), "client",
-                   std::string("epoll_ctl(EPOLL_CTL_ADD) failed: ") + std::strerror(err));
+                   std::string("watching the socket failed: ") + std::strerror(err));
         return;  // the Connection closes its socket
     }
     Slot& s = conns.emplace(id, Slot{std::move(conn), true, false}).first->second;
@@ -225,14 +224,14 @@ void ClientEngine::Loop::act(Slot& s, Outcome o) {
     close(s);
 }
 
-// Brings the epoll set and the timers in line with what the connection now waits for.
+// Brings the watched set and the timers in line with what the connection now waits for.
 void ClientEngine::Loop::watch(Slot& s) {
     Connection& c = *s.conn;
     if (c.wants_write() != s.watch_out) {
         const bool want = c.wants_write();
         // On failure the old interest stays and the next watch() tries again; a connection left
         // unwoken meanwhile ends at its timer, reported, never hung.
-        if (el.modify(c.fd(), EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u), c.id()) == 0) s.watch_out = want;
+        if (el.modify(c.fd(), kIoIn | kIoRdHup | (want ? kIoOut : 0u), c.id()) == 0) s.watch_out = want;
     }
     if (c.take_timer_request()) el.schedule(c.deadline(), c.id(), c.timer_gen());
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "core/clock.hpp"
+#include "io/platform.hpp"
 #include "io/rx_stamps.hpp"
 
 namespace pytps {
@@ -22,7 +23,7 @@ OpenResult failed(int fd, const char* step) {
 }  // namespace
 
 OpenResult SystemSocketOps::open(const sockaddr* addr, socklen_t len, bool kernel_stamps) {
-    const int fd = ::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd = open_socket(addr->sa_family, SOCK_STREAM, true);
     if (fd < 0) return failed(-1, "socket");
     // Nagle would hold a request's last segment back, and that delay would be counted as the server's.
     int one = 1;
@@ -48,7 +49,7 @@ int SystemSocketOps::connect_error(int fd) {
 IoResult SystemSocketOps::send(int fd, const char* data, size_t len) {
     IoResult r;
     r.t_ns = now_ns();
-    r.n = ::send(fd, data, len, MSG_NOSIGNAL);
+    r.n = send_nosignal(fd, data, len);
     if (r.n < 0) r.err = errno;
     return r;
 }

@@ -6,9 +6,9 @@
 namespace pytps {
 
 ClockInfo clock_info(int calls) {
-    ClockInfo info{"CLOCK_MONOTONIC", 0, 0.0, 0};
+    ClockInfo info{kMonotonicClockName, 0, 0.0, 0};
     timespec res;
-    clock_getres(CLOCK_MONOTONIC, &res);
+    clock_getres(kMonotonicClock, &res);
     info.resolution_ns = static_cast<int64_t>(res.tv_sec) * 1000000000LL + res.tv_nsec;
 
     calls = std::max(calls, 2);

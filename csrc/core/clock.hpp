@@ -1,17 +1,27 @@
 // Monotonic clock: the one time source of pytps. Every timestamp in the project is
-// CLOCK_MONOTONIC nanoseconds as int64, the same clock as Python's time.monotonic_ns()
-// on Linux, so stamps can be set beside other processes' logs on the same host.
+// nanoseconds as int64 on the clock of Python's time.monotonic_ns(), so that native and Python
+// stamps compare: CLOCK_MONOTONIC on Linux (and other POSIX systems), CLOCK_UPTIME_RAW
+// (mach_absolute_time, ns steps) on macOS, where CLOCK_MONOTONIC only has µs steps and is
+// not the clock Python reads. Stamps can be set beside other processes' logs on the same host.
 #pragma once
 #include <cstdint>
 #include <ctime>
 
 namespace pytps {
 
+#if defined(__APPLE__)
+constexpr clockid_t kMonotonicClock = CLOCK_UPTIME_RAW;
+constexpr const char* kMonotonicClockName = "CLOCK_UPTIME_RAW";
+inline int64_t now_ns() noexcept { return static_cast<int64_t>(clock_gettime_nsec_np(CLOCK_UPTIME_RAW)); }
+#else
+constexpr clockid_t kMonotonicClock = CLOCK_MONOTONIC;
+constexpr const char* kMonotonicClockName = "CLOCK_MONOTONIC";
 inline int64_t now_ns() noexcept {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
+#endif
 
 // CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) in ns: what a thread cost, whatever
 // else the process does.
@@ -22,7 +32,7 @@ inline int64_t thread_cpu_ns() noexcept {
 }
 
 struct ClockInfo {
-    const char* source;       // "CLOCK_MONOTONIC"
+    const char* source;       // kMonotonicClockName
     int64_t resolution_ns;    // clock_getres
     double call_cost_ns;      // measured mean cost of one now_ns() call
     int64_t min_step_ns;      // smallest non-zero difference seen between consecutive calls

@@ -1,4 +1,5 @@
 #include "emulator/server.hpp"
+#include "io/platform.hpp"
 #include "io/rx_stamps.hpp"
 
 #include <arpa/inet.h>
@@ -6,7 +7,6 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,7 +32,7 @@ Server::~Server() { stop(); }
 int Server::start() {
     if (started_) throw std::runtime_error("this emulator was already started; create a new one");
     started_ = true;
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    listen_fd_ = open_socket(AF_INET, SOCK_STREAM, true);
     if (listen_fd_ < 0) throw std::runtime_error(std::string("socket() failed: ") + std::strerror(errno));
     // Until the thread runs, a failure closes what is open and throws.
     auto fail = [this](const std::string& message) {
@@ -73,8 +73,8 @@ int Server::start() {
     } catch (const std::exception& e) {
         fail(e.what());
     }
-    if (const int err = loop_->add(listen_fd_, EPOLLIN, kListenTag))
-        fail(std::string("epoll_ctl(EPOLL_CTL_ADD) of the listening socket failed: ") + std::strerror(err));
+    if (const int err = loop_->add(listen_fd_, kIoIn, kListenTag))
+        fail(std::string("watching the listening socket failed: ") + std::strerror(err));
     // Last, as it starts a writer thread that only close_log() (from stop()) ends.
     if (!cfg_.truth_log.empty()) {
         try {
@@ -120,8 +120,8 @@ Conn* Server::find(uint64_t id) {
 void Server::loop_main() {
     // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none. Harmless if
     // refused: the adaptive spin window grows to cover the later wake-ups.
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    std::vector<epoll_event> ready;
+    minimise_timer_slack();
+    std::vector<IoEvent> ready;
     std::vector<Deadline> due;
     ready.reserve(256);
     while (!stopping_.load(std::memory_order_relaxed)) {
@@ -131,20 +131,20 @@ void Server::loop_main() {
             Conn* c = find(d.tag);
             if (c && c->timer_gen == d.gen && c->stream) on_stream_timer(*c);
         }
-        for (const epoll_event& ev : ready) {
-            if (ev.data.u64 == EventLoop::kWakeTag) {
+        for (const IoEvent& ev : ready) {
+            if (ev.tag == EventLoop::kWakeTag) {
                 loop_->drain_wake();
                 continue;
             }
-            if (ev.data.u64 == kListenTag) {
+            if (ev.tag == kListenTag) {
                 on_accept();
                 continue;
             }
-            Conn* c = find(ev.data.u64);
+            Conn* c = find(ev.tag);
             if (!c) continue;
-            if (ev.events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) on_writable(*c);
-            c = find(ev.data.u64);
-            if (c && (ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(*c);
+            if (ev.events & (kIoOut | kIoErr | kIoHup)) on_writable(*c);
+            c = find(ev.tag);
+            if (c && (ev.events & (kIoIn | kIoHup | kIoErr))) on_readable(*c);
         }
     }
     // Shutdown: open streams go to the truth as incomplete; nobody queued is admitted now.
@@ -159,9 +159,9 @@ void Server::loop_main() {
 
 void Server::on_accept() {
     for (;;) {
-        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept_socket(listen_fd_, true);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;  // this one is gone; take the next
+            if (errno == ECONNABORTED) continue;  // this one is gone; take the next
             return;  // EAGAIN, or a transient error (EMFILE...): the next readiness retries
         }
         // A connection this loop cannot serve as promised is refused (closed at once: the
@@ -175,14 +175,14 @@ void Server::on_accept() {
         // the records then carry no kernel stamp (None), as on a kernel without it.
         (void)enable_rx_stamps(fd);
         const uint64_t id = next_conn_id_++;
-        if (loop_->add(fd, EPOLLIN, id) != 0) {  // ENOMEM, or ENOSPC at fs.epoll.max_user_watches
+        if (loop_->add(fd, kIoIn, id) != 0) {  // ENOMEM, or ENOSPC at fs.epoll.max_user_watches
             ::close(fd);
             continue;
         }
         auto c = std::make_unique<Conn>();
         c->id = id;
         c->fd = fd;
-        c->interest = EPOLLIN;
+        c->interest = kIoIn;
         conns_.emplace(c->id, std::move(c));
         n_accepted_.fetch_add(1, std::memory_order_relaxed);
         n_open_.fetch_add(1, std::memory_order_relaxed);
@@ -190,7 +190,7 @@ void Server::on_accept() {
 }
 
 void Server::update_interest(Conn& c) {
-    uint32_t want = (c.peer_eof ? 0u : static_cast<uint32_t>(EPOLLIN)) | (c.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    uint32_t want = (c.peer_eof ? 0u : kIoIn) | (c.want_write ? kIoOut : 0u);
     // On failure (ENOMEM: the fd is registered, so nothing else) the old interest is kept, so
     // that the next update, at the next write or timer, tries again. Closing here instead
     // would pull the connection from under the callers, which go on using it.
@@ -267,7 +267,7 @@ void Server::add_mark(Conn& c, Mark::Kind kind, uint32_t first, uint32_t count) 
 bool Server::flush(Conn& c) {
     bool blocked = false;
     while (c.out_off < c.out.size()) {
-        ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+        ssize_t n = send_nosignal(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off);
         if (n > 0) {
             c.out_off += static_cast<size_t>(n);
             c.written_total += static_cast<uint64_t>(n);

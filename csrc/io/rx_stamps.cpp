@@ -1,17 +1,25 @@
 #include "io/rx_stamps.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#if defined(__linux__)
 #include <ctime>  // before linux/errqueue.h, which uses timespec
 #include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "io/platform.hpp"
+#endif
+
 namespace pytps {
 
+#if defined(__linux__)
 namespace {
 constexpr int kRxFlags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
 }
@@ -21,7 +29,7 @@ bool enable_rx_stamps(int fd) {
 }
 
 int switch_on_rx_stamps() {
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const int fd = open_socket(AF_INET, SOCK_DGRAM, false);
     if (fd < 0) return -1;
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -69,5 +77,18 @@ ssize_t read_socket(int fd, char* buf, size_t len, bool kernel_stamps, int64_t* 
     }
     return n;
 }
+
+#else  // no SO_TIMESTAMPING: the capability check (pytps/transport/registry.py) says so first
+
+bool enable_rx_stamps(int) {
+    errno = ENOTSUP;
+    return false;
+}
+
+int switch_on_rx_stamps() { return -1; }
+
+ssize_t read_socket(int fd, char* buf, size_t len, bool, int64_t*) { return ::recv(fd, buf, len, 0); }
+
+#endif
 
 }  // namespace pytps

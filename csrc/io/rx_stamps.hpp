@@ -1,6 +1,7 @@
 // Kernel software receive stamps (SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE) for TCP
 // sockets: switching them on, and reading with them. Shared by the client engine and the
-// emulator (whose truth records then say when the kernel had each request).
+// emulator (whose truth records then say when the kernel had each request). Linux only:
+// elsewhere enable_rx_stamps() fails with ENOTSUP and reads are plain recv()s.
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +10,13 @@
 #include <cstdint>
 
 namespace pytps {
+
+// Whether this build can take kernel receive stamps at all (Linux's SO_TIMESTAMPING).
+#if defined(__linux__)
+constexpr bool kHaveRxStamps = true;
+#else
+constexpr bool kHaveRxStamps = false;
+#endif
 
 // Asks for software RX stamps on fd. False if the kernel refused.
 bool enable_rx_stamps(int fd);

@@ -38,7 +38,13 @@ from pytps._core.http import (
     HttpStreamRecorder as HttpStreamRecorder,
 )
 from pytps._core.io import (
-    EPOLL_WAIT as EPOLL_WAIT,
+    EVENT_BACKEND as EVENT_BACKEND,
+)
+from pytps._core.io import (
+    EVENT_WAIT as EVENT_WAIT,
+)
+from pytps._core.io import (
+    KERNEL_TIMESTAMPS as KERNEL_TIMESTAMPS,
 )
 from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,

@@ -45,7 +45,7 @@ class TransportSettings(Protocol):
     def plan(self) -> _LoadShape: ...
 
 
-def _tls_always() -> str | None:
+def _always() -> str | None:
     return None
 
 
@@ -68,7 +68,9 @@ class TransportEntry:
     #: Honours the environment's proxy (HTTP_PROXY, ALL_PROXY, NO_PROXY); auto passes over the others when one is set.
     proxies: bool = False
     #: Why this build cannot speak TLS after all (a reason naming the fix), or None when it can.
-    tls_missing: Callable[[], str | None] = _tls_always
+    tls_missing: Callable[[], str | None] = _always
+    #: Why this build cannot take kernel stamps after all (a reason naming the fix), or None when it can.
+    kernel_timestamps_missing: Callable[[], str | None] = _always
 
     def speaks(self) -> str:
         """What it speaks, in an error message's words."""
@@ -125,6 +127,17 @@ def _native_tls_missing() -> str | None:
     return NO_TLS
 
 
+def _native_kernel_timestamps_missing() -> str | None:
+    from pytps._native import _core
+
+    if _core.KERNEL_TIMESTAMPS:
+        return None
+    return (
+        "the kernel's receive stamps (SO_TIMESTAMPING) exist on Linux only, and this build is not for Linux: "
+        "leave --kernel-timestamps out (every read keeps its own stamp)"
+    )
+
+
 def _build_httpx(cfg: TransportSettings, max_connections: int) -> Transport:
     from pytps.transport.httpx_transport import HttpxTransport
 
@@ -159,6 +172,7 @@ TRANSPORTS: dict[str, TransportEntry] = {
             kernel_timestamps=True,
             rate_timers=True,
             tls_missing=_native_tls_missing,
+            kernel_timestamps_missing=_native_kernel_timestamps_missing,
         ),
         # httpx/httpcore: HTTP/2, proxies, any TLS Python has.
         TransportEntry("httpx", _build_httpx, tls=True, http2=True, proxies=True),
@@ -252,6 +266,9 @@ def choose_transport(cfg: TransportSettings) -> str:
             f"--kernel-timestamps needs the {' or '.join(stampers)} transport (this run would use "
             f"{chosen.name}): add --transport {stampers[0]}, or leave --kernel-timestamps out"
         )
+    stamps_missing = chosen.kernel_timestamps_missing() if cfg.kernel_timestamps else None
+    if stamps_missing is not None:
+        raise ConfigError(f"--kernel-timestamps: {stamps_missing}")
     return chosen.name
 
 

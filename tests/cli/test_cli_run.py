@@ -225,4 +225,10 @@ def test_clock_prints_the_clock_and_the_read_floor():
                          capture_output=True, text=True, check=True, timeout=60)
     data = json.loads(out.stdout)
     assert data["clock"]["source"] == "CLOCK_MONOTONIC" and data["clock"]["resolution_ns"] >= 1
+    assert data["python_clock"]["implementation"] == "clock_gettime(CLOCK_MONOTONIC)"
+    assert data["python_clock"]["same_clock"] is True
+    from pytps import _core
+
+    assert data["event_loop"]["backend"] == _core.EVENT_BACKEND in ("epoll", "poll")
+    assert data["event_loop"]["wait"] == _core.EVENT_WAIT
     assert data["read_floor"]["messages"] == 2 * 200 and data["read_floor"]["reader_cpu_ns_per_message"] > 0

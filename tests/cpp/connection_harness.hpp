@@ -33,9 +33,13 @@ inline void report(bool ok, const char* file, int line, const char* what, const 
     std::printf("FAIL [%s] %s:%d: %s%s\n", current_test, file, line, what, detail.c_str());
 }
 
-inline std::string show(int64_t v) { return std::to_string(v); }
-inline std::string show(uint64_t v) { return std::to_string(v); }
+// By the built-in types, not int64_t/uint64_t: those are long on Linux but long long on macOS,
+// where size_t (unsigned long) would then match two overloads.
 inline std::string show(int v) { return std::to_string(v); }
+inline std::string show(long v) { return std::to_string(v); }
+inline std::string show(long long v) { return std::to_string(v); }
+inline std::string show(unsigned long v) { return std::to_string(v); }
+inline std::string show(unsigned long long v) { return std::to_string(v); }
 inline std::string show(bool v) { return v ? "true" : "false"; }
 inline std::string show(const std::string& v) { return "\"" + v + "\""; }
 inline std::string show(const char* v) { return show(std::string(v)); }

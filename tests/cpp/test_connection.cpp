@@ -259,7 +259,7 @@ void timeouts() {
         CHECK_EQ(c->state(), ConnState::reading_head);
         CHECK_EQ(c->deadline(), e.ops.send_stamps.back() + 2'000'000'000);
         e.ops.clock = c->deadline();
-        Outcome o = c->on_timer(c->timer_gen());
+        (void)c->on_timer(c->timer_gen());
         CHECK_EQ(c->take_error_detail(), std::string("no data for 2 s (read timeout)"));
         CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>failed"));
     }
@@ -278,7 +278,7 @@ void timeouts() {
         CHECK_EQ(why, std::string("the response took longer than 3 s (total timeout)"));
         e.opt.total_timeout_ns = 0;
         e.ops.clock = 9'000'000'000 - e.ops.tick;
-        Outcome o = c->on_timer(c->timer_gen());
+        (void)c->on_timer(c->timer_gen());
         CHECK_EQ(c->take_error_detail(), std::string("no data for 5 s (read timeout)"));
         CHECK_EQ(e.trace(), std::string("connecting>writing>reading_head>reading_body>failed"));
     }

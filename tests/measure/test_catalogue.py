@@ -15,6 +15,8 @@ from pytps.measure import catalogue
 from pytps.report.console import render
 
 PKG = Path(catalogue.__file__).resolve().parents[1]
+# The docs sit beside the tests (an installed package has none beside it).
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 EVERY = (*catalogue.DISTRIBUTIONS, *catalogue.SERVER, *catalogue.RUN)
 # Units as tables write them, in brackets after a label; counts ("[tokens]") are not metrics' units.
 BRACKETED = re.compile(r"\[(ms|µs|us|s|tok/s|req/s|%)\]")
@@ -117,7 +119,7 @@ def test_every_console_row_keeps_its_label_on_one_line_at_80_columns() -> None:
 
 def test_docs_list_every_label() -> None:
     """docs/metrics.md, "Labels in reports", names each entry with its label and unit."""
-    text = (PKG.parent / "docs" / "metrics.md").read_text(encoding="utf-8")
+    text = (DOCS / "metrics.md").read_text(encoding="utf-8")
     for group, prefix in ((catalogue.DISTRIBUTIONS, ""), (catalogue.SERVER, "server_timings."), (catalogue.RUN, "")):
         for m in group:
             assert f"| `{prefix}{m.key}` | {m.heading} | {m.better or '-'} |" in text, m.key

@@ -112,6 +112,19 @@ def test_the_errors_follow_the_capabilities(monkeypatch):
     with pytest.raises(ConfigError, match="needs the native or fake transport"):
         choose_transport(make_config("http://127.0.0.1:9", transport="asyncio", kernel_timestamps=True))
 
+    # A build without kernel stamps (not Linux): one line that says why.
+    _with(monkeypatch, _fake(kernel_timestamps=True, kernel_timestamps_missing=lambda: "Linux only: leave it out"))
+    with pytest.raises(ConfigError, match=r"^--kernel-timestamps: Linux only: leave it out$"):
+        choose_transport(make_config("http://127.0.0.1:9", transport="fake", kernel_timestamps=True))
+
+
+def test_the_native_transport_says_whether_this_build_has_kernel_stamps():
+    missing = TRANSPORTS["native"].kernel_timestamps_missing()
+    if _core.KERNEL_TIMESTAMPS:
+        assert missing is None
+    else:
+        assert missing is not None and "Linux only" in missing and "\n" not in missing
+
 
 def test_auto_takes_the_first_entry_that_can_serve(monkeypatch):
     broken_tls = _fake(tls=True, tls_missing=lambda: "no TLS in this fake: use another")
