@@ -37,26 +37,16 @@ private:
 }  // namespace
 
 void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns) {
-    const uint64_t seq = ++gen_seq_;
-    n_gen_.fetch_add(1, std::memory_order_relaxed);
-    auto s = std::make_unique<Stream>();
+    auto s = open_stream(c, req, received_ns, api.api == BodyApi::Rerank ? "rerank-" : "embd-", body_api_name(api));
     TruthRecord& rec = s->rec;
-    rec.seq = seq;
-    rec.id = (api.api == BodyApi::Rerank ? "rerank-" : "embd-") + std::to_string(seq);
-    rec.api = body_api_name(api);
-    rec.path = req.path;
-    rec.received_ns = received_ns;
-    rec.received_kernel_ns = c.request_kernel_ns;
+    const uint64_t seq = rec.seq;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
 
     BodyRequest br;
     std::string err;
     if (!parse_body_request(api, req.body, br, err)) {
-        rec.status = 400;
-        rec.done_ns = now_ns();
-        truth_.publish(std::move(rec));
-        send_simple(c, 400, error_body(fam, 400, err), id_header, req.keep_alive);
+        reject(c, req, std::move(rec), id_header, error_body(fam, 400, err));
         return;
     }
     const std::vector<int64_t> tokens = body_input_tokens(api, br);

@@ -5,6 +5,15 @@
 
 namespace pytps {
 
+bool read_to_end(json::JsonReader& r, std::string& error) {
+    if (r.failed() || (error.empty() && !r.finish())) {
+        error = std::string("We could not parse the JSON body of your request: ") + r.error() + " at byte " +
+                std::to_string(r.error_offset()) + ".";
+        return false;
+    }
+    return error.empty();
+}
+
 const char* api_name(const ApiPath& api) {
     switch (api.dialect) {
         case Dialect::OpenAIChat: return "chat";
@@ -203,12 +212,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
             r.skip_value();
         }
     }
-    if (r.failed() || (error.empty() && !r.finish())) {
-        error = std::string("We could not parse the JSON body of your request: ") + r.error() + " at byte " +
-                std::to_string(r.error_offset()) + ".";
-        return false;
-    }
-    if (!error.empty()) return false;
+    if (!read_to_end(r, error)) return false;
     req.prompt_chars = static_cast<int64_t>(req.prompt_text.size());
     if (!have_required) {
         error = std::string("Missing required parameter: '") + required + "'.";

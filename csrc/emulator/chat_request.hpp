@@ -8,6 +8,13 @@
 #include "core/dialect_table.hpp"
 
 namespace pytps {
+namespace json {
+class JsonReader;
+}
+
+// The end of reading a request body: false, with `error` the API's message, when the JSON was
+// malformed or a field was refused (`error` already set) — what every route's reader does last.
+bool read_to_end(json::JsonReader& r, std::string& error);
 
 // The name of a generation route in the ground-truth records: chat, completions, responses,
 // messages, ollama_chat, ollama_generate.

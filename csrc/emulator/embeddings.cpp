@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/json_scan.hpp"
+#include "emulator/chat_request.hpp"
 #include "emulator/json_write.hpp"
 
 namespace pytps {
@@ -180,12 +181,7 @@ bool parse_body_request(const BodyApiPath& api, std::string_view body, BodyReque
             r.skip_value();
         }
     }
-    if (r.failed() || (error.empty() && !r.finish())) {
-        error = std::string("We could not parse the JSON body of your request: ") + r.error() + " at byte " +
-                std::to_string(r.error_offset()) + ".";
-        return false;
-    }
-    if (!error.empty()) return false;
+    if (!read_to_end(r, error)) return false;
     if (!have_required || !have_query) {
         error = std::string("Missing required parameter: '") + (have_query ? required : "query") + "'.";
         return false;

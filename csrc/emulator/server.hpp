@@ -142,6 +142,12 @@ private:
     void serve_metrics(Conn& c, HttpRequest& req);
 
     // Timed responses (stream.cpp)
+    // A generation or body request's stream, its truth record opened (sequence, id, API, receipt).
+    std::unique_ptr<Stream> open_stream(const Conn& c, const HttpRequest& req, int64_t received_ns,
+                                        const std::string& id_head, std::string api);
+    // A 400 for a request body that could not be read: the truth keeps it, the client gets `body`.
+    void reject(Conn& c, const HttpRequest& req, TruthRecord&& rec, const std::string& id_header,
+                const std::string& body);
     void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);
     // Embeddings and rerank (body_route.cpp): one JSON body, timed by the same load model.
     void start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns);

@@ -29,27 +29,40 @@ uint8_t truth_kind(TokKind k) {
 }
 }  // namespace
 
-void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns) {
+std::unique_ptr<Stream> Server::open_stream(const Conn& c, const HttpRequest& req, int64_t received_ns,
+                                            const std::string& id_head, std::string api) {
     const uint64_t seq = ++gen_seq_;
     n_gen_.fetch_add(1, std::memory_order_relaxed);
     auto s = std::make_unique<Stream>();
     TruthRecord& rec = s->rec;
     rec.seq = seq;
-    rec.id = id_prefix(api.dialect) + std::to_string(seq);
-    rec.api = api_name(api);
+    rec.id = id_head + std::to_string(seq);
+    rec.api = std::move(api);
     rec.path = req.path;
     rec.received_ns = received_ns;
     rec.received_kernel_ns = c.request_kernel_ns;
+    return s;
+}
+
+void Server::reject(Conn& c, const HttpRequest& req, TruthRecord&& rec, const std::string& id_header,
+                    const std::string& body) {
+    rec.status = 400;
+    rec.done_ns = now_ns();
+    truth_.publish(std::move(rec));
+    send_simple(c, 400, body, id_header, req.keep_alive);
+}
+
+void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns) {
+    auto s = open_stream(c, req, received_ns, id_prefix(api.dialect), api_name(api));
+    TruthRecord& rec = s->rec;
+    const uint64_t seq = rec.seq;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
 
     ChatRequest cr;
     std::string err;
     if (!parse_chat_request(api, req.body, cr, err)) {
-        rec.status = 400;
-        rec.done_ns = now_ns();
-        truth_.publish(std::move(rec));
-        send_simple(c, 400, error_body(fam, 400, err), id_header, req.keep_alive);
+        reject(c, req, std::move(rec), id_header, error_body(fam, 400, err));
         return;
     }
     rec.stream = cr.stream;
