@@ -50,7 +50,7 @@ def test_feed_accepts_empty_input():
     assert p.close() is False
 
 
-@pytest.mark.parametrize("bad", ["data: a\n\n", 42, None, [100, 97], object()], ids=repr)
+@pytest.mark.parametrize("bad", ["data: a\n\n", 42, None, [100, 97], object()], ids=lambda v: type(v).__name__ if type(v) is object else repr(v))
 def test_feed_rejects_non_buffers_with_type_error(bad):
     p = pytps.SSEParser()
     with pytest.raises(TypeError, match="bytes, bytearray or memoryview"):
