@@ -17,7 +17,7 @@ from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
-from pytps.runner.scraper import ServerMetrics
+from pytps.runner.scrape_settings import ServerMetrics
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.images import ImageSpec

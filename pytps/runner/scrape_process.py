@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytps.measure.redact import Redactor
-from pytps.runner.scraper import Scraper, ServerMetrics
+from pytps.runner.scrape_settings import ServerMetrics
+from pytps.runner.scraper import Scraper
 
 #: How long the child may take to start and take its first scrapes, and to take its last ones.
 START_TIMEOUT_S = 60.0

@@ -22,31 +22,11 @@ from typing import IO
 from urllib.parse import urlsplit
 
 from pytps._native import _core
-from pytps.errors import ConfigError
 from pytps.measure.redact import Redactor
 from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
 from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
 
 _ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
-
-
-def metrics_url(url: str, base_url: str) -> str:
-    """A --server-metrics URL checked (one line before the run when pytps cannot use it); ""
-    means <origin of base_url>/metrics."""
-    if not url:
-        parts = urlsplit(base_url)
-        return f"{parts.scheme}://{parts.netloc}/metrics"
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"server metrics URL {url!r}: not an http:// or https:// URL with a host; "
-            "give it as http://HOST:PORT/metrics"
-        )
-    try:
-        parts.port  # noqa: B018  (raises on a port that is not a number)
-    except ValueError:
-        raise ConfigError(f"server metrics URL {url!r}: the port is not a number") from None
-    return url
 
 
 class _Target:
@@ -205,53 +185,3 @@ class Scraper:
         self._out.close()
         if self._raw is not None:
             self._raw.close()
-
-
-class ServerMetrics:
-    """--server-metrics settings, checked once (make_config): the URLs, the interval, the headers
-    sent to them (the API key is not, unless a header given here carries it), raw bodies kept."""
-
-    def __init__(
-        self,
-        urls: Sequence[str],
-        interval_s: float = 0.5,
-        headers: Mapping[str, str] | None = None,
-        raw: bool = False,
-    ) -> None:
-        self.urls = list(urls)
-        self.interval_s = interval_s
-        self.headers = dict(headers or {})
-        self.raw = raw
-
-    @classmethod
-    def make(
-        cls,
-        urls: str | Sequence[str] | bool | None,
-        base_url: str,
-        interval_s: float | None = None,
-        headers: Mapping[str, str] | None = None,
-        raw: bool = False,
-    ) -> ServerMetrics | None:
-        """None when scraping is off (urls None or False); True or an empty list: the base URL's
-        origin + /metrics."""
-        if urls is None or urls is False:
-            if headers or raw or interval_s is not None:
-                raise ConfigError(
-                    "--server-metrics-interval, --server-metrics-header and --server-metrics-raw need --server-metrics"
-                )
-            return None
-        listed = [urls] if isinstance(urls, str) else [] if urls is True else list(urls)
-        checked = [metrics_url(u, base_url) for u in (listed or [""])]
-        interval = 0.5 if interval_s is None else float(interval_s)
-        if not interval > 0:
-            raise ConfigError(f"--server-metrics-interval {interval_s}: give a positive number of seconds, e.g. 0.5")
-        return cls(list(dict.fromkeys(checked)), interval, headers, raw)
-
-    def describe(self, redactor: Redactor) -> dict[str, object]:
-        """results.json's metadata: the URLs (secrets masked), the interval, the header names."""
-        return {
-            "urls": [redactor(u) for u in self.urls],
-            "interval_s": self.interval_s,
-            "header_names": sorted(self.headers),
-            "raw": self.raw,
-        }

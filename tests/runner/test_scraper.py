@@ -8,6 +8,8 @@ from __future__ import annotations
 import http.server
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -206,3 +208,15 @@ def test_a_rebuilt_summary_has_the_same_server_metrics(tmp_path):
     assert note is not None
     assert rebuilt["summary"]["server_metrics"] == result.summary["server_metrics"]
     assert rebuilt["summary"]["joules_per_output_token"] == result.summary["joules_per_output_token"]
+
+
+def test_configuring_a_run_does_not_load_the_scraper():
+    # The settings are checked in pytps.runner.scrape_settings; the scraper (its HTTP client, its
+    # thread) is loaded only by the process a scraping run starts.
+    code = (
+        "import sys\nfrom pytps.runner.config import make_config\n"
+        "make_config('http://127.0.0.1:9/v1', server_metrics=True)\n"
+        "print('pytps.runner.scraper' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
