@@ -14,6 +14,27 @@ bool read_to_end(json::JsonReader& r, std::string& error) {
     return error.empty();
 }
 
+bool open_request_object(json::JsonReader& r, std::string& error) {
+    using json::Type;
+    if (r.peek() == Type::Object) {
+        r.begin_object();
+        return true;
+    }
+    if (r.peek() == Type::End) {
+        error = "The request body is empty; send a JSON object.";
+    } else if (r.peek() == Type::Error) {
+        error = "We could not parse the JSON body of your request: invalid JSON at byte " + std::to_string(r.offset()) + ".";
+    } else {
+        error = "The request body must be a JSON object.";
+    }
+    return false;
+}
+
+void read_model_field(json::JsonReader& r, std::string& model, std::string& error) {
+    model.clear();
+    if (!r.read_string(model) && !r.failed()) error = "Invalid type for 'model': expected a string.";
+}
+
 const char* api_name(const ApiPath& api) {
     switch (api.dialect) {
         case Dialect::OpenAIChat: return "chat";
@@ -141,23 +162,11 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
     int64_t limit[3] = {-1, -1, -1};  // max_completion_tokens, max_tokens, max_output_tokens
 
     JsonReader r(body);
-    if (r.peek() != Type::Object) {
-        if (r.peek() == Type::End) {
-            error = "The request body is empty; send a JSON object.";
-        } else if (r.peek() == Type::Error) {
-            error = "We could not parse the JSON body of your request: invalid JSON at byte " +
-                    std::to_string(r.offset()) + ".";
-        } else {
-            error = "The request body must be a JSON object.";
-        }
-        return false;
-    }
-    r.begin_object();
+    if (!open_request_object(r, error)) return false;
     std::string_view key;
     while (error.empty() && r.next_key(key)) {
         if (key == "model") {
-            req.model.clear();
-            if (!r.read_string(req.model) && !r.failed()) error = "Invalid type for 'model': expected a string.";
+            read_model_field(r, req.model, error);
         } else if (key == "stream") {
             read_bool_field(r, "stream", req.stream, error);
         } else if (key == "stream_options") {

@@ -12,6 +12,11 @@ namespace json {
 class JsonReader;
 }
 
+// Every route's first and common steps: the body must be a JSON object (false, with `error` the
+// API's message: empty, malformed at byte N, or not an object), and "model" must be a string.
+bool open_request_object(json::JsonReader& r, std::string& error);
+void read_model_field(json::JsonReader& r, std::string& model, std::string& error);
+
 // The end of reading a request body: false, with `error` the API's message, when the JSON was
 // malformed or a field was refused (`error` already set) — what every route's reader does last.
 bool read_to_end(json::JsonReader& r, std::string& error);

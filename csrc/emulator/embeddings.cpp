@@ -147,16 +147,11 @@ bool parse_body_request(const BodyApiPath& api, std::string_view body, BodyReque
     const char* required = rerank ? "documents" : "input";
     bool have_required = false, have_query = !rerank;
     JsonReader r(body);
-    if (r.peek() != Type::Object) {
-        error = "The request body must be a JSON object.";
-        return false;
-    }
-    r.begin_object();
+    if (!open_request_object(r, error)) return false;
     std::string_view key;
     while (error.empty() && r.next_key(key)) {
         if (key == "model") {
-            req.model.clear();
-            if (!r.read_string(req.model) && !r.failed()) error = "Invalid type for 'model': expected a string.";
+            read_model_field(r, req.model, error);
         } else if (key == required) {
             have_required = read_texts(r, req.inputs, rerank, required, error);
         } else if (key == "query" && rerank) {

@@ -58,6 +58,12 @@ def test_wrong_method_is_405(emu):
     ("/v1/messages", b'{"messages": [], "max_tokens": 5,}', "anthropic", "could not parse"),
     ("/api/chat", b'{"messages": [}', "ollama", "could not parse"),
     ("/api/generate", b'', "ollama", "empty"),
+    # The body routes open their requests the same way.
+    ("/v1/embeddings", b'', "openai", "empty"),
+    ("/v1/embeddings", b'{"input": [', "openai", "could not parse the JSON body"),
+    ("/v1/embeddings", b'{"input": "a", "model": 3}', "openai", "Invalid type for 'model'"),
+    ("/v1/rerank", b'"query"', "openai", "JSON object"),
+    ("/api/embed", b'{"input": ["a"],}', "ollama", "could not parse"),
 ])
 def test_malformed_bodies_are_400_in_the_api_format(emu, path, body, family, needle):
     with Conn(emu.port) as c:
