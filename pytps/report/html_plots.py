@@ -190,11 +190,24 @@ def errors(counts: dict[str, int]) -> Any:
     return fig
 
 
-def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[str, Any] | None) -> Any:
-    """Per-user decode TPS (mean over users) against aggregate output throughput, one point per
-    done cell, labelled with its value on the swept axis; the knee and max goodput marked."""
-    aggregate, per_user, goodput = metric("output_throughput_tps"), metric("decode_tps"), metric("goodput_rps")
-    fig = _figure(title, aggregate.heading, per_user.stat_heading("mean"), 380)
+def sweep_curve(
+    title: str,
+    points: list[dict[str, Any]],
+    knee: Any,
+    best: dict[str, Any] | None,
+    x_name: str = "output_throughput_tps",
+    y_name: str = "decode_tps_mean",
+) -> Any:
+    """A headline figure against another, one point per done cell (p["x"], p["y"]: the raw
+    headline values), labelled with its value on the swept axis; the knee and max goodput marked.
+    By default per-user decode TPS (mean over users) against aggregate output throughput; a sweep
+    without output tokens draws E2E against request throughput."""
+    from pytps.sweep.cells import headline_metric
+
+    (x_heading, x_m), (y_heading, y_m) = headline_metric(x_name), headline_metric(y_name)
+    goodput = metric("goodput_rps")
+    fig = _figure(title, x_heading, y_heading, 380)
+    points = [{**p, "x": x_m.shown(p["x"]), "y": y_m.shown(p["y"])} for p in points]
     src = ColumnDataSource(
         {
             "x": [p["x"] for p in points],
@@ -210,8 +223,8 @@ def sweep_curve(title: str, points: list[dict[str, Any]], knee: Any, best: dict[
         HoverTool(
             tooltips=[
                 ("cell", "@label"),
-                (aggregate.heading, "@x{0,0.0}"),
-                (per_user.stat_heading("mean"), "@y{0,0.0}"),
+                (x_heading, "@x{0,0.0}"),
+                (y_heading, "@y{0,0.0}"),
                 (goodput.heading, "@goodput{0,0.00}"),
             ]
         )

@@ -12,7 +12,7 @@ from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
 from pytps.report.sweep_curve import optional_columns
-from pytps.sweep.cells import TABLE, headline_metric
+from pytps.sweep.cells import TABLE, headline_metric, table
 from pytps.sweep.search import capacity_line, describe_check
 
 
@@ -41,12 +41,21 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
     page.add(f"<h1>pytps sweep: {e(first_meta.get('model') or directory.name)}</h1>")
     page.add(meta_list(items))
     page.add("<h2>Sweep curve</h2>")
+    cells = index.get("cells") or []
+    # Without streamed tokens (embeddings, rerank, --no-stream) the curve is latency against throughput.
+    streamed = table(cells) is TABLE
+    x_name, y_name = ("output_throughput_tps", "decode_tps_mean")
+    if not streamed:
+        x_name, y_name = ("request_throughput_rps", "e2e_p50_s")
     page.add(
         '<p class="note">Each point a cell (labelled with its value on the swept axis): its mean decode speed '
         "per user against its aggregate output throughput. The knee (on decode speed) and the cell with the most "
         "goodput are marked (docs/metrics.md, Sweeps).</p>"
+        if streamed
+        else '<p class="note">Each point a cell (labelled with its value on the swept axis): its median E2E '
+        "against its request throughput: the responses were whole bodies, so no decode speed was timed. "
+        "The cell with the most goodput is marked (docs/metrics.md, Sweeps).</p>"
     )
-    cells = index.get("cells") or []
     for a in index.get("analysis") or []:
         axis, fixed = a["axis"], a.get("fixed") or {}
         points = []
@@ -54,15 +63,19 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
             vals, h = cell.get("values") or {}, cell.get("headline") or {}
             if cell.get("status") != "done" or any(vals.get(k) != v for k, v in fixed.items()):
                 continue
-            x, y = h.get("output_throughput_tps"), h.get("decode_tps_mean")
+            x, y = h.get(x_name), h.get(y_name)
             if x is None or y is None:
                 continue
             points.append({"value": vals.get(axis), "x": x, "y": y, "goodput_rps": h.get("goodput_rps")})
         points.sort(key=lambda p: p["value"])
         where = ", ".join(f"{k}={v}" for k, v in fixed.items())
-        title = f"per-user decode speed vs aggregate throughput along {axis}" + (f" ({where})" if where else "")
+        title = (
+            ("per-user decode speed vs aggregate throughput" if streamed else "E2E vs request throughput")
+            + f" along {axis}"
+            + (f" ({where})" if where else "")
+        )
         best = a.get("max_goodput")
-        page.add(page.plot(plots.sweep_curve(title, points, a.get("knee_decode"), best)))
+        page.add(page.plot(plots.sweep_curve(title, points, a.get("knee_decode"), best, x_name, y_name)))
         most = "-" if best is None else f"{best['goodput_rps']:.2f} req/s at {axis} {best['value']}"
         page.add(
             meta_list(
@@ -105,7 +118,7 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
             )
         head = "<tr><th>probe</th><th>load</th><th>verdict</th><th>runs</th><th>deciding check</th></tr>"
         page.add(f"<table>{head}{''.join(probe_rows)}</table>")
-    cols = [(name, *headline_metric(name)) for name in TABLE]
+    cols = [(name, *headline_metric(name)) for name in table(cells)]
     if graded:
         cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
     cols += optional_columns(cells)

@@ -9,6 +9,10 @@ from typing import Any
 # line up on the point.
 DIGITS = {
     "ttft_p50_s": ".1f",
+    "e2e_p50_s": ".1f",
+    "e2e_p99_s": ".1f",
+    "request_throughput_rps": ",.2f",
+    "input_throughput_per_s": ",.1f",
     "tpot_p50_s": ".2f",
     "user_tps_mean": ",.1f",
     "decode_tps_mean": ",.1f",
@@ -23,10 +27,10 @@ DIGITS = {
 def print_curve(index: dict[str, Any]) -> None:
     """The curve as a table (units in every header), then what it says."""
     from pytps.measure.catalogue import metric
-    from pytps.sweep.cells import TABLE, headline_metric
+    from pytps.sweep.cells import headline_metric, table
 
     names = list(index["axes"])
-    cols = [(name, *headline_metric(name)) for name in TABLE]
+    cols = [(name, *headline_metric(name)) for name in table(index["cells"])]
     graded = any((c["headline"] or {}).get("accuracy") is not None for c in index["cells"])
     if graded:
         cols.append(("accuracy", metric("accuracy").heading, metric("accuracy")))
@@ -50,14 +54,22 @@ def print_curve(index: dict[str, Any]) -> None:
     for r in rows:
         print(" | ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
     user, decode = metric("user_tps"), metric("decode_tps")
+    per_user = any((c.get("headline") or {}).get("user_tps_mean") is not None for c in index["cells"]) or not any(
+        c.get("headline") for c in index["cells"]
+    )
     for a in index["analysis"]:
         where = ", ".join(f"{k}={v}" for k, v in a["fixed"].items())
         prefix = f"[{where}] " if where else ""
         best = a["max_goodput"]
         most = "-" if best is None else "{:.2f} req/s at {}".format(best["goodput_rps"], best["value"])
+        knees = (
+            f"knee ({a['axis']}, on {user.label}): {_or_none(a['knee'])} · "
+            f"knee on {decode.label}: {_or_none(a['knee_decode'])}"
+            if per_user
+            else "no knee: no output tokens to time per user (embeddings or rerank)"
+        )
         print(
-            f"{prefix}knee ({a['axis']}, on {user.label}): {_or_none(a['knee'])} · "
-            f"knee on {decode.label}: {_or_none(a['knee_decode'])} · max goodput: {most} · "
+            f"{prefix}{knees} · max goodput: {most} · "
             f"SLO capacity ({a['slo_target']:.0%} useful): {_or_none(a['slo_capacity'])}"
         )
         if a.get("accuracy_first") is not None:

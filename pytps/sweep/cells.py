@@ -21,7 +21,7 @@ from pytps.errors import ConfigError
 from pytps.measure.catalogue import Metric, metric
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
-SWEEP_SCHEMA_VERSION = 1
+SWEEP_SCHEMA_VERSION = 2
 
 #: The axes a sweep may run, with the type of their values; the order is the order of a grid.
 AXES: dict[str, type] = {"concurrency": int, "rate": float, "input_tokens": int, "output_tokens": int}
@@ -36,6 +36,7 @@ HEADLINE = {
     "ttft_p99_s": ("ttft_s", "p99"),
     "tpot_p50_s": ("tpot_s", "p50"),
     "e2e_p50_s": ("e2e_s", "p50"),
+    "e2e_p99_s": ("e2e_s", "p99"),
     "user_tps_p50": ("user_tps", "p50"),
     "user_tps_mean": ("user_tps", "mean"),
     "decode_tps_p50": ("decode_tps", "p50"),
@@ -47,6 +48,9 @@ HEADLINE = {
     "error_rate": ("error_rate", None),
     "requests_ok": ("requests_ok", None),
     "joules_per_output_token": ("joules_per_output_token", None),
+    "input_throughput_per_s": ("input_throughput_per_s", None),
+    "input_token_throughput_tps": ("input_token_throughput_tps", None),
+    "streamed": ("streamed", None),
 }
 
 #: The cells' table (`pytps sweep`'s console and its HTML page), in order: headline figures.
@@ -59,6 +63,31 @@ TABLE = (
     "goodput_rps",
     "error_rate",
 )
+
+
+#: The table of cells whose responses were whole bodies (embeddings, rerank, --no-stream): no
+#: token arrives before the last byte, so E2E against throughput is the curve.
+BODY_TABLE = (
+    "e2e_p50_s",
+    "e2e_p99_s",
+    "request_throughput_rps",
+    "output_throughput_tps",
+    "input_throughput_per_s",
+    "goodput_rps",
+    "error_rate",
+)
+# Shown in BODY_TABLE only when a cell has the figure: output tokens (a --no-stream generation),
+# inputs (embeddings, rerank).
+_BODY_OPTIONAL = ("output_throughput_tps", "input_throughput_per_s")
+
+
+def table(cells: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The cells' table: TABLE when a cell streamed its tokens (or the index predates the
+    `streamed` figure), else BODY_TABLE without the figures no cell has."""
+    heads = [c.get("headline") or {} for c in cells]
+    if not heads or any(h.get("streamed", True) for h in heads):
+        return TABLE
+    return tuple(n for n in BODY_TABLE if n not in _BODY_OPTIONAL or any(h.get(n) for h in heads))
 
 
 def headline_metric(name: str) -> tuple[str, Metric]:

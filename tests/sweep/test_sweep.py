@@ -80,6 +80,32 @@ def test_a_sweep_runs_every_cell_into_its_folder_and_indexes_them(tmp_path):
     assert_documented(index)
 
 
+def test_a_sweep_of_embeddings_is_a_latency_curve(tmp_path):
+    # No output tokens: the table is E2E against request and input throughput, and no knee is
+    # claimed (docs/metrics.md, Sweeps).
+    with pytps.Emulator(ttft_ms=1, itl_us=200) as emu:
+        proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--api", "openai-embeddings",
+                              "--concurrency", "1,2", "--requests", "6")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "sweep.json").read_text())
+    header = proc.stdout.splitlines()[0]
+    assert "E2E p99 [ms]" in header and "inputs [inputs/s]" in header, header
+    assert "TTFT" not in header and "output throughput" not in header, header
+    assert "no knee: no output tokens" in proc.stdout
+    for cell in index["cells"]:
+        h = cell["headline"]
+        assert h["streamed"] is False and h["ttft_p50_s"] is None and h["user_tps_mean"] is None
+        assert h["requests_ok"] == 6 and h["e2e_p99_s"] >= h["e2e_p50_s"] > 0
+        assert h["input_throughput_per_s"] > 0 and h["input_token_throughput_tps"] > 0
+    assert index["analysis"][0]["knee"] is None and index["analysis"][0]["slo_capacity"] == 2
+    assert_documented(index)
+    # The HTML page draws the same curve: median E2E against request throughput.
+    from pytps.report.html_sweep import sweep_page
+
+    html = sweep_page(out, index).render()
+    assert "E2E vs request throughput along concurrency" in html and "per-user decode speed" not in html
+
+
 def test_a_grid_of_two_axes(tmp_path):
     with pytps.Emulator(ttft_ms=1, itl_us=200) as emu:
         proc, out = run_sweep(tmp_path, "--base-url", emu.base_url, "--concurrency", "1,2", "--output-tokens", "4,8",
