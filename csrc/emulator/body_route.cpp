@@ -58,6 +58,8 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
         rec.results = br.top_n < 0 ? rec.inputs : std::min<int64_t>(rec.inputs, br.top_n);
     else
         rec.results = rec.inputs;
+    const FaultSpec* fault = nullptr;
+    if (refuse_by_fault(c, req, *s, id_header, fam, true, fault)) return;
 
     ResponsePlan& p = s->plan;
     p.seq = seq;
@@ -75,6 +77,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
     load.conn_id = c.id;
     load.gap_ns = {cfg_.embed_ns + cfg_.embed_ns_per_token * rec.prompt_tokens};
     load.planned = 1;
+    place_fault(*s, fault);
     rec.tokens = {0};
     rec.kinds = {0};
     rec.sent_ns = {0};

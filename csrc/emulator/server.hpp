@@ -148,6 +148,12 @@ private:
     // A 400 for a request body that could not be read: the truth keeps it, the client gets `body`.
     void reject(Conn& c, const HttpRequest& req, TruthRecord&& rec, const std::string& id_header,
                 const std::string& body);
+    // The request's fault (faults_): true when it refused the request outright (429, 500, 503,
+    // and an error_event on a whole body, which has no event to carry it), answered and recorded;
+    // else s.fault is set (or none) and place_fault() puts it on the planned events.
+    bool refuse_by_fault(Conn& c, const HttpRequest& req, Stream& s, const std::string& id_header, ErrorFamily fam,
+                         bool whole_body, const FaultSpec*& fault);
+    void place_fault(Stream& s, const FaultSpec* fault);
     void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);
     // Embeddings and rerank (body_route.cpp): one JSON body, timed by the same load model.
     void start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns);

@@ -52,6 +52,53 @@ void Server::reject(Conn& c, const HttpRequest& req, TruthRecord&& rec, const st
     send_simple(c, 400, body, id_header, req.keep_alive);
 }
 
+bool Server::refuse_by_fault(Conn& c, const HttpRequest& req, Stream& s, const std::string& id_header,
+                             ErrorFamily fam, bool whole_body, const FaultSpec*& fault) {
+    fault = faults_.pick(s.rec.seq);
+    if (!fault) return false;
+    n_faults_.fetch_add(1, std::memory_order_relaxed);
+    TruthRecord& rec = s.rec;
+    rec.fault = fault_name(fault->kind);
+    FaultKind k = fault->kind;
+    // A whole body has no event to carry an in-stream error: the server's 500 instead.
+    if (whole_body && k == FaultKind::error_event) k = FaultKind::http_500;
+    if (k == FaultKind::http_429 || k == FaultKind::http_500 || k == FaultKind::http_503) {
+        const int status = k == FaultKind::http_429 ? 429 : k == FaultKind::http_500 ? 500 : 503;
+        const char* msg = status == 429 ? "Rate limit reached for requests. Please try again later."
+                          : status == 500 ? "The server had an error while processing your request."
+                                          : "The server is overloaded or not ready yet.";
+        std::string headers = id_header;
+        if (status == 429) headers += "Retry-After: " + std::to_string(fault->retry_after_s) + "\r\n";
+        rec.status = status;
+        rec.done_ns = now_ns();
+        truth_.publish(std::move(rec));
+        send_simple(c, status, error_body(fam, status, msg), headers, req.keep_alive);
+        return true;
+    }
+    s.fault = k;
+    return false;
+}
+
+void Server::place_fault(Stream& s, const FaultSpec* fault) {
+    LoadState& load = s.load;
+    if (fault && s.fault == FaultKind::slow_headers) {
+        load.delay_ns = static_cast<int64_t>(fault->seconds * 1e9);
+        if (!load.gap_ns.empty()) load.gap_ns[0] += load.delay_ns;
+    }
+    if (!fault || s.fault == FaultKind::none || s.fault == FaultKind::slow_headers) return;
+    const size_t ne = s.events.size();
+    const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
+    size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
+    if (s.fault == FaultKind::malformed && at == ne && ne > 0) at = ne - 1;  // it needs an event to precede
+    s.fault_at = at == ne ? ne : at / group * group;
+    if (s.fault == FaultKind::stall) {
+        load.stall_at = s.fault_at;
+        load.stall_ns = static_cast<int64_t>(fault->seconds * 1e9);
+    }
+    // A stream cut short ends when the write group at fault_at is due (write_group).
+    if (s.plan.stream && ends_stream_early(s.fault) && s.fault_at < ne) load.planned = std::min(s.fault_at + group, ne);
+}
+
 void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns) {
     auto s = open_stream(c, req, received_ns, id_prefix(api.dialect), api_name(api));
     TruthRecord& rec = s->rec;
@@ -70,26 +117,8 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     rec.images = cr.images.count;
     rec.image_tokens = cr.images.tokens;
 
-    const FaultSpec* fault = faults_.pick(seq);
-    if (fault) {
-        n_faults_.fetch_add(1, std::memory_order_relaxed);
-        rec.fault = fault_name(fault->kind);
-        const FaultKind k = fault->kind;
-        if (k == FaultKind::http_429 || k == FaultKind::http_500 || k == FaultKind::http_503) {
-            const int status = k == FaultKind::http_429 ? 429 : k == FaultKind::http_500 ? 500 : 503;
-            const char* msg = status == 429 ? "Rate limit reached for requests. Please try again later."
-                              : status == 500 ? "The server had an error while processing your request."
-                                              : "The server is overloaded or not ready yet.";
-            std::string headers = id_header;
-            if (status == 429) headers += "Retry-After: " + std::to_string(fault->retry_after_s) + "\r\n";
-            rec.status = status;
-            rec.done_ns = now_ns();
-            truth_.publish(std::move(rec));
-            send_simple(c, status, error_body(fam, status, msg), headers, req.keep_alive);
-            return;
-        }
-        s->fault = k;
-    }
+    const FaultSpec* fault = nullptr;
+    if (refuse_by_fault(c, req, *s, id_header, fam, !cr.stream, fault)) return;
 
     // What the response will carry.
     ResponsePlan& p = s->plan;
@@ -123,29 +152,16 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
-    const int64_t delay = s->fault == FaultKind::slow_headers ? static_cast<int64_t>(fault->seconds * 1e9) : 0;
     const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens);
     s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
     const size_t ne = s->events.size();
     LoadState& load = s->load;
     load.seq = seq;
     load.conn_id = c.id;
-    load.delay_ns = delay;
     load.gap_ns.resize(ne);
-    for (size_t i = 0; i < ne; ++i) load.gap_ns[i] = i == 0 ? delay + ttft : s->events[i].due_ns - s->events[i - 1].due_ns;
+    for (size_t i = 0; i < ne; ++i) load.gap_ns[i] = i == 0 ? ttft : s->events[i].due_ns - s->events[i - 1].due_ns;
     load.planned = ne;
-    const size_t group = static_cast<size_t>(std::max(1, cfg_.coalesce));
-    if (s->fault != FaultKind::none && s->fault != FaultKind::slow_headers) {
-        size_t at = fault->after_events < 0 ? ne / 2 : std::min(static_cast<size_t>(fault->after_events), ne);
-        if (s->fault == FaultKind::malformed && at == ne && ne > 0) at = ne - 1;  // it needs an event to precede
-        s->fault_at = at == ne ? ne : at / group * group;
-        if (s->fault == FaultKind::stall) {
-            load.stall_at = s->fault_at;
-            load.stall_ns = static_cast<int64_t>(fault->seconds * 1e9);
-        }
-        // A stream cut short ends when the write group at fault_at is due (write_group).
-        if (p.stream && ends_stream_early(s->fault) && s->fault_at < ne) load.planned = std::min(s->fault_at + group, ne);
-    }
+    place_fault(*s, fault);
     if (p.stream) {
         rec.tokens.resize(ne);
         rec.kinds.resize(ne);
@@ -233,6 +249,7 @@ void Server::on_stream_timer(Conn& c) {
         StreamTimes t{s.rec.received_ns, ne ? s.load.due_ns[0] : now, now};
         std::string body;
         s.fmt->full_body(body, t);
+        if (s.fault == FaultKind::malformed) body.resize(body.size() / 2);  // JSON cut short, its length told true
         std::string& h = frame_;
         h.clear();
         append_status_line(h, 200);

@@ -150,3 +150,45 @@ def test_disconnect_with_stream_false_sends_no_body():
                 c.read_response()
         t = emu.wait_truth(1)[0]
     assert not t["completed"] and t["output_tokens"] == 0
+
+
+# Whole bodies: embeddings, rerank and stream: false. No event to carry an in-stream error, so an
+# error_event is the server's 500; malformed JSON is the body cut short.
+EMBED = ("/v1/embeddings", {"input": ["a b c", "d e"]})
+RERANK = ("/v1/rerank", {"query": "q", "documents": ["a", "b", "c"]})
+NO_STREAM = ("/v1/chat/completions", {"messages": MSG})
+
+
+@pytest.mark.parametrize("path,body", [EMBED, RERANK, NO_STREAM], ids=["embeddings", "rerank", "no-stream"])
+@pytest.mark.parametrize("fault,status,kind", [("429:every=1", 429, "http_429"), ("500:every=1", 500, "http_500"),
+                                               ("503:every=1", 503, "http_503"), ("error:every=1", 500, "error_event")])
+def test_whole_body_routes_are_refused_by_http_faults(path, body, fault, status, kind):
+    with _emu(fault) as emu:
+        with Conn(emu.port) as c:
+            c.send("POST", path, body)
+            r = c.read_response()
+            assert r.status == status and "error" in r.json()
+            # Keep-alive survives an error response.
+            c.send("GET", "/health")
+            assert c.read_response().status == 200
+        t = emu.wait_truth(1)[0]
+    assert (t["status"], t["fault"]) == (status, kind)
+
+
+@pytest.mark.parametrize("path,body", [EMBED, RERANK, NO_STREAM], ids=["embeddings", "rerank", "no-stream"])
+def test_whole_body_faults_in_the_body(path, body):
+    with _emu("malformed:every=1") as emu:
+        r = call(emu.port, "POST", path, body)
+        assert r.status == 200 and int(r.headers["content-length"]) == len(r.body)
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(r.body)
+    with _emu("disconnect:every=1") as emu:
+        with Conn(emu.port) as c:
+            c.send("POST", path, body)
+            with pytest.raises(ConnectionError):
+                c.read_response()
+        assert not emu.wait_truth(1)[0]["completed"]
+    with _emu("slow_headers:every=1,seconds=0.1") as emu:
+        assert call(emu.port, "POST", path, body).status == 200
+        t = emu.wait_truth(1)[0]
+    assert t["headers_sent_ns"] - t["received_ns"] >= 100_000_000
