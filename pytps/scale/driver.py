@@ -115,13 +115,7 @@ class ScaledRun:
     ) -> None:
         options.check()
         settings = dict(settings)
-        # --server-metrics: the scraper brackets one process's run; a scaled run's would need the driver's.
-        scaled_out = (
-            ("turns", "--turns"),
-            ("sessions", "--sessions"),
-            ("trace", "--trace"),
-            ("server_metrics", "--server-metrics"),
-        )
+        scaled_out = (("turns", "--turns"), ("sessions", "--sessions"), ("trace", "--trace"))
         for key, flag in scaled_out:
             if settings.get(key) not in (None, False):
                 # Each worker's Runner is driven by the shared schedule, not by sessions or a trace's own.
@@ -130,6 +124,11 @@ class ScaledRun:
             # One salt for every worker, so that they build the very prompts one process would.
             settings["salt"] = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         self.cfg: RunConfig = make_config(base_url, **settings)
+        # --server-metrics: the driver scrapes, once for the run (its clock is the one the workers'
+        # stamps are merged onto); the workers do not.
+        for key in ("server_metrics", "server_metrics_interval", "server_metrics_headers", "server_metrics_raw"):
+            settings.pop(key, None)
+        self._scraper: Any = None
         settings["api_key"] = self.cfg.api_key
         settings["api_key_env"] = None
         settings["max_error_rate"] = None  # the driver judges the run's error rate as a whole
@@ -210,6 +209,23 @@ class ScaledRun:
                 return
             time.sleep(_POLL_S / 5)
 
+    def _start_scraper(self, out_dir: Path) -> None:
+        """--server-metrics: the first scrapes, just before the first phase's workers start."""
+        sm = self.cfg.server_metrics
+        if sm is None or self._scraper is not None:
+            return
+        from pytps.measure.redact import Redactor
+        from pytps.runner.scrape_process import ScraperProcess
+
+        redactor = Redactor(self.cfg.secrets)
+        self._scraper = ScraperProcess.for_run(sm, out_dir, insecure=self.cfg.insecure, redactor=redactor)
+        self._scraper.start()
+
+    def _stop_scraper(self) -> None:
+        """The last scrapes, just after the last worker ended."""
+        if self._scraper is not None:
+            self._scraper.stop()
+
     def _go(self, phase: list[_Worker]) -> None:
         """Every worker starts at the run's t0: a little after now, so each worker's transport
         has its schedule lead, and the slowest clock exchange is past."""
@@ -271,6 +287,8 @@ class ScaledRun:
             w.handle.close()
 
     def _run_phase(self, shares: list[Share], names: list[str], out_dir: Path, t_start: int, measured: bool) -> None:
+        # Before the workers start: each sends its first request (its probe of key, path and model) at once.
+        self._start_scraper(out_dir)
         phase = self._start_phase(shares, names, out_dir)
         self.workers.extend(phase)
         self._started = False
@@ -344,6 +362,7 @@ class ScaledRun:
         finally:
             self.progress.stop()
             wall_s = (_now_ns() - t_start) / 1e9
+            self._stop_scraper()
             if self._backend is not None:
                 self._backend.shutdown()
         return self._merge(out_dir, wall_s, interrupted)
@@ -438,6 +457,10 @@ class ScaledRun:
             "failures": self.failures,
             "max_clock_uncertainty_ns": max((w.offset.uncertainty_ns for w in self.workers), default=0),
         }
+        if self.cfg.server_metrics is not None:
+            from pytps.measure.redact import Redactor
+
+            metadata["server_metrics"] = self.cfg.server_metrics.describe(Redactor(self.cfg.secrets))
         merged = merge_results(out_dir, parts, plan=self.cfg.plan, judge=self.cfg.judge, metadata=metadata)
         merged.interrupted = interrupted
         merged.stopped_reason = stopped

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from pytps.measure.metrics import client_cpu_us_per_token
+from pytps.measure.server_metrics.summary import SCRAPES_FILE
+from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
@@ -94,12 +96,16 @@ def merge_results(
     """results.json, requests.jsonl and events.npz of the whole run in out_dir, from the parts."""
     target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
     summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=judge)
+    # Every request's output tokens, warm-up and failures included: what the server metrics' scrapes
+    # bracket (the token cross-check, joules per output token), as in one process's run.
+    all_output_tokens = 0
     known: dict[int, list[int]] = {p.worker: [] for p in parts}
     counted: dict[int, list[int]] = {p.worker: [] for p in parts}
     with open(out_dir / "requests.jsonl", "w", encoding="utf-8") as journal:
         for _, worker, line in heapq.merge(*(_journal(p, len(parts)) for p in parts), key=lambda t: (t[0], t[1])):
             journal.write(json.dumps(line, separators=(",", ":")) + "\n")
             summary.add_journaled(line)
+            all_output_tokens += line.get("output_tokens") or 0
             known[worker].append(line["index"])
             if line["ok"] and not line["warmup"]:
                 counted[worker].append(line["index"])
@@ -122,6 +128,7 @@ def merge_results(
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
     if per_token is not None:
         result["client_cpu_us_per_token"] = per_token
+    add_server_metrics(result, out_dir / SCRAPES_FILE, summary.steady_intervals, all_output_tokens)
     from pytps.calibrate.envelope import load_envelope
     from pytps.measure.envelope import run_verdict
 

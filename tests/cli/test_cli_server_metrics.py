@@ -36,6 +36,25 @@ def test_run_prints_the_server_lines_and_keeps_the_scrapes(emu, tmp_path):
     assert summary["joules_per_output_token"] > 0
 
 
+def test_a_scaled_run_is_scraped_once_by_its_driver(emu, tmp_path):
+    # The workers' stamps are merged onto the driver's clock, and the driver scrapes on it: the
+    # scrapes bracket every worker's requests (each worker's probe included), and no worker scrapes.
+    out = tmp_path / "w"
+    proc = pytps_cli("run", "--base-url", emu.base_url, "--workers", "2", "--requests", "20", "--warmup", "2",
+                     "--concurrency", "4", "--output-tokens", "8", "--server-metrics", "--server-metrics-interval",
+                     "0.05", "--no-store", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "server generation tokens" in proc.stdout and ": equal" in proc.stdout, proc.stdout
+    scrapes = [json.loads(line) for line in (out / "server_metrics.jsonl").read_text().splitlines()]
+    journal = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    assert scrapes[0]["t_after_ns"] < min(j["t_send_ns"] for j in journal)
+    assert scrapes[-1]["t_before_ns"] > max(j["t_done_ns"] for j in journal)
+    assert not list((out / "workers").rglob("server_metrics.jsonl"))
+    results = json.loads((out / "results.json").read_text())
+    assert results["metadata"]["server_metrics"]["urls"] == [emu.base_url + "/metrics"]
+    assert results["summary"]["server_metrics"]["sources"][0]["failed"] == 0
+
+
 def test_sweep_scrapes_every_cell_and_carries_joules_per_token(emu, tmp_path):
     out = tmp_path / "s"
     proc = pytps_cli("sweep", "--base-url", emu.base_url, "--concurrency", "1,2", "--requests", "8",
@@ -66,7 +85,6 @@ def test_matrix_endpoint_server_metrics(emu, tmp_path):
     "args, message",
     [
         (["--server-metrics", "localhost:9400"], "server metrics URL 'localhost:9400'"),
-        (["--server-metrics", "--workers", "2"], "--server-metrics runs in one process"),
         (["--server-metrics-header", "X-Team: a"], "need --server-metrics"),
         (["--server-metrics", "--server-metrics-header", "nocolon"], "--server-metrics-header 'nocolon' is not K:V"),
     ],
