@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Linux binary wheel: tools/build_wheel.sh builds it (zig, glibc 2.28, libc++ static, no
-# TLS) and auditwheel places it at manylinux_2_28; it is installed into a fresh venv with no C or
+# The Linux binary wheel: tools/build_wheel.sh builds it (zig, glibc 2.28, libc++ and OpenSSL
+# static) and auditwheel places it at manylinux_2_28; it is installed into a fresh venv with no C or
 # C++ compiler on PATH (stand-ins that fail come first), `pytps run --concurrency 8` runs with
 # zero errors against the built-in emulator, and the default tier (step 10's tests) runs against
 # the installed wheel (with the compiler back on PATH, for the C++ unit tests). The tests run from a copy of the tracked files whose pytps/ is a link to the
@@ -16,6 +16,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 py=${PYTHON:-python3}
 
+# OpenSSL's static libraries, linked into the wheel for its native TLS (step 10 installs them too).
+dpkg -s libssl-dev >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libssl-dev)
 bash "$root/tools/build_wheel.sh" "$tmp/wheelhouse"
 wheel=$(ls "$tmp"/wheelhouse/*.whl)
 case $(basename "$wheel") in
@@ -39,6 +41,13 @@ if nm -D --undefined-only "$so" | grep -q epoll_pwait2; then
     echo "the wheel references epoll_pwait2 (glibc >= 2.35):" >&2
     exit 1
 fi
+# Native TLS with OpenSSL inside the module: no libssl or libcrypto needed, none of their symbols
+# exported (Python's ssl loads its own OpenSSL beside it).
+if ldd "$so" | grep -E 'libssl|libcrypto' || nm -D --defined-only "$so" | grep -E ' (SSL|EVP|OPENSSL)_'; then
+    echo "the wheel's module needs or exports OpenSSL (above)" >&2
+    exit 1
+fi
+python -c 'from pytps import _core; assert _core.TLS_AVAILABLE and _core.TLS_BUNDLED; print("native TLS:", _core.tls_library_version(), "(linked in)")'
 mkdir "$tmp/src"
 (cd "$root" && git ls-files -z | grep -zv '^pytps/' | xargs -0 tar -cf - ) | tar -xf - -C "$tmp/src"
 ln -s "$(dirname "$so")" "$tmp/src/pytps"

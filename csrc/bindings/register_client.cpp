@@ -40,6 +40,11 @@ int64_t timeout_arg(const char* name, long long v, bool zero_ok) {
 
 void register_client(py::module_& m) {
     m.attr("TLS_AVAILABLE") = pytps::tls_available();
+#if defined(PYTPS_OPENSSL_BUNDLED)
+    m.attr("TLS_BUNDLED") = true;
+#else
+    m.attr("TLS_BUNDLED") = false;
+#endif
     m.def(
         "tls_library_version",
         []() -> py::object {
@@ -116,8 +121,8 @@ void register_client(py::module_& m) {
         m, "ClientEngine",
         "ClientEngine(host, port, max_connections=100, connect_timeout_ns=10e9, idle_timeout_ns=120e9,\n"
         "             total_timeout_ns=0, first_byte_timeout_ns=0, max_response_bytes=256 MiB, spin_ns=0,\n"
-        "             kernel_timestamps=False, tls=False, server_name=None, ca_file=None, verify=True,\n"
-        "             addresses=None)\n\n"
+        "             kernel_timestamps=False, tls=False, server_name=None, ca_file=None, ca_path=None,\n"
+        "             verify=True, addresses=None)\n\n"
         "A native HTTP/1.1 client on its own thread (epoll, keep-alive pool, no GIL): submit()\n"
         "pre-rendered requests, watch notify_fd, collect() the finished ones. Every socket read is\n"
         "stamped right after it returns and fed to an HttpStreamRecorder. Timeouts are in ns; 0\n"
@@ -126,8 +131,9 @@ void register_client(py::module_& m) {
         "(SO_TIMESTAMPING, moved onto CLOCK_MONOTONIC) in ClientResult.recv_kernel_times_ns.\n\n"
         "tls=True speaks TLS (OpenSSL, memory BIOs: the raw socket read is stamped and its plaintext\n"
         "carries that stamp); the handshake counts against connect_timeout_ns. server_name (default:\n"
-        "host) is sent as SNI and checked against the certificate; ca_file: a PEM CA bundle instead\n"
-        "of the system's; verify=False checks neither chain nor name.\n\n"
+        "host) is sent as SNI and checked against the certificate; ca_file: a PEM CA bundle, ca_path: a\n"
+        "directory of hashed CA certificates, instead of the system's; verify=False checks neither\n"
+        "chain nor name.\n\n"
         "Every address host resolves to is tried in getaddrinfo's order until one connects (new\n"
         "connections then start at it); addresses: IP literals to use instead of resolving host.\n"
         "test_read_delay_ns: a test hook (pytps calibrate): busy-wait this long after each read before\n"
@@ -135,7 +141,7 @@ void register_client(py::module_& m) {
         .def(py::init([](const std::string& host, int port, int max_connections, long long connect_timeout_ns,
                          long long idle_timeout_ns, long long total_timeout_ns, long long first_byte_timeout_ns,
                          long long max_response_bytes, long long spin_ns, bool kernel_timestamps, bool tls,
-                         py::object server_name, py::object ca_file, bool verify, py::object addresses,
+                         py::object server_name, py::object ca_file, py::object ca_path, bool verify, py::object addresses,
                          long long test_read_delay_ns) {
                  if (port < 1 || port > 65535) throw py::value_error("port must be 1..65535, got " + std::to_string(port));
                  if (max_connections < 1)
@@ -152,8 +158,8 @@ void register_client(py::module_& m) {
                  o.spin_ns = timeout_arg("spin_ns", spin_ns, true);
                  o.kernel_timestamps = kernel_timestamps;
                  o.test_read_delay_ns = timeout_arg("test_read_delay_ns", test_read_delay_ns, true);
-                 if (!tls && (!server_name.is_none() || !ca_file.is_none()))
-                     throw py::value_error("server_name and ca_file are for TLS: pass tls=True");
+                 if (!tls && (!server_name.is_none() || !ca_file.is_none() || !ca_path.is_none()))
+                     throw py::value_error("server_name, ca_file and ca_path are for TLS: pass tls=True");
                  if (tls && !pytps::tls_available())
                      throw py::value_error(
                          "this build of pytps has no TLS (OpenSSL was not found when it was compiled): install "
@@ -162,6 +168,7 @@ void register_client(py::module_& m) {
                  o.verify = verify;
                  if (!server_name.is_none()) o.server_name = server_name.cast<std::string>();
                  if (!ca_file.is_none()) o.ca_file = py::str(ca_file).cast<std::string>();
+                 if (!ca_path.is_none()) o.ca_path = py::str(ca_path).cast<std::string>();
                  if (!addresses.is_none()) {
                      for (py::handle a : addresses) o.addresses.push_back(a.cast<std::string>());
                      if (o.addresses.empty()) throw py::value_error("addresses is empty: pass None to resolve host");
@@ -174,7 +181,8 @@ void register_client(py::module_& m) {
              py::arg("total_timeout_ns") = 0, py::arg("first_byte_timeout_ns") = 0,
              py::arg("max_response_bytes") = 256LL << 20, py::arg("spin_ns") = 0,
              py::arg("kernel_timestamps") = false, py::arg("tls") = false,
-             py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(), py::arg("verify") = true,
+             py::arg("server_name") = py::none(), py::arg("ca_file") = py::none(),
+             py::arg("ca_path") = py::none(), py::arg("verify") = true,
              py::arg("addresses") = py::none(), py::arg("test_read_delay_ns") = 0)
         .def(
             "submit",

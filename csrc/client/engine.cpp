@@ -20,6 +20,7 @@ ClientEngine::ClientEngine(const std::string& host, int port, ClientOptions opti
         TlsOptions t;
         t.verify = opt_.verify;
         t.ca_file = opt_.ca_file;
+        t.ca_path = opt_.ca_path;
         tls_ = std::make_unique<TlsContext>(t);  // throws for a bad ca_file or a build without TLS
     }
     // Nothing resolved: every request then fails with class "connect", as an unreachable host would.

@@ -53,6 +53,7 @@ struct ClientOptions {
     bool tls = false;
     std::string server_name;  // for SNI and certificate name checks; "": the host
     std::string ca_file;      // PEM CA bundle instead of the system's ("": the system's)
+    std::string ca_path;      // a directory of hashed CA certificates, with or instead of ca_file
     bool verify = true;       // false: no certificate or name verification
     // IP literals to connect to, in this order, instead of resolving the host (which still names
     // the server for TLS): the Python side resolves once, for native and asyncio alike.

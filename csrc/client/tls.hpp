@@ -22,6 +22,7 @@ std::string tls_library_version();
 struct TlsOptions {
     bool verify = true;   // verify the server's certificate chain and name
     std::string ca_file;  // PEM file of trusted CAs instead of the system store ("": the system's)
+    std::string ca_path;  // a directory of hashed CA certificates (c_rehash), with or instead of ca_file
 };
 
 // A TLS client context (SSL_CTX): TLS 1.2 or later, ALPN "http/1.1", peer verification with

@@ -11,6 +11,9 @@ from pytps._core.client import (
     TLS_AVAILABLE as TLS_AVAILABLE,
 )
 from pytps._core.client import (
+    TLS_BUNDLED as TLS_BUNDLED,
+)
+from pytps._core.client import (
     ClientEngine as ClientEngine,
 )
 from pytps._core.client import (

@@ -10,6 +10,9 @@ from pytps._core.http import HttpStreamRecorder
 
 TLS_AVAILABLE: bool
 """Whether the native client was built with TLS (OpenSSL found at build time): ClientEngine(tls=True)."""
+TLS_BUNDLED: bool
+"""Whether that OpenSSL is linked into the module (the binary wheel): its default CA paths are
+those of the machine that built it, so pytps passes the system's (ssl.get_default_verify_paths())."""
 
 def tls_library_version() -> str | None:
     """The OpenSSL version the native client's TLS uses (e.g. "OpenSSL 3.0.19 27 Jan 2026");
@@ -92,19 +95,21 @@ class ClientEngine:
         tls: bool = False,
         server_name: str | None = None,
         ca_file: str | None = None,
+        ca_path: str | None = None,
         verify: bool = True,
         addresses: Sequence[str] | None = None,
         test_read_delay_ns: int = 0,
     ) -> None:
         """ValueError for a port outside 1..65535, max_connections < 1, negative timeouts or a zero
         connect/idle timeout, an unreadable ca_file, tls=True without TLS_AVAILABLE, or
-        server_name/ca_file without tls. first_byte_timeout_ns 0: the idle timeout. spin_ns:
+        server_name/ca_file/ca_path without tls. first_byte_timeout_ns 0: the idle timeout. spin_ns:
         busy-wait window before scheduled sends (0: sleep only). kernel_timestamps: also keep the
         kernel's software receive stamp of each read (SO_TIMESTAMPING, on CLOCK_MONOTONIC) in
         ClientResult.recv_kernel_times_ns. A host that does not resolve makes every request fail
         with error "connect". TLS: server_name (default: host) is sent as SNI (unless an IP
-        address) and checked against the certificate; ca_file is a PEM CA bundle trusted instead
-        of the system's; verify=False checks neither. Every address the host resolves to is tried
+        address) and checked against the certificate; ca_file is a PEM CA bundle and ca_path a
+        directory of hashed CA certificates, trusted instead of the system's; verify=False checks
+        neither. Every address the host resolves to is tried
         in getaddrinfo's order until one connects (new connections then start at it); addresses:
         IP literals to use instead of resolving host (ValueError when empty). test_read_delay_ns: a
         test hook (pytps calibrate's slowed client): busy-wait this long after each read before

@@ -45,6 +45,20 @@ NO_TLS = (
 _now_ns = _core.now_ns
 
 
+def system_ca_paths() -> tuple[str | None, str | None]:
+    """(cafile, capath) of this machine's CA store, as Python's ssl module finds it (SSL_CERT_FILE
+    and SSL_CERT_DIR included), each None when it does not exist. For a build whose OpenSSL is
+    linked in (_core.TLS_BUNDLED, the binary wheel): that OpenSSL's own default paths are those of
+    the machine that built it (Debian's /usr/lib/ssl), which another distribution may not have."""
+    import os
+    import ssl
+
+    paths = ssl.get_default_verify_paths()
+    cafile = paths.cafile if paths.cafile and os.path.isfile(paths.cafile) else None
+    capath = paths.capath if paths.capath and os.path.isdir(paths.capath) else None
+    return cafile, capath
+
+
 def kernel_times_for(event_times_ns: np.ndarray, recv_ns: np.ndarray, recv_kernel_ns: np.ndarray) -> np.ndarray:
     """The kernel stamp of the read behind each event: every event time is the engine's stamp of
     the read that completed it, so it is found in recv_ns. Empty if any read had no kernel stamp
@@ -95,6 +109,7 @@ class NativeTransport:
         tls = self._target.tls
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = _core.tls_library_version() if tls else None
+        cafile, capath = system_ca_paths() if tls and verify and not ca_file and _core.TLS_BUNDLED else (None, None)
         try:
             addresses: list[str] | None = resolve(self._target.host, self._target.port)
         except OSError:
@@ -111,7 +126,8 @@ class NativeTransport:
             kernel_timestamps=kernel_timestamps,
             tls=tls,
             server_name=self._target.host if tls else None,
-            ca_file=str(ca_file) if tls and ca_file else None,
+            ca_file=str(ca_file) if tls and ca_file else cafile,
+            ca_path=capath,
             verify=verify,
             addresses=addresses,
             test_read_delay_ns=test_read_delay_ns,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import ssl
 import subprocess
@@ -246,6 +247,39 @@ def test_an_untrusted_certificate_fails_to_connect_and_says_why(ca):
             rec = asyncio.run(send_once(transport))
             assert rec.error == "connect", (transport.name, rec.error_detail)
             assert "--ca-bundle" in rec.error_detail
+
+
+def test_a_hashed_ca_directory_is_trusted_as_ca_path(ca, tmp_path):
+    # ca_path: a directory of CA certificates named by subject hash (`openssl rehash`'s layout),
+    # as a distribution's /etc/ssl/certs is.
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command names the certificate by its subject hash; install openssl")
+    pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    subject_hash = subprocess.run([openssl, "x509", "-hash", "-noout", "-in", str(pem)],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    shutil.copy(pem, certs / f"{subject_hash}.0")
+    with https_emulator(ca) as (emu, px, url):
+        r = one_request(px.port, ca_path=str(certs))
+        assert r.error is None and r.http.status == 200, r.error_detail
+        assert one_request(px.port, ca_path=str(tmp_path)).error == "connect"  # no hashed names there
+
+
+def test_a_bundled_openssl_trusts_the_store_python_finds(ca, ca_file, tmp_path, monkeypatch):
+    # A wheel's OpenSSL (TLS_BUNDLED) was built on another machine: its own default paths may not
+    # exist here, so the native transport passes the CA store Python's ssl finds. Here Python's
+    # ssl "finds" the test CA; OpenSSL's own default paths (the system's store) do not hold it.
+    paths = ssl.DefaultVerifyPaths(ca_file, str(tmp_path / "none"), "SSL_CERT_FILE", ca_file, "SSL_CERT_DIR", "")
+    monkeypatch.setattr(ssl, "get_default_verify_paths", lambda: paths)
+    with https_emulator(ca) as (emu, px, url):
+        monkeypatch.setattr(_core, "TLS_BUNDLED", True)
+        rec = asyncio.run(send_once(NativeTransport(url)))
+        assert rec.error is None and rec.status == 200, rec.error_detail
+        monkeypatch.setattr(_core, "TLS_BUNDLED", False)  # a build on the system's OpenSSL: its own paths
+        assert asyncio.run(send_once(NativeTransport(url))).error == "connect"
 
 
 def test_insecure_skips_verification(ca, tmp_path):
