@@ -47,11 +47,11 @@ if ldd "$so" | grep -E 'libssl|libcrypto' || nm -D --defined-only "$so" | grep -
     echo "the wheel's module needs or exports OpenSSL (above)" >&2
     exit 1
 fi
-python -c 'from pytps import _core; assert _core.TLS_AVAILABLE and _core.TLS_BUNDLED; print("native TLS:", _core.tls_library_version(), "(linked in)")'
 mkdir "$tmp/src"
 (cd "$root" && git ls-files -z | grep -zv '^pytps/' | xargs -0 tar -cf - ) | tar -xf - -C "$tmp/src"
 ln -s "$(dirname "$so")" "$tmp/src/pytps"
-cd "$tmp"
+cd "$tmp"  # (away from the checkout, whose pytps/ would be imported instead of the wheel's)
+python -c 'from pytps import _core; assert _core.TLS_AVAILABLE and _core.TLS_BUNDLED; print("native TLS:", _core.tls_library_version(), "(linked in)")'
 python "$root/.ci/check_event_loop.py" "$tmp/venv" epoll/ppoll
 pytps run --concurrency 8 --requests 200 --max-error-rate 0 --out "$tmp/run" >"$tmp/run.log" || {
     cat "$tmp/run.log" >&2
