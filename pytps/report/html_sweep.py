@@ -12,7 +12,7 @@ from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
 from pytps.report.sweep_curve import optional_columns
-from pytps.sweep.cells import TABLE, headline_metric, table
+from pytps.sweep.cells import headline_metric, streamed, table
 from pytps.sweep.search import capacity_line, describe_check
 
 
@@ -43,15 +43,15 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
     page.add("<h2>Sweep curve</h2>")
     cells = index.get("cells") or []
     # Without streamed tokens (embeddings, rerank, --no-stream) the curve is latency against throughput.
-    streamed = table(cells) is TABLE
+    tokens_streamed = streamed(cells)
     x_name, y_name = ("output_throughput_tps", "decode_tps_mean")
-    if not streamed:
+    if not tokens_streamed:
         x_name, y_name = ("request_throughput_rps", "e2e_p50_s")
     page.add(
         '<p class="note">Each point a cell (labelled with its value on the swept axis): its mean decode speed '
         "per user against its aggregate output throughput. The knee (on decode speed) and the cell with the most "
         "goodput are marked (docs/metrics.md, Sweeps).</p>"
-        if streamed
+        if tokens_streamed
         else '<p class="note">Each point a cell (labelled with its value on the swept axis): its median E2E '
         "against its request throughput: the responses were whole bodies, so no decode speed was timed. "
         "The cell with the most goodput is marked (docs/metrics.md, Sweeps).</p>"
@@ -70,7 +70,7 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         points.sort(key=lambda p: p["value"])
         where = ", ".join(f"{k}={v}" for k, v in fixed.items())
         title = (
-            ("per-user decode speed vs aggregate throughput" if streamed else "E2E vs request throughput")
+            ("per-user decode speed vs aggregate throughput" if tokens_streamed else "E2E vs request throughput")
             + f" along {axis}"
             + (f" ({where})" if where else "")
         )

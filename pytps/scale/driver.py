@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps import errors
 from pytps._native import _core
 from pytps.errors import ConfigError, PytpsError
+from pytps.measure.redact import Redactor
 from pytps.results.folder import load_results
 from pytps.runner.config import RunConfig, make_config
 from pytps.runner.endpoint import Endpoint
@@ -30,6 +31,9 @@ from pytps.scale.merge import MergePart, merge_results
 from pytps.scale.share import Share, divide
 from pytps.scale.worker import WorkerJob, WorkerResult
 from pytps.workload import request_formats
+
+if TYPE_CHECKING:
+    from pytps.runner.scrape_process import ScraperProcess
 
 _now_ns = _core.now_ns
 
@@ -128,7 +132,9 @@ class ScaledRun:
         # stamps are merged onto); the workers do not.
         for key in ("server_metrics", "server_metrics_interval", "server_metrics_headers", "server_metrics_raw"):
             settings.pop(key, None)
-        self._scraper: Any = None
+        # What the driver writes of --server-metrics (metadata, the scraper's warnings) is masked alike.
+        self._redactor = Redactor(self.cfg.secrets)
+        self._scraper: ScraperProcess | None = None
         settings["api_key"] = self.cfg.api_key
         settings["api_key_env"] = None
         settings["max_error_rate"] = None  # the driver judges the run's error rate as a whole
@@ -214,11 +220,9 @@ class ScaledRun:
         sm = self.cfg.server_metrics
         if sm is None or self._scraper is not None:
             return
-        from pytps.measure.redact import Redactor
         from pytps.runner.scrape_process import ScraperProcess
 
-        redactor = Redactor(self.cfg.secrets)
-        self._scraper = ScraperProcess.for_run(sm, out_dir, insecure=self.cfg.insecure, redactor=redactor)
+        self._scraper = ScraperProcess.for_run(sm, out_dir, insecure=self.cfg.insecure, redactor=self._redactor)
         self._scraper.start()
 
     def _stop_scraper(self) -> None:
@@ -458,9 +462,7 @@ class ScaledRun:
             "max_clock_uncertainty_ns": max((w.offset.uncertainty_ns for w in self.workers), default=0),
         }
         if self.cfg.server_metrics is not None:
-            from pytps.measure.redact import Redactor
-
-            metadata["server_metrics"] = self.cfg.server_metrics.describe(Redactor(self.cfg.secrets))
+            metadata["server_metrics"] = self.cfg.server_metrics.describe(self._redactor)
         merged = merge_results(out_dir, parts, plan=self.cfg.plan, judge=self.cfg.judge, metadata=metadata)
         merged.interrupted = interrupted
         merged.stopped_reason = stopped

@@ -81,12 +81,18 @@ BODY_TABLE = (
 _BODY_OPTIONAL = ("output_throughput_tps", "input_throughput_per_s")
 
 
-def table(cells: Sequence[dict[str, Any]]) -> tuple[str, ...]:
-    """The cells' table: TABLE when a cell streamed its tokens (or the index predates the
-    `streamed` figure), else BODY_TABLE without the figures no cell has."""
+def streamed(cells: Sequence[dict[str, Any]]) -> bool:
+    """Whether a cell streamed its tokens (or the index predates the `streamed` figure): the
+    curve is then per-user speed against throughput, else E2E against throughput."""
     heads = [c.get("headline") or {} for c in cells]
-    if not heads or any(h.get("streamed", True) for h in heads):
+    return not heads or any(h.get("streamed", True) for h in heads)
+
+
+def table(cells: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The cells' table: TABLE when they streamed, else BODY_TABLE without the figures no cell has."""
+    if streamed(cells):
         return TABLE
+    heads = [c.get("headline") or {} for c in cells]
     return tuple(n for n in BODY_TABLE if n not in _BODY_OPTIONAL or any(h.get(n) for h in heads))
 
 
