@@ -77,9 +77,10 @@ TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>
         const char* file = options.ca_file.empty() ? nullptr : options.ca_file.c_str();
         const char* path = options.ca_path.empty() ? nullptr : options.ca_path.c_str();
         if (SSL_CTX_load_verify_locations(ctx, file, path) != 1)
-            throw std::invalid_argument("cannot load " +
-                                        (file ? "the CA bundle " + options.ca_file : "the CA directory " + options.ca_path) +
-                                        " (" + drain_errors(nullptr) + "): pass a readable PEM file of CA certificates");
+            throw std::invalid_argument(
+                "cannot load " + (file ? "the CA bundle " + options.ca_file : "the CA directory " + options.ca_path) +
+                " (" + drain_errors(nullptr) + "): " +
+                (file ? "pass a readable PEM file of CA certificates" : "pass a readable directory of hashed CA certificates"));
     } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
         throw std::runtime_error("cannot load the system's CA certificates (" + drain_errors(nullptr) +
                                  "): pass a PEM file of CA certificates as ca_file (--ca-bundle)");
