@@ -232,6 +232,8 @@ void register_emulator(py::module_& m) {
                 d["spins"] = s.spins;
                 d["sleeps"] = s.sleeps;
                 d["parse_bytes"] = s.parse_bytes;
+                d["first_accept_ns"] = s.first_accept_ns;
+                d["prefix_cache_resets"] = s.prefix_cache_resets;
                 return d;
             },
             "stats() -> dict\n\nCounters: connections, requests, events and bytes written, blocked writes,\n"

@@ -115,6 +115,8 @@ private:
     std::string frame_;
 
     // Counters, written by the loop thread only, read by stats() from any thread.
+    std::atomic<int64_t> first_accept_ns_{0};  // stamped once, at the first accept (startup timing)
+    std::atomic<uint64_t> n_prefix_resets_{0};
     std::atomic<uint64_t> n_accepted_{0}, n_requests_{0}, n_gen_{0}, n_streams_{0}, n_events_{0},
         n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0}, n_parse_bytes_{0};
 

@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.suppress(BrokenPipeError):
         print(
             f"pytps emulator stopped: {stats['generation_requests']} generation requests, "
-            f"{stats['events_sent']} events, {stats['faults']} faults",
+            f"{stats['events_sent']} events, {stats['faults']} faults; "
+            f"first connection accepted at {stats['first_accept_ns']} ns (CLOCK_MONOTONIC)",
             flush=True,
         )
     return 0
