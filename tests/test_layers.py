@@ -37,8 +37,10 @@ ALLOWED: dict[str, set[str]] = {
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
     "scale": BASE | {"measure", "results", "transport", "workload", "runner", "calibrate"},
     "library": BASE | {"runner", "scale", "calibrate", "emulator", "results"},
+    # Launching the server under test (--serve): its processes, readiness, facts and hooks.
+    "serve_process": BASE | {"measure"},
     "cli": BASE
-    | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
+    | {"measure", "results", "transport", "workload", "runner", "sweep", "report", "serve_process"}
     | {"embed", "calibrate", "scale", "library", "emulator"},
     "__main__": {"cli"},
 }

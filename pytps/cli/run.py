@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytps.cli.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
     add_html_argument(p, "the run's report")
     add_scale_arguments(p)
+    from pytps.cli.served import add_serve_arguments
+
+    add_serve_arguments(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -53,6 +56,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_matrix(args, "run")
     if args.html is not None:
         check_html_available()
+    from pytps.cli.served import serve_options
+
+    opts = serve_options(args)
+    if opts is not None:
+        if scale_options(args) is not None:
+            raise ConfigError("--serve with --workers is not supported: run the workers against a --base-url")
+        return _run_served(args, opts)
+    if args.before_cell or args.after_cell:
+        raise ConfigError("--before-cell and --after-cell act on a server pytps launches: give --serve")
     from pytps.calibrate.envelope import envelope_for
     from pytps.results.folder import load_results
     from pytps.runner.event_loop import run_coroutine
@@ -105,3 +117,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif code == ERROR_RATE:
         print("pytps: the run stopped early at --max-error-rate (exit status 4)", file=sys.stderr)
     return code
+
+
+def _run_served(args: argparse.Namespace, opts: Any) -> int:
+    """`pytps run --serve CMD`: one run per server configuration (the folder itself for one)."""
+    from pathlib import Path
+
+    from pytps.cli.exit_codes import overall_exit_code
+    from pytps.cli.run_args import cell_summary, results_dir
+    from pytps.cli.served import CellHooks, serve_configurations
+    from pytps.results.folder import load_results
+
+    build_config(args, "http://127.0.0.1:9")  # every flag checked before a server starts
+    out = results_dir(args, "run")
+    hooks = CellHooks(opts.before, opts.after, opts.redact, opts.say)
+    codes: list[int] = []
+
+    def body(config: Any, url: str, folder: Path) -> dict[str, Any]:
+        hooks.start(url)
+        try:
+            cfg = build_config(args, url, out=folder)
+            cfg.store_as = cfg.store_as and "run"
+            summary = cell_summary(cfg, codes)
+        finally:
+            hooks.finish()
+        if not args.json:
+            from pytps.report.console import render
+
+            render(load_results(folder))
+        return {"requests_ok": summary.get("requests_ok") if summary else None}
+
+    index = serve_configurations(opts, out, body, single=len(opts.configs) == 1)
+    if args.json:
+        print(json.dumps(index, indent=2, default=str))
+    print(f"results: {out}", file=sys.stderr)
+    if any(e.get("status") != "done" for e in index["configurations"]):
+        return NO_SUCCESS
+    return overall_exit_code(codes)

@@ -103,6 +103,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a probe fails above this error rate (default 0.01)",
     )
     add_html_argument(p, "the sweep's curve")
+    from pytps.cli.served import add_serve_arguments
+
+    add_serve_arguments(p, sweep=True)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -147,6 +150,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_matrix(args, "sweep")
     if args.html is not None:
         check_html_available()
+    from pytps.cli.served import serve_options
+
+    opts = serve_options(args)
+    if opts is not None:
+        from pytps.cli.tuning_run import cmd_tuning
+
+        return cmd_tuning(args, opts, None if args.search else sweep_axes(args))
+    if args.before_cell or args.after_cell:
+        raise ConfigError("--before-cell and --after-cell act between the cells of a --serve tuning: give --serve")
     if args.search:
         return cmd_search(args)
     axes, fixed = sweep_axes(args)

@@ -1,0 +1,314 @@
+"""`--serve CMD`: each configuration of the server grid launched, waited on, measured (a run, a
+sweep or a capacity search, given as `body`), and stopped; its log, facts, start-up figures and
+/proc usage kept in its folder (server.log, server.json), and <out>/tuning.json indexing them.
+
+To move to the application layer (pytps/app/) when it lands: the CLI only parses and calls this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pytps.errors import ConfigError, PytpsError, ServerStartError
+from pytps.measure.redact import Redactor, is_secret_name, secrets_of
+from pytps.serve_process.grid import Configuration, command_line, configurations, parse_grid
+from pytps.serve_process.hooks import Hook, parse_hook, run_hook
+from pytps.serve_process.process import ServerProcess, free_port
+from pytps.serve_process.ready import Readiness, parse_readiness
+
+INDEX = "tuning.json"
+LOG = "server.log"
+FACTS = "server.json"
+
+
+def add_serve_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    """--serve and its companions (docs/tuning.md). [issue 38: settings to port into the table]"""
+    g = p.add_argument_group("launching the server (docs/tuning.md)")
+    g.add_argument(
+        "--serve",
+        metavar="CMD",
+        help="start this server command per configuration and benchmark it (no --base-url): a template "
+        "with {port} and the {name}s of --serve-grid, e.g. 'llama-server -m m.gguf -np {np} --port {port}'",
+    )
+    g.add_argument(
+        "--serve-grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="a server setting to vary: one configuration per combination (repeatable)",
+    )
+    g.add_argument(
+        "--serve-ready",
+        metavar="WHEN",
+        help="when the server is ready: auto (default: GET /health, then /v1/models), a path or "
+        "http://127.0.0.1 URL answering 200, log:REGEX (a line of its output), or request (a first request)",
+    )
+    g.add_argument("--serve-timeout", type=float, default=300.0, metavar="S", help="most seconds to wait (default 300)")
+    g.add_argument(
+        "--serve-grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when stopping it (default 10)",
+    )
+    g.add_argument(
+        "--serve-starts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after each configuration's cell, N more (warm) starts timed to their first token (default 0)",
+    )
+    g.add_argument(
+        "--serve-info",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="also keep what this path or URL of the server answers, in server.json (repeatable)",
+    )
+    g.add_argument(
+        "--before-cell",
+        metavar="CMD|URL|PRESET",
+        help="run before each cell: a command, a URL to POST, or reset:vllm, reset:sglang, reset:llama-server",
+    )
+    g.add_argument("--after-cell", metavar="CMD|URL|PRESET", help="run after each cell (as --before-cell)")
+    if sweep:
+        g.add_argument(
+            "--resume",
+            action="store_true",
+            help="with --serve and --out: keep the configurations tuning.json says are finished, run the rest",
+        )
+
+
+@dataclass
+class ServeOptions:
+    template: str
+    configs: list[Configuration]
+    readiness: Readiness
+    timeout_s: float
+    grace_s: float
+    starts: int
+    info: list[str]
+    before: Hook | None
+    after: Hook | None
+    model: str | None
+    redact: Redactor
+    resume: bool = False
+    say: Callable[[str], None] = field(default=lambda line: print(f"pytps: {line}", file=sys.stderr, flush=True))
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions | None:
+    """The --serve settings, checked; None without --serve (hooks then act on --base-url)."""
+    if args.serve is None:
+        for flag in ("serve_grid", "serve_info"):
+            if getattr(args, flag):
+                raise ConfigError(f"--{flag.replace('_', '-')} needs --serve CMD: the server command to launch")
+        if getattr(args, "resume", False):
+            raise ConfigError("--resume keeps the finished configurations of a --serve tuning: give --serve")
+        return None
+    if args.base_url is not None:
+        raise ConfigError("--serve launches the server itself: leave out --base-url")
+    if args.serve_starts < 0 or args.serve_timeout <= 0 or args.serve_grace < 0:
+        raise ConfigError("--serve-starts must be >= 0, --serve-timeout > 0 and --serve-grace >= 0")
+    if getattr(args, "resume", False) and not args.out:
+        raise ConfigError("--resume needs --out DIR: the folder of the tuning to finish")
+    return ServeOptions(
+        template=args.serve,
+        configs=configurations(args.serve, parse_grid(args.serve_grid)),
+        readiness=parse_readiness(args.serve_ready),
+        timeout_s=args.serve_timeout,
+        grace_s=args.serve_grace,
+        starts=args.serve_starts,
+        info=list(args.serve_info),
+        before=parse_hook(args.before_cell, "--before-cell"),
+        after=parse_hook(args.after_cell, "--after-cell"),
+        model=args.model,
+        redact=server_redactor(args),
+        resume=bool(getattr(args, "resume", False)),
+    )
+
+
+_SECRET_OPTION = re.compile(r"^--?([A-Za-z0-9_-]+)(?:=(.+))?$")
+
+
+def server_redactor(args: argparse.Namespace) -> Redactor:
+    """Secrets masked in the server's log and command line: the run's (API key, secret headers),
+    the values of secret-named environment variables, and of secret-named options of the command
+    (`--api-key K`, `--hf-token=T`)."""
+    key_env = args.api_key_env or ("ANTHROPIC_API_KEY" if args.api == "anthropic" else "OPENAI_API_KEY")
+    headers = dict(h.partition(":")[::2] for h in args.header)
+    secrets = secrets_of(os.environ.get(key_env), {k.strip(): v.strip() for k, v in headers.items()})
+    secrets += [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 8]
+    words = (args.serve or "").split()
+    for i, word in enumerate(words):
+        m = _SECRET_OPTION.match(word)
+        if m and is_secret_name(m.group(1)):
+            value = m.group(2) or (words[i + 1] if i + 1 < len(words) else None)
+            if value:
+                secrets.append(value.strip("'\""))
+    return Redactor(secrets)
+
+
+def folder_name(config: Configuration) -> str:
+    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", config.name)
+
+
+def start_server(opts: ServeOptions, config: Configuration, folder: Path) -> ServerProcess:
+    """One start, waited on until ready and timed to its first token; stopped again if it fails."""
+    port = free_port()
+    server = ServerProcess(
+        argv=command_line(opts.template, config, port),
+        port=port,
+        log_path=folder / LOG,
+        readiness=opts.readiness,
+        redact=opts.redact,
+        ready_timeout_s=opts.timeout_s,
+        grace_s=opts.grace_s,
+    )
+    try:
+        server.start()
+        server.wait_ready(opts.model)
+        server.time_first_token(opts.model)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def serve_configurations(
+    opts: ServeOptions,
+    out: Path,
+    body: Callable[[Configuration, str, Path], dict[str, Any]],
+    *,
+    single: bool = False,
+) -> dict[str, Any]:
+    """Each configuration: launch, `body(config, base_url, folder)`, stop, warm starts; tuning.json
+    after each (a Ctrl-C keeps those finished). `single`: one configuration, its folder `out` itself."""
+    from pytps.serve_process.facts import server_facts
+    from pytps.serve_process.startup import startup_line, summarize_starts
+    from pytps.serve_process.usage import UsageWatch
+
+    out.mkdir(parents=True, exist_ok=True)
+    previous = _previous(out) if opts.resume else {}
+    entries: list[dict[str, Any]] = []
+    index: dict[str, Any] = {
+        "kind": "tuning",
+        "serve": opts.redact(opts.template),
+        "grid": {},
+        "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "configurations": entries,
+    }
+    for c in opts.configs:
+        for k, v in c.values:
+            index["grid"].setdefault(k, [])
+            if v not in index["grid"][k]:
+                index["grid"][k].append(v)
+    try:
+        for config in opts.configs:
+            done = previous.get(config.name)
+            if done is not None and done.get("status") == "done":
+                opts.say(f"{config.name}: finished before (--resume), kept")
+                entries.append(done)
+                continue
+            folder = out if single else out / "configs" / folder_name(config)
+            folder.mkdir(parents=True, exist_ok=True)
+            if (folder / LOG).exists():
+                (folder / LOG).unlink()  # a resumed configuration starts its log anew
+            entry: dict[str, Any] = {"name": config.name, "values": config.as_dict(), "dir": _rel(folder, out)}
+            facts: dict[str, Any] = {"configuration": config.as_dict(), "readiness": opts.readiness.describe()}
+            entries.append(entry)
+            opts.say(f"{config.name}: starting the server")
+            server: ServerProcess | None = None
+            try:
+                server = start_server(opts, config, folder)
+                facts["command_line"] = [opts.redact(w) for w in server.argv]
+                facts["port"] = server.port
+                cold = server.stamps.figures()
+                facts["startup"] = {"cold": cold}
+                facts["facts"] = server_facts(server.port, opts.info, opts.redact)
+                opts.say(f"{config.name}: ready ({cold['ready_by']}) at {server.base_url}")
+                with UsageWatch(server.pid) as usage:
+                    result = body(config, server.base_url, folder)
+                facts["usage"] = usage.result()
+                entry.update(result)
+                facts["stopped_by"] = server.stop()
+                facts["exit_status"] = server.exit_status
+                warm = []
+                for i in range(opts.starts):
+                    again = start_server(opts, config, folder)
+                    warm.append(again.stamps.figures())
+                    again.stop()
+                    opts.say(f"{config.name}: warm start {i + 1}/{opts.starts}: ready {warm[-1]['ready_s']:.4f} s")
+                facts["startup"]["warm"] = summarize_starts(warm) if warm else None
+                facts["startup"]["warm_starts"] = warm
+                entry["startup"] = {"cold": cold, "warm": facts["startup"]["warm"]}
+                entry["status"] = "done"
+                opts.say(startup_line(config.name, cold, facts["startup"]["warm"]))
+            except ServerStartError as exc:
+                line = opts.redact(str(exc))
+                entry.update(status="failed", reason=line, log_tail=exc.log_tail)
+                opts.say(f"{config.name}: failed: {line}")
+            except PytpsError as exc:  # a hook that failed, an endpoint refusing: this configuration's
+                entry.update(status="failed", reason=opts.redact(str(exc)))
+                opts.say(f"{config.name}: failed: {entry['reason']}")
+            finally:
+                if server is not None:
+                    how = server.stop()
+                    facts.setdefault("stopped_by", how or facts.get("stopped_by"))
+                    facts.setdefault("exit_status", server.exit_status)
+                facts["status"] = entry.get("status", "interrupted")
+                (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
+                _write_index(out, index)
+    finally:
+        _write_index(out, index)
+    return index
+
+
+def _rel(folder: Path, out: Path) -> str:
+    return "." if folder == out else str(folder.relative_to(out))
+
+
+def _previous(out: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads((out / INDEX).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {e["name"]: e for e in data.get("configurations", []) if isinstance(e, dict) and "name" in e}
+
+
+def _write_index(out: Path, index: dict[str, Any]) -> None:
+    from pytps.sweep.tuning import rank
+
+    index["ranking"] = rank(index["configurations"])
+    tmp = out / (INDEX + ".tmp")
+    tmp.write_text(json.dumps(index, indent=2, default=str))
+    tmp.replace(out / INDEX)
+
+
+class CellHooks:
+    """--before-cell / --after-cell around each cell (or each probe of a search)."""
+
+    def __init__(
+        self, before: Hook | None, after: Hook | None, redact: Callable[[str], str], say: Callable[[str], None]
+    ):
+        self.before, self.after, self.redact, self.say = before, after, redact, say
+        self._pending_after: str | None = None
+
+    def start(self, base_url: str) -> None:
+        self.finish()
+        if self.before is not None:
+            self.say(run_hook(self.before, base_url, self.redact))
+        self._pending_after = base_url
+
+    def finish(self) -> None:
+        if self._pending_after is not None and self.after is not None:
+            self.say(run_hook(self.after, self._pending_after, self.redact))
+        self._pending_after = None
