@@ -25,7 +25,8 @@ class EndpointError(PytpsError):
 
 
 class ServerStartError(PytpsError):
-    """A server pytps launched (`--serve`) exited before it was ready, or was not ready in time.
+    """A server pytps launched (`--serve`) exited before it was ready, was not ready in time, or
+    ignored SIGTERM (killed after the grace period).
     The message is one line; `log_tail` holds the last lines of its output (secrets redacted)."""
 
     def __init__(self, message: str, log_tail: list[str] | None = None) -> None:

@@ -161,8 +161,11 @@ def folder_name(config: Configuration) -> str:
     return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", config.name)
 
 
-def start_server(opts: ServeOptions, config: Configuration, folder: Path) -> ServerProcess:
-    """One start, waited on until ready and timed to its first token; stopped again if it fails."""
+def start_server(
+    opts: ServeOptions, config: Configuration, folder: Path, facts: dict[str, Any] | None = None
+) -> ServerProcess:
+    """One start, waited on until ready and timed to its first token; stopped again if it fails.
+    `facts` (server.json) gets its pid and command line as soon as it runs, and is written then."""
     port = free_port()
     server = ServerProcess(
         argv=command_line(opts.template, config, port),
@@ -175,6 +178,9 @@ def start_server(opts: ServeOptions, config: Configuration, folder: Path) -> Ser
     )
     try:
         server.start()
+        if facts is not None:
+            facts.update(pid=server.pid, port=port, command_line=[opts.redact(w) for w in server.argv], status="starting")
+            (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
         server.wait_ready(opts.model)
         server.time_first_token(opts.model)
     except BaseException:
@@ -228,9 +234,7 @@ def serve_configurations(
             opts.say(f"{config.name}: starting the server")
             server: ServerProcess | None = None
             try:
-                server = start_server(opts, config, folder)
-                facts["command_line"] = [opts.redact(w) for w in server.argv]
-                facts["port"] = server.port
+                server = start_server(opts, config, folder, facts)
                 cold = server.stamps.figures()
                 facts["startup"] = {"cold": cold}
                 facts["facts"] = server_facts(server.port, opts.info, opts.redact)
@@ -241,6 +245,8 @@ def serve_configurations(
                 entry.update(result)
                 facts["stopped_by"] = server.stop()
                 facts["exit_status"] = server.exit_status
+                if facts["stopped_by"].startswith("SIGKILL"):
+                    raise ServerStartError(f"the server ignored SIGTERM and was killed after {opts.grace_s:g} s")
                 warm = []
                 for i in range(opts.starts):
                     again = start_server(opts, config, folder)
@@ -265,6 +271,8 @@ def serve_configurations(
                     facts.setdefault("stopped_by", how or facts.get("stopped_by"))
                     facts.setdefault("exit_status", server.exit_status)
                 facts["status"] = entry.get("status", "interrupted")
+                if entry.get("reason"):
+                    facts["reason"] = entry["reason"]
                 (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
                 _write_index(out, index)
     finally:

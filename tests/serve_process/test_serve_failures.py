@@ -1,0 +1,133 @@
+"""Servers that fail (exit at once, never become ready, ignore SIGTERM) fail their configuration
+with one clear line, the run goes on, and no process of theirs is left: each case lists the
+server's process group from /proc. And pytps itself ending (SIGINT, SIGTERM, an exception) stops
+the server it launched."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytps.serve_process.process import group_members
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+EMULATOR = f"{PY} -m pytps serve --port {{port}} --ttft-ms 1 --itl-us 200"
+
+
+def pytps_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "pytps", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _server_json(folder: Path) -> dict[str, Any]:
+    return dict(json.loads((folder / "server.json").read_text()))
+
+
+def _gone(pid: int) -> None:
+    """No process of the group pid leads is left (listed from /proc)."""
+    deadline = time.monotonic() + 5
+    while group_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members(pid) == [], f"left behind: {group_members(pid)}"
+
+
+def _failed_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ": failed: " in line]
+
+
+def test_a_server_that_exits_at_once(tmp_path: Path) -> None:
+    cmd = f"{PY} -c \"import sys; print('error: model file not found: m.gguf'); sys.exit(3)\" {{port}}"
+    r = pytps_cli("run", "--serve", cmd, "--requests", "4", "--out", str(tmp_path / "o"), "--no-store")
+    assert r.returncode == 3, r.stderr
+    (line,) = _failed_lines(r.stderr)
+    assert "exited with status 3 before it was ready" in line and "model file not found" in line
+    facts = _server_json(tmp_path / "o")
+    assert facts["status"] == "failed"
+    _gone(facts["pid"])
+    assert "model file not found" in (tmp_path / "o" / "server.log").read_text()
+
+
+def test_a_server_never_ready_and_the_next_configuration_goes_on(tmp_path: Path) -> None:
+    # mode=hang never listens; mode=ok is the emulator: the grid's second configuration runs.
+    cmd = f"{PY} {HERE / 'grid_server.py'} {{mode}} {{port}}"
+    r = pytps_cli(
+        "run", "--serve", cmd, "--serve-grid", "mode=hang,ok", "--serve-timeout", "2",
+        "--requests", "4", "--out", str(tmp_path / "o"), "--no-store",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (line,) = _failed_lines(r.stderr)
+    assert "mode=hang: failed: the server was not ready after 2 s (not listening on port" in line
+    assert "its log ends: loading weights" in line
+    index = json.loads((tmp_path / "o" / "tuning.json").read_text())
+    assert [c["status"] for c in index["configurations"]] == ["failed", "done"]
+    for name in ("mode=hang", "mode=ok"):
+        _gone(_server_json(tmp_path / "o" / "configs" / name)["pid"])
+    assert (tmp_path / "o" / "configs" / "mode=ok" / "results.json").is_file()
+
+
+def test_a_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    cmd = f"{PY} {HERE / 'stubborn_server.py'} {{port}}"
+    r = pytps_cli(
+        "run", "--serve", cmd, "--serve-grace", "0.5", "--requests", "4", "--out", str(tmp_path / "o"), "--no-store"
+    )
+    (line,) = _failed_lines(r.stderr)
+    assert "the server ignored SIGTERM and was killed after 0.5 s" in line
+    facts = _server_json(tmp_path / "o")
+    assert facts["stopped_by"] == "SIGKILL after 0.5 s (SIGTERM ignored)"
+    _gone(facts["pid"])
+    assert (tmp_path / "o" / "results.json").is_file()  # the measurement is kept
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_pytps_stopped_by_a_signal_stops_its_server(tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [PY, "-m", "pytps", "run", "--serve", EMULATOR, "--duration", "60", "--rate", "5",
+         "--out", str(out), "--no-store"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "requests.jsonl").is_file() or not (out / "requests.jsonl").stat().st_size:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.1)
+        pid = _server_json(out)["pid"]
+        assert group_members(pid), "the server is not running"
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143)
+    _gone(pid)
+
+
+def test_an_exception_in_pytps_stops_its_server(tmp_path: Path) -> None:
+    import argparse
+
+    from pytps.cli.served import serve_options, serve_configurations
+
+    args = argparse.Namespace(
+        serve=EMULATOR, serve_grid=[], serve_ready=None, serve_timeout=60.0, serve_grace=5.0, serve_starts=0,
+        serve_info=[], before_cell=None, after_cell=None, model=None, base_url=None, api="openai-chat",
+        api_key_env=None, header=[], out=str(tmp_path),
+    )  # fmt: skip
+    opts = serve_options(args)
+    assert opts is not None
+    seen: list[int] = []
+
+    def body(config: Any, url: str, folder: Path) -> dict[str, Any]:
+        seen.append(_server_json(folder)["pid"])
+        assert group_members(seen[0])
+        raise RuntimeError("a bug in the middle of a cell")
+
+    with pytest.raises(RuntimeError, match="a bug"):
+        serve_configurations(opts, tmp_path, body, single=True)
+    _gone(seen[0])
