@@ -58,9 +58,11 @@ def tuning_page(directory: Path, index: dict[str, Any]) -> Page:
 
 
 def _bracket_plot(ranked: list[dict[str, Any]], unit: str) -> Any:
-    bokeh = bokeh_module()
+    bokeh_module()  # bokeh is installed (a one-line error otherwise)
+    from bokeh.plotting import figure
+
     names = [r["name"] for r in ranked][::-1]
-    fig = bokeh.plotting.figure(
+    fig = figure(
         y_range=names, height=80 + 40 * len(names), width=760, x_axis_label=f"capacity [{unit}]", toolbar_location=None
     )
     lows = [r["low"] for r in ranked][::-1]
