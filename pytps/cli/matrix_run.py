@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.cli.exit_codes import overall_exit_code, run_exit_code
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, PytpsError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
 MATRIX_SCHEMA_VERSION = 2
@@ -59,6 +59,12 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             checked[settings["search"]] = 1  # the search places the load: any one checks the rest
         try:
             make_config(base_override or cell.base_url or "http://127.0.0.1:9", **checked)
+            if cell.serve is not None:
+                from pytps.serve_process.grid import configurations
+
+                if not isinstance(cell.serve, str) or cell.base_url is not None:
+                    raise ConfigError("serve is a command (a string with {port}) used instead of url: give one")
+                configurations(cell.serve, [])
         except ConfigError as exc:
             raise matrix.locate(cell, exc) from None
     index: dict[str, Any] = {
@@ -89,6 +95,17 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
             base_url = base_override or cell.base_url
+            if base_url is None and cell.serve is not None:
+                from pytps.cli.served import served_cell
+
+                try:  # a server that fails fails its cell, with its line; the matrix goes on
+                    base_url = stack.enter_context(served_cell(cell.serve, out / cell.dir, args))
+                except PytpsError as exc:
+                    entry["status"], entry["error"] = "failed", str(exc)
+                    print(f"  failed: {exc}", file=sys.stderr, flush=True)
+                    index["cells"].append(entry)
+                    write_json_atomic(out / "matrix.json", index)
+                    continue
             if base_url is None:
                 from pytps.emulator import Emulator
 

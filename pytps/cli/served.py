@@ -8,11 +8,12 @@ To move to the application layer (pytps/app/) when it lands: the CLI only parses
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -139,7 +140,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions | None:
 _SECRET_OPTION = re.compile(r"^--?([A-Za-z0-9_-]+)(?:=(.+))?$")
 
 
-def server_redactor(args: argparse.Namespace) -> Redactor:
+def server_redactor(args: argparse.Namespace, template: str | None = None) -> Redactor:
     """Secrets masked in the server's log and command line: the run's (API key, secret headers),
     the values of secret-named environment variables, and of secret-named options of the command
     (`--api-key K`, `--hf-token=T`)."""
@@ -147,7 +148,7 @@ def server_redactor(args: argparse.Namespace) -> Redactor:
     headers = dict(h.partition(":")[::2] for h in args.header)
     secrets = secrets_of(os.environ.get(key_env), {k.strip(): v.strip() for k, v in headers.items()})
     secrets += [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 8]
-    words = (args.serve or "").split()
+    words = (template or args.serve or "").split()
     for i, word in enumerate(words):
         m = _SECRET_OPTION.match(word)
         if m and is_secret_name(m.group(1)):
@@ -179,7 +180,9 @@ def start_server(
     try:
         server.start()
         if facts is not None:
-            facts.update(pid=server.pid, port=port, command_line=[opts.redact(w) for w in server.argv], status="starting")
+            facts.update(
+                pid=server.pid, port=port, command_line=[opts.redact(w) for w in server.argv], status="starting"
+            )
             (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
         server.wait_ready(opts.model)
         server.time_first_token(opts.model)
@@ -320,3 +323,46 @@ class CellHooks:
         if self._pending_after is not None and self.after is not None:
             self.say(run_hook(self.after, self._pending_after, self.redact))
         self._pending_after = None
+
+
+@contextlib.contextmanager
+def served_cell(template: str, folder: Path, args: argparse.Namespace) -> Iterator[str]:
+    """A matrix cell's `serve = "…"`: the server launched into `folder` (server.log, server.json)
+    for as long as the block lasts, with the command line's --serve-ready / -timeout / -grace;
+    yields its base URL. A server that fails to start is a ServerStartError (stopped already)."""
+    from pytps.serve_process.facts import server_facts
+    from pytps.serve_process.usage import UsageWatch
+
+    opts = ServeOptions(
+        template=template,
+        configs=configurations(template, []),
+        readiness=parse_readiness(getattr(args, "serve_ready", None)),
+        timeout_s=getattr(args, "serve_timeout", 300.0),
+        grace_s=getattr(args, "serve_grace", 10.0),
+        starts=0,
+        info=list(getattr(args, "serve_info", []) or []),
+        before=None,
+        after=None,
+        model=getattr(args, "model", None),
+        redact=server_redactor(args, template),
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    facts: dict[str, Any] = {"readiness": opts.readiness.describe()}
+    try:
+        server = start_server(opts, opts.configs[0], folder, facts)
+    except ServerStartError as exc:
+        facts.update(status="failed", reason=opts.redact(str(exc)))
+        (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
+        raise
+    facts["startup"] = {"cold": server.stamps.figures()}
+    facts["facts"] = server_facts(server.port, opts.info, opts.redact)
+    try:
+        with UsageWatch(server.pid) as usage:
+            yield server.base_url
+        facts["usage"] = usage.result()
+        facts["status"] = "done"
+    finally:
+        facts["stopped_by"] = server.stop()
+        facts["exit_status"] = server.exit_status
+        facts.setdefault("status", "interrupted")
+        (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))

@@ -39,7 +39,7 @@ def tuning_page(directory: Path, index: dict[str, Any]) -> Page:
         page.add(page.plot(_bracket_plot(ranked, unit)))
     rows = []
     for r in index.get("ranking") or []:
-        entry = next((c for c in configs if c["name"] == r["name"]), {})
+        entry: dict[str, Any] = next((c for c in configs if c["name"] == r["name"]), {})
         cold = (entry.get("startup") or {}).get("cold") or {}
         bracket = (
             "—" if r["low"] is None else f"{r['low']:.4g} – {'∞' if r['high'] is None else format(r['high'], '.4g')}"
@@ -59,11 +59,16 @@ def tuning_page(directory: Path, index: dict[str, Any]) -> Page:
 
 def _bracket_plot(ranked: list[dict[str, Any]], unit: str) -> Any:
     bokeh_module()  # bokeh is installed (a one-line error otherwise)
+    from bokeh.models import FactorRange
     from bokeh.plotting import figure
 
     names = [r["name"] for r in ranked][::-1]
     fig = figure(
-        y_range=names, height=80 + 40 * len(names), width=760, x_axis_label=f"capacity [{unit}]", toolbar_location=None
+        y_range=FactorRange(*names),
+        height=80 + 40 * len(names),
+        width=760,
+        x_axis_label=f"capacity [{unit}]",
+        toolbar_location=None,
     )
     lows = [r["low"] for r in ranked][::-1]
     highs = [r["high"] if r["high"] is not None else r["low"] * 1.5 or 1.0 for r in ranked][::-1]

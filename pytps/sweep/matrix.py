@@ -49,6 +49,8 @@ ENDPOINT_KEYS = {
     "insecure",
     "prices",
     "emulator",
+    # A command pytps launches for this endpoint's cells, with {port} (docs/tuning.md).
+    "serve",
     # Prometheus scraping per endpoint (docs/server-metrics.md): URLs ([] or true: the url's /metrics).
     "server_metrics",
     "server_metrics_interval",
@@ -56,7 +58,7 @@ ENDPOINT_KEYS = {
     "server_metrics_raw",
 }
 #: The endpoint keys that are run settings as they stand (make_config's arguments of the same name).
-ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator"}
+ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator", "serve"}
 PRICE_KEYS = {
     "input": "price_input",
     "cached_input": "price_cached_input",
@@ -114,6 +116,7 @@ class Cell:
     settings: dict[str, Any]  # make_config's keyword arguments (no base_url)
     base_url: str | None  # None: the built-in emulator, with `emulator` settings
     emulator: dict[str, Any] = field(default_factory=dict)
+    serve: str | None = None  # a command template pytps launches per cell (`serve = "…"`)
     where: dict[str, int] = field(default_factory=dict)  # setting -> line in the file, for errors
     values: dict[str, Any] = field(default_factory=dict)  # one run's pick of the list-valued keys (runs())
 
@@ -138,6 +141,7 @@ class Cell:
                 settings={**self.settings, **values},
                 base_url=self.base_url,
                 emulator=self.emulator,
+                serve=self.serve,
                 where=self.where,
                 values=values,
             )
@@ -200,6 +204,7 @@ class Matrix:
                         settings=settings,
                         base_url=e.get("url"),
                         emulator=dict(e.get("emulator", {})),
+                        serve=e.get("serve"),
                         where=where,
                     )
                 )

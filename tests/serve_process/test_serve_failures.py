@@ -131,3 +131,21 @@ def test_an_exception_in_pytps_stops_its_server(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="a bug"):
         serve_configurations(opts, tmp_path, body, single=True)
     _gone(seen[0])
+
+
+def test_a_matrix_endpoint_serve_runs_and_a_broken_one_fails_its_cell(tmp_path: Path) -> None:
+    toml = tmp_path / "m.toml"
+    toml.write_text(
+        f'[[endpoint]]\nname = "broken"\nserve = "{PY} -c \'import sys; sys.exit(4)\' {{port}}"\n\n'
+        f'[[endpoint]]\nname = "ok"\nserve = "{EMULATOR}"\n\n'
+        '[[workload]]\nname = "w"\nrequests = 6\noutput_tokens = 4\n'
+    )
+    r = pytps_cli("run", "-c", str(toml), "--out", str(tmp_path / "o"), "--no-store")
+    assert r.returncode == 0, r.stderr
+    assert "failed: the server exited with status 4 before it was ready" in r.stderr
+    index = json.loads((tmp_path / "o" / "matrix.json").read_text())
+    assert [c["status"] for c in index["cells"]] == ["failed", "done"]
+    for name in ("broken", "ok"):
+        facts = _server_json(tmp_path / "o" / "cells" / name / "w")
+        _gone(facts["pid"])
+    assert facts["status"] == "done" and facts["startup"]["cold"]["ready_s"] > 0
