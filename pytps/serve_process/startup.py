@@ -59,3 +59,21 @@ def startup_line(name: str, cold: dict[str, Any], warm: dict[str, Any] | None) -
                 )
         text += f"; {warm['n']} warm starts, median ± σ [range]: " + ", ".join(parts)
     return text
+
+
+def store_figures(startup: dict[str, Any] | None) -> dict[str, float]:
+    """The start-up as results-store figures: server_<step> of the cold start, and
+    server_<step>_warm_<p50|p90|p99> of the warm starts (seconds)."""
+    out: dict[str, float] = {}
+    if not startup:
+        return out
+    cold = startup.get("cold") or {}
+    warm = startup.get("warm") or {}
+    for step in STEPS:
+        if cold.get(step) is not None:
+            out[f"server_{step}"] = float(cold[step])
+        stats = warm.get(step)
+        if stats:
+            for q in ("p50", "p90", "p99"):
+                out[f"server_{step[:-2]}_warm_{q}_s"] = float(stats[q])
+    return out

@@ -70,3 +70,31 @@ def test_warm_start_percentiles() -> None:
     assert s["n"] == 5 and s["first_token_s"] is None
     assert s["listening_s"]["p50"] == pytest.approx(0.3) and s["ready_s"]["max"] == pytest.approx(0.6)
     assert s["listening_s"]["p90"] == pytest.approx(0.46)
+
+
+def test_store_figures_of_the_startup() -> None:
+    from pytps.serve_process.startup import store_figures
+
+    warm = summarize_starts([{"listening_s": 0.1, "ready_s": 0.2, "first_token_s": 0.25}] * 3)
+    figures = store_figures({"cold": {"listening_s": 0.5, "ready_s": 0.6, "first_token_s": None}, "warm": warm})
+    assert figures["server_ready_s"] == 0.6 and "server_first_token_s" not in figures
+    assert figures["server_ready_warm_p90_s"] == pytest.approx(0.2)
+    assert figures["server_first_token_warm_p50_s"] == pytest.approx(0.25)
+
+
+def test_the_tuning_page_draws_each_bracket(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    pytest.importorskip("bokeh")
+    from pytps.report.html_tuning import write_tuning_page
+
+    entries = [
+        {"name": "np=1", "status": "done", "axis": "rate", "capacity": {"low": 2.4, "high": 3.2}, "dir": "configs/np=1"},
+        {"name": "np=4", "status": "failed", "reason": "the server exited with status 1 before it was ready"},
+    ]
+    index = {"serve": "srv -np {np} --port {port}", "grid": {"np": ["1", "4"]}, "configurations": entries,
+             "ranking": rank(entries)}  # fmt: skip
+    (tmp_path / "tuning.json").write_text(json.dumps(index))
+    page = write_tuning_page(tmp_path, None).read_text()
+    assert "Capacity per configuration (req/s)" in page and "2.4 – 3.2" in page
+    assert "exited with status 1" in page
