@@ -149,3 +149,19 @@ def test_a_matrix_endpoint_serve_runs_and_a_broken_one_fails_its_cell(tmp_path: 
         facts = _server_json(tmp_path / "o" / "cells" / name / "w")
         _gone(facts["pid"])
     assert facts["status"] == "done" and facts["startup"]["cold"]["ready_s"] > 0
+
+
+def test_secrets_never_reach_the_servers_log_or_command_line(tmp_path: Path) -> None:
+    import os
+
+    script = "import sys; print('loaded with key', sys.argv[2], 'and token', sys.argv[3]); sys.exit(1)"
+    cmd = f'{PY} -c "{script}" --api-key sk-served-key-1234 hf_TOKENVALUE99 {{port}}'
+    env = {**os.environ, "HF_TOKEN": "hf_TOKENVALUE99"}
+    r = subprocess.run(
+        [PY, "-m", "pytps", "run", "--serve", cmd, "--requests", "2", "--out", str(tmp_path), "--no-store"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert r.returncode == 3
+    written = (tmp_path / "server.log").read_text() + (tmp_path / "server.json").read_text() + r.stderr
+    assert "loaded with key *** and token ***" in written
+    assert "sk-served-key-1234" not in written and "hf_TOKENVALUE99" not in written
