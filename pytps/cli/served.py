@@ -261,6 +261,7 @@ def serve_configurations(
                 entry["startup"] = {"cold": cold, "warm": facts["startup"]["warm"]}
                 entry["status"] = "done"
                 opts.say(startup_line(config.name, cold, facts["startup"]["warm"]))
+                opts.say(f"{config.name}: {usage_line(facts['usage'])}")
             except ServerStartError as exc:
                 line = opts.redact(str(exc))
                 entry.update(status="failed", reason=line, log_tail=exc.log_tail)
@@ -366,3 +367,18 @@ def served_cell(template: str, folder: Path, args: argparse.Namespace) -> Iterat
         facts["exit_status"] = server.exit_status
         facts.setdefault("status", "interrupted")
         (folder / FACTS).write_text(json.dumps(facts, indent=2, default=str))
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """The server's CPU and memory over the cell, beside the client's (one console line)."""
+    mib = 1024 * 1024
+    client = usage["client"]
+    text = f"client CPU {client['cpu_s']:.2f} s, peak RSS {client['peak_rss_bytes'] / mib:.0f} MiB"
+    server = usage.get("server")
+    if not server:
+        return f"server CPU and memory not read (not on this host's /proc); {text}"
+    return (
+        f"server CPU {server['cpu_s']:.2f} s ({(server['cpu_share'] or 0) * 100:.0f}% of a core over "
+        f"{usage['elapsed_s']:.1f} s), RSS mean {server['mean_rss_bytes'] / mib:.0f} MiB, peak "
+        f"{server['peak_rss_bytes'] / mib:.0f} MiB; {text}"
+    )

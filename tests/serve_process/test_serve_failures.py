@@ -165,3 +165,26 @@ def test_secrets_never_reach_the_servers_log_or_command_line(tmp_path: Path) -> 
     written = (tmp_path / "server.log").read_text() + (tmp_path / "server.json").read_text() + r.stderr
     assert "loaded with key *** and token ***" in written
     assert "sk-served-key-1234" not in written and "hf_TOKENVALUE99" not in written
+
+
+def test_resume_keeps_finished_configurations(tmp_path: Path) -> None:
+    import os
+
+    ok_flag = tmp_path / "model-ready"
+    cmd = f"{PY} {HERE / 'grid_server.py'} {{mode}} {{port}}"
+    argv = [PY, "-m", "pytps", "sweep", "--serve", cmd, "--serve-grid", "mode=ok,exit", "--concurrency", "1,2",
+            "--requests", "4", "--out", str(tmp_path / "o"), "--no-store"]  # fmt: skip
+    env = {**os.environ, "GRID_SERVER_OK": str(ok_flag)}
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, env=env)
+    index = json.loads((tmp_path / "o" / "tuning.json").read_text())
+    assert [c["status"] for c in index["configurations"]] == ["done", "failed"], first.stderr
+    assert "mode=exit: failed: the server exited with status 1 before it was ready; its log ends: cannot open" in first.stderr
+    kept = (tmp_path / "o" / "configs" / "mode=ok" / "server.json").read_text()
+    ok_flag.touch()  # the model is there now
+    again = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "mode=ok: finished before (--resume), kept" in again.stderr
+    index = json.loads((tmp_path / "o" / "tuning.json").read_text())
+    assert [c["status"] for c in index["configurations"]] == ["done", "done"]
+    assert (tmp_path / "o" / "configs" / "mode=ok" / "server.json").read_text() == kept  # not run again
+    assert "server CPU" in again.stderr and "client CPU" in again.stderr
