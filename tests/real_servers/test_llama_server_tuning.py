@@ -40,3 +40,24 @@ def test_np_grid_is_bracketed_ranked_and_kept(tmp_path: Path) -> None:
         print(entry["name"], cap["low"], cap["high"], facts["startup"]["warm"]["ready_s"]["p50"])
     assert sorted(r["rank"] for r in index["ranking"]) == [1, 2]
     assert "rank  configuration" in r.stdout
+
+
+@pytest.mark.parametrize("save_path", [True, False])
+def test_slot_erase_preset(tmp_path: Path, save_path: bool) -> None:
+    """reset:llama-server erases every slot of /props' total_slots; without --slot-save-path
+    llama-server refuses (501) and the configuration fails with the hint."""
+    binary, vocab = build()
+    model = make_model(vocab, tmp_path / "tiny.gguf")
+    extra = f"--slot-save-path {tmp_path}" if save_path else ""
+    serve = f"{binary} -m {model} -c 2048 -t 2 -np 2 --no-webui {extra} --host 127.0.0.1 --port {{port}}"
+    r = subprocess.run(
+        [sys.executable, "-m", "pytps", "run", "--serve", serve, "--before-cell", "reset:llama-server",
+         "--requests", "2", "--input-tokens", "16", "--output-tokens", "4", "--out", str(tmp_path / "o"), "--no-store"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if save_path:
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "reset:llama-server: 2 slot(s) erased" in r.stderr
+    else:
+        assert r.returncode == 3
+        assert "answered 501 (llama-server erases slots only when started with --slot-save-path)" in r.stderr
