@@ -124,22 +124,20 @@ def _run_served(args: argparse.Namespace, opts: Any) -> int:
     """`pytps run --serve CMD`: one run per server configuration (the folder itself for one)."""
     from pytps.cli.exit_codes import overall_exit_code
     from pytps.cli.run_args import cell_summary, results_dir
-    from pytps.cli.served import CellHooks, serve_configurations
+    from pytps.cli.served import CellHooks, StoreLater, record_with_startup, serve_configurations, store_later
     from pytps.results.folder import load_results
 
     build_config(args, "http://127.0.0.1:9")  # every flag checked before a server starts
     out = results_dir(args, "run")
     hooks = CellHooks(opts.before, opts.after, opts.redact, opts.say)
     codes: list[int] = []
-    store: list[tuple[str | None, Path]] = []  # each run's store and folder, recorded with its start-up
+    store: list[StoreLater] = []  # each run, recorded with its server's start-up once it has stopped
 
     def body(config: Any, url: str, folder: Path) -> dict[str, Any]:
         hooks.start(url)
         try:
             cfg = build_config(args, url, out=folder)
-            if cfg.store_as:  # recorded after the server stops, with its start-up figures
-                store.append((cfg.store, folder))
-            cfg.store_as = None
+            store_later(cfg, config, folder, store)
             summary = cell_summary(cfg, codes)
         finally:
             hooks.finish()
@@ -150,29 +148,10 @@ def _run_served(args: argparse.Namespace, opts: Any) -> int:
         return {"requests_ok": summary.get("requests_ok") if summary else None}
 
     index = serve_configurations(opts, out, body, single=len(opts.configs) == 1)
-    _record_with_startup(store, index, out)
+    record_with_startup(store, index)
     if args.json:
         print(json.dumps(index, indent=2, default=str))
     print(f"results: {out}", file=sys.stderr)
     if all(e.get("status") != "done" for e in index["configurations"]):
         return NO_SUCCESS  # a configuration that failed is its line; the command fails when all did
     return overall_exit_code(codes)
-
-
-def _record_with_startup(store: list[tuple[str | None, Path]], index: dict[str, Any], out: Path) -> None:
-    """Each served run in the results store, its figures with the server's start-up beside them
-    (server_ready_s, server_ready_warm_p50_s, …: docs/tuning.md), once the server has stopped."""
-    from pytps.results.folder import load_results
-    from pytps.results.store import figures_of
-    from pytps.runner.store_entry import record_in_store
-    from pytps.serve_process.startup import store_figures
-
-    by_dir = {(out / e["dir"]).resolve(): e for e in index["configurations"] if "dir" in e}
-    for spec, folder in store:
-        entry = by_dir.get(folder.resolve(), {})
-        if not (folder / "results.json").is_file():
-            continue
-        results = load_results(folder)
-        figures = {**figures_of(results.get("summary")), **store_figures(entry.get("startup"))}
-        record_in_store(spec, {"metadata": results["metadata"], "summary": results["summary"]}, folder, "run",
-                        figures=figures)  # fmt: skip

@@ -382,3 +382,38 @@ def usage_line(usage: dict[str, Any]) -> str:
         f"{usage['elapsed_s']:.1f} s), RSS mean {server['mean_rss_bytes'] / mib:.0f} MiB, peak "
         f"{server['peak_rss_bytes'] / mib:.0f} MiB; {text}"
     )
+
+
+@dataclass
+class StoreLater:
+    """A run to record in the results store once its server has stopped (its start-up known)."""
+
+    spec: str | None
+    kind: str
+    config: str
+    folder: Path
+
+
+def store_later(cfg: Any, config: Configuration, folder: Path, later: list[StoreLater], kind: str = "run") -> None:
+    """The Runner of `cfg` records nothing itself; the run goes on `later` instead."""
+    if cfg.store_as:
+        later.append(StoreLater(cfg.store, kind, config.name, folder))
+    cfg.store_as = None
+
+
+def record_with_startup(later: list[StoreLater], index: dict[str, Any]) -> None:
+    """Each run in the results store, its figures with its server's start-up beside them
+    (server_ready_s, server_ready_warm_p50_s, …: docs/tuning.md)."""
+    from pytps.results.folder import load_results
+    from pytps.results.store import figures_of
+    from pytps.runner.store_entry import record_in_store
+    from pytps.serve_process.startup import store_figures
+
+    startups = {e["name"]: e.get("startup") for e in index["configurations"]}
+    for run in later:
+        if not (run.folder / "results.json").is_file():
+            continue
+        results = load_results(run.folder)
+        figures = {**figures_of(results.get("summary")), **store_figures(startups.get(run.config))}
+        kept = {"metadata": results["metadata"], "summary": results["summary"]}
+        record_in_store(run.spec, kept, run.folder, run.kind, figures=figures)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.cli.run_args import build_config, cell_summary, results_dir
-from pytps.cli.served import CellHooks, ServeOptions, serve_configurations
+from pytps.cli.served import CellHooks, ServeOptions, StoreLater, record_with_startup, serve_configurations, store_later
 from pytps.errors import ConfigError
 from pytps.serve_process.grid import Configuration
 
@@ -26,6 +26,7 @@ def cmd_tuning(
     out = results_dir(args, "tuning")
     say = opts.say
     hooks = CellHooks(opts.before, opts.after, opts.redact, say)
+    store: list[StoreLater] = []  # each cell, recorded with its server's start-up once it has stopped
     if args.search:
         from pytps.measure.slo import parse_slo_run
         from pytps.sweep.matrix import SEARCH_KEYS
@@ -42,7 +43,9 @@ def cmd_tuning(
 
             def make(load: dict[str, Any], cell_out: Path) -> Any:
                 hooks.start(url)  # the previous probe's after-hook, then this one's before-hook
-                return build_config(args, url, **load, out=cell_out)
+                cfg = build_config(args, url, **load, out=cell_out)
+                store_later(cfg, config, cell_out, store, "sweep_cell")
+                return cfg
 
             try:
                 index = search_folder(options, slo_run, folder, make, lambda line: say(f"{config.name}: {line}"))
@@ -64,7 +67,9 @@ def cmd_tuning(
             def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
                 hooks.start(url)
                 try:
-                    return cell_summary(build_config(args, url, **fixed, **values, out=cell_dir))
+                    cfg = build_config(args, url, **fixed, **values, out=cell_dir)
+                    store_later(cfg, config, cell_dir, store, "sweep_cell")
+                    return cell_summary(cfg)
                 finally:
                     hooks.finish()
 
@@ -81,6 +86,7 @@ def cmd_tuning(
             return {"cells": len(index.get("cells", [])), "stopped": index.get("stopped")}
 
     index = serve_configurations(opts, out, body)
+    record_with_startup(store, index)
     if args.json:
         print(json.dumps(index, indent=2, default=str))
     elif args.search:

@@ -79,3 +79,21 @@ def test_each_bracket_contains_the_load_models_capacity(tmp_path: Path) -> None:
         # A probe of 4 s cannot tell a load 1% above capacity from capacity (docs/tuning.md).
         assert cap["low"] * 0.99 <= capacity <= cap["high"] * 1.01, (entry["name"], cap, capacity)
     assert [r["name"] for r in index["ranking"]] == ["ttft_ms=5", "ttft_ms=20"]
+
+
+def test_served_runs_are_stored_with_the_startup(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = tmp_path / "store.sqlite"
+    serve = f"{PY} -m pytps serve --port {{port}} --ttft-ms {{t}}"
+    r = pytps_cli(
+        "sweep", "--serve", serve, "--serve-grid", "t=2,5", "--serve-starts", "2", "--concurrency", "1,2",
+        "--requests", "6", "--out", str(tmp_path / "o"), "--store", str(store),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT kind, COUNT(*) FROM runs GROUP BY kind").fetchall() == [("sweep_cell", 4)]
+    names = {n for (n,) in db.execute("SELECT DISTINCT name FROM figures WHERE name LIKE 'server_%'")}
+    assert {"server_listening_s", "server_ready_s", "server_first_token_s", "server_ready_warm_p90_s"} <= names
+    per_run = db.execute("SELECT COUNT(*) FROM figures WHERE name = 'server_ready_s'").fetchone()
+    assert per_run == (4,)
