@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
     add_html_argument(p, "the run's report")
     add_scale_arguments(p)
-    from pytps.cli.served import add_serve_arguments
+    from pytps.cli.serve_args import add_serve_arguments
 
     add_serve_arguments(p)
     p.set_defaults(func=cmd_run)
@@ -57,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_matrix(args, "run")
     if args.html is not None:
         check_html_available()
-    from pytps.cli.served import serve_options
+    from pytps.cli.serve_args import serve_options
 
     opts = serve_options(args)
     if opts is not None:

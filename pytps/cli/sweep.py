@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a probe fails above this error rate (default 0.01)",
     )
     add_html_argument(p, "the sweep's curve")
-    from pytps.cli.served import add_serve_arguments
+    from pytps.cli.serve_args import add_serve_arguments
 
     add_serve_arguments(p, sweep=True)
     p.set_defaults(func=cmd_sweep)
@@ -150,7 +150,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_matrix(args, "sweep")
     if args.html is not None:
         check_html_available()
-    from pytps.cli.served import serve_options
+    from pytps.cli.serve_args import serve_options
 
     opts = serve_options(args)
     if opts is not None:

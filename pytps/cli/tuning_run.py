@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pytps.cli.run_args import build_config, cell_summary, results_dir
-from pytps.cli.served import CellHooks, ServeOptions, StoreLater, record_with_startup, serve_configurations, store_later
+from pytps.cli.serve_args import ServeOptions
+from pytps.cli.served import CellHooks, StoreLater, record_with_startup, serve_configurations, store_later
 from pytps.errors import ConfigError
 from pytps.serve_process.grid import Configuration
 

@@ -112,7 +112,8 @@ def test_pytps_stopped_by_a_signal_stops_its_server(tmp_path: Path, sig: int) ->
 def test_an_exception_in_pytps_stops_its_server(tmp_path: Path) -> None:
     import argparse
 
-    from pytps.cli.served import serve_options, serve_configurations
+    from pytps.cli.serve_args import serve_options
+    from pytps.cli.served import serve_configurations
 
     args = argparse.Namespace(
         serve=EMULATOR, serve_grid=[], serve_ready=None, serve_timeout=60.0, serve_grace=5.0, serve_starts=0,
