@@ -64,8 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if scale_options(args) is not None:
             raise ConfigError("--serve with --workers is not supported: run the workers against a --base-url")
         return _run_served(args, opts)
-    if args.before_cell or args.after_cell:
-        raise ConfigError("--before-cell and --after-cell act on a server pytps launches: give --serve")
+    from pytps.cli.serve_args import plain_hooks
+    from pytps.cli.served import CellHooks
+
+    hooks = CellHooks(*plain_hooks(args), lambda line: print(f"pytps: {line}", file=sys.stderr, flush=True))
     from pytps.calibrate.envelope import envelope_for
     from pytps.results.folder import load_results
     from pytps.runner.event_loop import run_coroutine
@@ -82,6 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             progress = RichProgress()
         runner = Runner(cfg, progress, envelope=envelope_for(cfg))
+        hooks.start(base_url)
         try:
             if scale is not None:
                 from pytps.scale import run_scaled
@@ -94,6 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             interrupted = True
             result = None
+        hooks.finish()
         out_dir = result.out_dir if result else None
         if out_dir is None and runner.finished:
             out_dir = cfg.out_dir

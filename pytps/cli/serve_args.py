@@ -142,3 +142,10 @@ def server_redactor(args: argparse.Namespace, template: str | None = None) -> Re
             if value:
                 secrets.append(value.strip("'\""))
     return Redactor(secrets)
+
+
+def plain_hooks(args: argparse.Namespace) -> tuple[Hook | None, Hook | None, Redactor]:
+    """--before-cell / --after-cell without --serve (on --base-url, or the built-in emulator)."""
+    before = parse_hook(args.before_cell, "--before-cell")
+    after = parse_hook(args.after_cell, "--after-cell")
+    return before, after, server_redactor(args)

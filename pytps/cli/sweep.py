@@ -15,7 +15,8 @@ from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, en
 from pytps.errors import ConfigError
 
 if TYPE_CHECKING:
-    pass
+    from pytps.cli.served import CellHooks
+    from pytps.runner.config import RunConfig
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -157,10 +158,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from pytps.cli.tuning_run import cmd_tuning
 
         return cmd_tuning(args, opts, None if args.search else sweep_axes(args))
-    if args.before_cell or args.after_cell:
-        raise ConfigError("--before-cell and --after-cell act between the cells of a --serve tuning: give --serve")
+    from pytps.cli.serve_args import plain_hooks
+    from pytps.cli.served import CellHooks
+
+    hooks = CellHooks(*plain_hooks(args), lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True))
     if args.search:
-        return cmd_search(args)
+        return cmd_search(args, hooks)
     axes, fixed = sweep_axes(args)
     for name in ("concurrency", "rate"):
         setattr(args, name, None)  # set per cell
@@ -172,7 +175,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         codes: list[int] = []  # each cell's exit status (pytps.cli.exit_codes)
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
-            return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir), codes)
+            cfg = build_config(args, base_url, **fixed, **values, out=cell_dir)
+            hooks.start(base_url)
+            try:
+                return cell_summary(cfg, codes)
+            finally:
+                hooks.finish()
 
         sweep = Sweep(
             axes=axes,
@@ -194,7 +202,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return overall_exit_code(codes)
 
 
-def cmd_search(args: argparse.Namespace) -> int:
+def cmd_search(args: argparse.Namespace, hooks: CellHooks) -> int:
     """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
     from pytps.cli.search_run import search_folder
     from pytps.measure.slo import parse_slo_run
@@ -210,13 +218,21 @@ def cmd_search(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         base_url = endpoint_url(args, stack, "searching")
         build_config(args, base_url, **{args.search: 1})  # every flag checked first
-        index = search_folder(
-            {k: getattr(args, k) for k in SEARCH_KEYS},
-            parse_slo_run(args.slo_run),
-            out,
-            lambda load, cell_out: build_config(args, base_url, **load, out=cell_out),
-            lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
-        )
+
+        def make_probe(load: dict[str, Any], cell_out: Path) -> RunConfig:
+            hooks.start(base_url)  # the previous probe's after-hook, then this one's before-hook
+            return build_config(args, base_url, **load, out=cell_out)
+
+        try:
+            index = search_folder(
+                {k: getattr(args, k) for k in SEARCH_KEYS},
+                parse_slo_run(args.slo_run),
+                out,
+                make_probe,
+                lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
+            )
+        finally:
+            hooks.finish()  # the last probe's after-hook
     if args.json:
         print(json.dumps(index, indent=2))
     else:

@@ -97,3 +97,14 @@ def test_served_runs_are_stored_with_the_startup(tmp_path: Path) -> None:
     assert {"server_listening_s", "server_ready_s", "server_first_token_s", "server_ready_warm_p90_s"} <= names
     per_run = db.execute("SELECT COUNT(*) FROM figures WHERE name = 'server_ready_s'").fetchone()
     assert per_run == (4,)
+
+
+def test_hooks_without_serve_act_on_the_endpoint_between_cells(tmp_path: Path) -> None:
+    marker = tmp_path / "after.txt"
+    r = pytps_cli(
+        "sweep", "--before-cell", "reset:vllm", "--after-cell", f"{PY} -c \"open('{marker}', 'a').write('x')\"",
+        "--concurrency", "1,2,4", "--requests", "4", "--out", str(tmp_path / "o"), "--no-store",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("reset:vllm: POST /reset_prefix_cache 200") == 3
+    assert marker.read_text() == "xxx"
