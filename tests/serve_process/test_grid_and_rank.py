@@ -98,3 +98,14 @@ def test_the_tuning_page_draws_each_bracket(tmp_path) -> None:  # type: ignore[n
     page = write_tuning_page(tmp_path, None).read_text()
     assert "Capacity per configuration (req/s)" in page and "2.4 – 3.2" in page
     assert "exited with status 1" in page
+
+
+def test_facts_ask_the_known_routes_and_each_serve_info_url() -> None:
+    import pytps
+    from pytps.serve_process.facts import server_facts
+
+    with pytps.Emulator(ttft_ms=1, model="m-one") as served, pytps.Emulator(ttft_ms=1, model="m-two") as other:
+        facts = server_facts(served.port, ["/health", f"http://127.0.0.1:{other.port}/v1/models"], lambda t: t)
+    assert facts["info /health"] == {"status": "ok"}
+    assert facts[f"info http://127.0.0.1:{other.port}/v1/models"]["data"][0]["id"] == "m-two"
+    assert "llama_server_props" not in facts and "vllm_version" not in facts  # the emulator has neither
