@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from pytps.runner.finalize import RunResult
+from pytps.results.output import RunResult
 from pytps.runner.loop import Progress
 
 

@@ -96,14 +96,14 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     return Store(getattr(args, "store", None))
 
 
 def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
     from pytps.report.history import group_runs
-    from pytps.results.store import normalize_endpoint
+    from pytps.store.store import normalize_endpoint
 
     endpoint = getattr(args, "endpoint", None)
     runs = store.runs(
@@ -259,7 +259,7 @@ def _folders(dirs: list[str]) -> list[Path]:
 def cmd_add(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
     from pytps.results.folder import load_results
-    from pytps.results.store import parse_when
+    from pytps.store.store import parse_when
 
     if not args.dirs and not args.prune:
         raise ConfigError("history add needs results folders (DIR...), or --prune to forget runs with folders gone")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from pytps.measure.grade import Grade
+from pytps.grading.grade import Grade
 from pytps.measure.usage import implausible_counts
 
 # Error classes, shared by every transport (docs/metrics.md, "Errors").
@@ -135,7 +135,7 @@ class RequestRecord:
     session: int | None = None
     turn: int | None = None
     session_end: str | None = None
-    # Graded answers (pytps.measure.grading): the grader's verdict, set before the record is judged.
+    # Graded answers (pytps.grading.graders): the grader's verdict, set before the record is judged.
     grade: Grade | None = None
     # Whole JSON bodies (pytps.measure.bodies): stream False for a response read as one body (the
     # "json" dialect), whose bytes are kept in `body` until read_body() reads them.

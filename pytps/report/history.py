@@ -19,7 +19,7 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import resample
 from pytps.measure.catalogue import of_figure
 from pytps.report.compare import bootstrap_diff, load_run
-from pytps.results.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
+from pytps.store.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
 
 SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_METRICS = ("ttft_p50", "tpot_p50", "decode_tps_p50", "output_throughput_tps")

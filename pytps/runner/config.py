@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError, loads_json
+from pytps.grading.graders import Grading, build_grading
 from pytps.measure.cost import Prices
-from pytps.measure.grading import Grading, build_grading
 from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
@@ -94,7 +94,7 @@ class RunConfig:
     tokenizer: TokenCounter | None = None
     # Which requests are useful, and what they cost (pytps.measure.slo, pytps.measure.cost).
     judge: Judge = field(default_factory=Judge)
-    # The results store the finished run is recorded in (pytps.results.store): None is $PYTPS_STORE,
+    # The results store the finished run is recorded in (pytps.store.store): None is $PYTPS_STORE,
     # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
     store: str | None = None
     store_as: str | None = "run"

@@ -21,9 +21,9 @@ from pytps._native import _core
 from pytps.errors import ConfigError, PytpsError
 from pytps.measure.redact import Redactor
 from pytps.results.folder import load_results
+from pytps.results.output import RunResult, default_out_dir
 from pytps.runner.config import RunConfig, make_config
 from pytps.runner.endpoint import Endpoint
-from pytps.runner.finalize import RunResult, default_out_dir
 from pytps.runner.loop import Progress
 from pytps.scale.clock import ClockOffset, measure_offset
 from pytps.scale.handle import WorkerHandle
@@ -467,7 +467,7 @@ class ScaledRun:
         merged.interrupted = interrupted
         merged.stopped_reason = stopped
         if self.cfg.store_as is not None:
-            from pytps.runner.store_entry import record_in_store
+            from pytps.store.run_entry import record_in_store
 
             record_in_store(
                 self.cfg.store, {"metadata": merged.metadata, "summary": merged.summary}, out_dir, self.cfg.store_as

@@ -28,8 +28,8 @@ from pytps.measure.server_metrics.summary import add_to_summary as add_server_me
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
+from pytps.results.output import EVENT_LOG, RunResult, write_results
 from pytps.results.rebuild import add_token_figures_by_request
-from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
 from pytps.runner.schedule import LoadPlan
 
 #: The journal's absolute times (results.Journal): moved by a worker's clock offset.

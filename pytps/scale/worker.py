@@ -24,8 +24,8 @@ from pytps.errors import PytpsError
 from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
 from pytps.results.event_log import read_chunks
+from pytps.results.output import EVENT_LOG, RunOutput, RunResult, write_results
 from pytps.runner.config import make_config
-from pytps.runner.finalize import EVENT_LOG, RunOutput, RunResult, write_results
 from pytps.runner.loop import Runner
 from pytps.scale.clock import ClockReading, read_clocks
 from pytps.scale.share import Share

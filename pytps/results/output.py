@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from pytps._native import _core
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
@@ -27,7 +23,6 @@ from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
 from pytps.results.folder import SCHEMA_VERSION, Journal, write_json_atomic
-from pytps.runner.schedule import LoadPlan
 
 #: The event log's name in the results folder, while the run goes (pytps.results.event_log).
 EVENT_LOG = "events.log"
@@ -36,8 +31,6 @@ SPILL = "summary.columns"
 
 if TYPE_CHECKING:
     from pytps.results.record import Record
-    from pytps.runner.config import RunConfig
-    from pytps.transport.base import Transport
 
 
 @dataclass(repr=False)
@@ -84,48 +77,6 @@ def default_out_dir(model: str) -> Path:
     return Path("results") / f"{stamp}-{safe}"
 
 
-def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, Any]:
-    """What results.json records about a run before it starts: what was measured, how and when."""
-    from pytps import __version__
-    from pytps.runner.event_loop import event_loop_name
-
-    url = urlsplit(cfg.base_url)
-    tls = None
-    if url.scheme == "https":
-        tls = {"library": transport.tls_library, "verify": not cfg.insecure, "ca_bundle": cfg.ca_bundle}
-    return {
-        "pytps_version": __version__,
-        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path or "/"},
-        "api": cfg.api,
-        "model": model,
-        "transport": transport.name,
-        "tls": tls,
-        "event_loop": event_loop_name(),
-        "kernel_timestamps": cfg.kernel_timestamps,
-        "http2": cfg.http2,
-        "workload": cfg.workload.describe(),
-        "prompt_calibration": cfg.workload.prompt_calibration(),
-        "load": cfg.plan.describe(),
-        "seed": cfg.seed,
-        "tokenizer": cfg.tokenizer.path if cfg.tokenizer is not None else None,
-        "extra_body": cfg.extra_body,
-        "header_names": sorted(cfg.headers),  # values may hold secrets
-        "slo": cfg.judge.describe(),
-        "client": {
-            "host": platform.node(),
-            "cpu_count": os.cpu_count(),
-            "os": platform.platform(),
-            "python": platform.python_version(),
-        },
-        "clock": {
-            "source": "CLOCK_MONOTONIC",
-            "unit": "ns",
-            "wall_minus_monotonic_ns": time.time_ns() - _core.now_ns(),
-        },
-    }
-
-
 def write_results(
     out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None, envelope: dict[str, Any] | None = None
 ) -> None:
@@ -144,18 +95,25 @@ class RunOutput:
     unless keep_records asks for the records themselves (a library user who wants them)."""
 
     def __init__(
-        self, out_dir: Path, plan: LoadPlan, *, judge: Judge | None = None, keep_records: bool = False
+        self,
+        out_dir: Path,
+        *,
+        slots: int | None,
+        rate_mode: bool,
+        judge: Judge | None = None,
+        keep_records: bool = False,
     ) -> None:
+        """slots: the load plan's number of requests in flight (LoadPlan.max_in_flight, None:
+        unbounded); rate_mode: an open loop (the summary's target concurrency reads both)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
         self.journal = Journal(out_dir / "requests.jsonl")
         self.events = EventLog(out_dir / EVENT_LOG)
-        target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
         self.judge = judge or Judge()
         # The summary's per-request columns go to a scratch file beside the event log, a block at a
         # time, so memory does not grow with the run (pytps.measure.columns).
         self.summary = RunSummary(
-            target_concurrency=target, rate_mode=plan.mode == "rate", judge=self.judge, spill_path=out_dir / SPILL
+            target_concurrency=slots, rate_mode=rate_mode, judge=self.judge, spill_path=out_dir / SPILL
         )
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
