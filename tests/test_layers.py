@@ -32,8 +32,10 @@ ALLOWED: dict[str, set[str]] = {
     "transport": BASE | {"measure", "workload"},
     "results": BASE | {"measure"},
     "store": BASE | {"results"},
-    "runner": BASE | {"grading", "measure", "workload", "transport", "results", "store"},
-    "sweep": BASE | {"measure", "results"},
+    # The table of settings: flag choices come from the APIs, transports and the emulator's defaults.
+    "settings": BASE | {"emulator", "transport", "workload"},
+    "runner": BASE | {"grading", "measure", "workload", "transport", "results", "settings", "store"},
+    "sweep": BASE | {"measure", "results", "settings"},
     "report": BASE | {"measure", "results", "store", "sweep"},
     "embed": BASE | {"measure", "results", "transport", "workload"},
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
@@ -41,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "library": BASE | {"runner", "scale", "calibrate", "emulator", "results"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
-    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading"},
+    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading", "settings"},
     "__main__": {"cli"},
 }
 MAX_ROOT_MODULES = 10

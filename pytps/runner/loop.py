@@ -430,7 +430,6 @@ class Runner:
         from pytps.transport.registry import make_transport
 
         cfg = self.cfg
-        cfg.plan.validate()
         own_transport = self._given_transport is None
         self._transport = self._given_transport or make_transport(cfg)
         interrupted = False

@@ -386,7 +386,7 @@ class ScaledRun:
         busy = cpu.get("loop_thread_s", 0.0) + (cpu.get("engine_thread_s") or 0.0)
         share = busy / cpu["wall_s"] if cpu.get("wall_s") else 0.0
         cores = os.cpu_count() or 1
-        slots = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+        slots = plan.max_in_flight
         n = auto_workers(share, cores, slots)
         self._auto = {"pilot_cpu_share": share, "busy_share_limit": AUTO_BUSY_SHARE, "cores": cores, "workers": n}
         self._stopping = False

@@ -94,7 +94,7 @@ def merge_results(
     out_dir: Path, parts: list[MergePart], *, plan: LoadPlan, judge: Judge, metadata: dict[str, Any]
 ) -> RunResult:
     """results.json, requests.jsonl and events.npz of the whole run in out_dir, from the parts."""
-    target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+    target = plan.max_in_flight
     summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=judge)
     # Every request's output tokens, warm-up and failures included: what the server metrics' scrapes
     # bracket (the token cross-check, joules per output token), as in one process's run.

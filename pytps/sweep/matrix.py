@@ -18,45 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.settings.table import TABLE
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-#: Keys of an [[endpoint]] table.
-#: A capacity search's settings, by flag dest: `pytps sweep --search ...` and a [[workload]] with
-#: `search` (pytps.sweep.search places the probes, cli/search_run runs them).
-SEARCH_KEYS = (
-    "search",
-    "search_start",
-    "search_precision",
-    "search_max_probes",
-    "search_repeats",
-    "search_max_error_rate",
-)
-ENDPOINT_KEYS = {
-    "name",
-    "url",
-    "api",
-    "model",
-    "api_key_env",
-    "headers",
-    "extra_body",
-    "transport",
-    "http2",
-    "ca_bundle",
-    "insecure",
-    "prices",
-    "emulator",
-    # Prometheus scraping per endpoint (docs/server-metrics.md): URLs ([] or true: the url's /metrics).
-    "server_metrics",
-    "server_metrics_interval",
-    "server_metrics_headers",
-    "server_metrics_raw",
-}
-#: The endpoint keys that are run settings as they stand (make_config's arguments of the same name).
-ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator"}
+#: A capacity search's settings: `pytps sweep --search ...` and a [[workload]] with `search`
+#: (pytps.sweep.search places the probes, pytps.app.search runs them).
+SEARCH_KEYS = tuple(s.name for s in TABLE.target("search"))
+#: Keys of an [[endpoint]] table: its name, url, prices and emulator, and the run settings the
+#: table of settings files under "endpoint" (make_config's arguments of the same name).
+ENDPOINT_RUN_KEYS = TABLE.toml_keys("endpoint")
+ENDPOINT_KEYS = {"name", "url", "prices", "emulator"} | ENDPOINT_RUN_KEYS
 PRICE_KEYS = {
     "input": "price_input",
     "cached_input": "price_cached_input",
@@ -65,42 +40,9 @@ PRICE_KEYS = {
     "currency": "currency",
     "bill_failed": "bill_failed",
 }
-#: Keys of a [[workload]] table (and of [defaults]): run settings, named as make_config's arguments.
-WORKLOAD_KEYS = {
-    "name",
-    "input_tokens",
-    "output_tokens",
-    "shared_prefix_tokens",
-    "dataset",
-    "seed",
-    "salt",
-    "concurrency",
-    "rate",
-    "arrival",
-    "burstiness",
-    "max_concurrency",
-    "requests",
-    "duration",
-    "warmup",
-    "max_error_rate",
-    "timeout",
-    "tokenizer",
-    "kernel_timestamps",
-    # Multi-turn sessions and trace replays (pytps.workload.sessions, pytps.workload.traces).
-    "turns",
-    "sessions",
-    "max_context_tokens",
-    "think_time",
-    "trace",
-    "trace_format",
-    "trace_block_size",
-    "trace_speedup",
-    "trace_window",
-    "max_input_tokens",
-    "max_output_tokens",
-    # A capacity search instead of a grid (`pytps sweep -c`; pytps.sweep.search).
-    *SEARCH_KEYS,
-}
+#: Keys of a [[workload]] table (and of [defaults]): run settings, named as make_config's
+#: arguments (the table of settings files them under "workload"), and a capacity search's.
+WORKLOAD_KEYS = {"name"} | TABLE.toml_keys("workload")
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).
 AXIS_KEYS = ("concurrency", "rate", "input_tokens", "output_tokens")
