@@ -40,10 +40,12 @@ ALLOWED: dict[str, set[str]] = {
     "embed": BASE | {"measure", "results", "transport", "workload"},
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
     "scale": BASE | {"measure", "results", "store", "transport", "workload", "runner", "calibrate"},
-    "library": BASE | {"runner", "scale", "calibrate", "emulator", "results"},
+    # The application layer: every job the CLI and the library run, with typed settings.
+    "app": BASE | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator"},
+    "library": BASE | {"app", "runner", "scale", "calibrate", "emulator", "results"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
-    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading", "settings"},
+    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading", "settings", "app"},
     "__main__": {"cli"},
 }
 MAX_ROOT_MODULES = 10

@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pytps import __version__
     from pytps.cli import calibrate, clock, compare, history, report, run, serve, sweep
     from pytps.cli._help import add_command
-    from pytps.cli.exit_codes import TABLE
+    from pytps.app.exit_codes import TABLE
 
     parser = argparse.ArgumentParser(
         prog="pytps",

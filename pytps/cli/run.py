@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from pytps.cli.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
+from pytps.app.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
 from pytps.cli.scale_args import add_scale_arguments, scale_options
@@ -25,7 +25,7 @@ EXAMPLES = """examples:
   pytps run --base-url https://api.example.com --api-key-env MY_KEY --dataset prompts.jsonl
   pytps run --base-url http://127.0.0.1:8000 --rate 2000 --duration 60 --workers 4
 """
-EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.app.exit_codes)
 
 
 HELP = "benchmark a streaming endpoint (the built-in emulator when no --base-url is given)"
@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.config:
-        from pytps.cli.matrix_run import run_matrix
+        from pytps.app.matrix import run_matrix
 
         if args.html is not None:
             raise ConfigError("--html draws one run: with -c FILE, use pytps report CELL_DIR --html on a cell")

@@ -93,8 +93,8 @@ def cell_summary(cfg: RunConfig, codes: list[int] | None = None) -> dict[str, An
     result = run_coroutine(Runner(cfg, envelope=envelope_for(cfg)).run())
     if result.interrupted:
         raise KeyboardInterrupt
-    if codes is not None:  # each cell's exit status, for the sweep's own (pytps.cli.exit_codes)
-        from pytps.cli.exit_codes import run_exit_code
+    if codes is not None:  # each cell's exit status, for the sweep's own (pytps.app.exit_codes)
+        from pytps.app.exit_codes import run_exit_code
 
         codes.append(run_exit_code(result.summary, result.metadata))
     return result.summary

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytps.cli.exit_codes import TABLE, overall_exit_code
+from pytps.app.exit_codes import TABLE, overall_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
 from pytps.errors import ConfigError
@@ -23,7 +23,7 @@ EXAMPLES = """examples:
   pytps sweep --base-url http://127.0.0.1:8000 --rate 1..32 --duration 30 --price-input 0.5 --price-output 1.5
   pytps sweep --concurrency 1,8,32 --input-tokens 128,1024,8192 --requests 64      # a grid of two axes
 """
-EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.app.exit_codes)
 
 
 HELP = "run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee"
@@ -75,7 +75,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from pytps.sweep.cells import StopRule, Sweep
 
     if args.config:
-        from pytps.cli.matrix_run import run_matrix
+        from pytps.app.matrix import run_matrix
 
         if args.html is not None:
             raise ConfigError("--html draws one sweep: with -c FILE, use pytps report CELL_DIR --html on a cell")
@@ -92,7 +92,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base_url = endpoint_url(args, stack, "sweeping")
         build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
 
-        codes: list[int] = []  # each cell's exit status (pytps.cli.exit_codes)
+        codes: list[int] = []  # each cell's exit status (pytps.app.exit_codes)
 
         def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
             return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir), codes)
@@ -119,7 +119,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
-    from pytps.cli.search_run import search_folder
+    from pytps.app.search import search_folder
     from pytps.measure.slo import parse_slo_run
     from pytps.report.sweep_curve import print_curve
     from pytps.sweep.matrix import SEARCH_KEYS

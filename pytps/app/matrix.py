@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytps.cli.exit_codes import overall_exit_code, run_exit_code
+from pytps.app.exit_codes import overall_exit_code, run_exit_code
 from pytps.errors import ConfigError
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
@@ -23,7 +23,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
     a sweep over its list-valued keys)."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
-    from pytps.cli.search_run import search_folder
+    from pytps.app.search import search_folder
     from pytps.measure.slo import parse_slo_run
     from pytps.results.folder import write_json_atomic
     from pytps.runner.config import make_config
@@ -83,7 +83,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             "headline": None,
             "analysis": None,
             "capacity": None,
-            "exit_code": None,  # the cell's exit status (pytps.cli.exit_codes); null when it did not run
+            "exit_code": None,  # the cell's exit status (pytps.app.exit_codes); null when it did not run
         }
         sweep_codes: list[int] = []
         settings = {**cell.settings, **overrides}
