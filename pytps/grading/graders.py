@@ -26,10 +26,17 @@ from pytps.grading.grade import Grade
 class Answered(Protocol):
     """What grading reads of a finished request (pytps.measure.records.RequestRecord is one)."""
 
-    index: int
-    model: str | None
-    finish_reason: str | None
-    usage: Mapping[str, Any]
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
 
     @property
     def ok(self) -> bool: ...

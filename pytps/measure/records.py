@@ -75,6 +75,22 @@ def _empty(dtype: str) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
 
+#: A record's absolute times (CLOCK_MONOTONIC ns; the journal keeps those of them it has): what
+#: a worker's clock offset moves when a scaled run is merged (pytps.scale). Everything else is a
+#: duration or a count.
+ABSOLUTE_TIMES = (
+    "t_sched_ns",
+    "t_submit_ns",
+    "t_send_ns",
+    "t_headers_ns",
+    "t_done_ns",
+    "first_output_ns",
+    "first_answer_ns",
+    "last_output_ns",
+    "end_ns",
+)
+
+
 @dataclass(repr=False)
 class RequestRecord:
     index: int

@@ -19,6 +19,7 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import resample
 from pytps.measure.catalogue import of_figure
 from pytps.report.compare import bootstrap_diff, load_run
+from pytps.results.files import JOURNAL
 from pytps.store.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -287,7 +288,7 @@ def _request_metric(metric: str) -> tuple[str, str] | None:
 
 
 def _has_journal(run: StoredRun) -> bool:
-    return os.path.isfile(os.path.join(run.folder, "requests.jsonl"))
+    return os.path.isfile(os.path.join(run.folder, JOURNAL))
 
 
 def check_group(

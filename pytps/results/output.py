@@ -5,7 +5,6 @@ schema: docs/results.md), and the RunResult handed back to the caller.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,17 +16,12 @@ from typing import TYPE_CHECKING, Any
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
-from pytps.measure.server_metrics.summary import SCRAPES_FILE
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
+from pytps.results.files import EVENT_LOG, EVENTS, JOURNAL, RESULTS, SCRAPES, SPILL
 from pytps.results.folder import SCHEMA_VERSION, Journal, write_json_atomic
-
-#: The event log's name in the results folder, while the run goes (pytps.results.event_log).
-EVENT_LOG = "events.log"
-#: The summary's per-request columns while the run goes (scratch: removed at the finish).
-SPILL = "summary.columns"
 
 if TYPE_CHECKING:
     from pytps.results.record import Record
@@ -52,15 +46,11 @@ class RunResult:
     def requests(self) -> Iterator[Record]:
         """Each request's line of requests.jsonl as a pytps.Record (attributes, as_dict()), read
         from the journal as iterated: a long run's requests are never all in memory."""
+        from pytps.results.folder import journal_lines
         from pytps.results.record import Record
 
-        with open(self.out_dir / "requests.jsonl", encoding="utf-8") as f:
-            for line in f:
-                try:
-                    fields = json.loads(line)
-                except json.JSONDecodeError:  # a torn last line (the process died mid-write)
-                    continue
-                yield Record(fields=fields)
+        for fields in journal_lines(self.out_dir):
+            yield Record(fields=fields)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Copies the results folder (results.json, requests.jsonl, events.npz) to `directory`,
@@ -83,7 +73,7 @@ def write_results(
     """results.json, whole or not at all (docs/results.md). envelope: the trust envelope with this
     run's verdict (pytps.calibrate.run_verdict), None without a saved one."""
     write_json_atomic(
-        out_dir / "results.json",
+        out_dir / RESULTS,
         {"schema_version": SCHEMA_VERSION, "metadata": metadata, "summary": summary, "envelope": envelope},
     )
 
@@ -107,7 +97,7 @@ class RunOutput:
         unbounded); rate_mode: an open loop (the summary's target concurrency reads both)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
-        self.journal = Journal(out_dir / "requests.jsonl")
+        self.journal = Journal(out_dir / JOURNAL)
         self.events = EventLog(out_dir / EVENT_LOG)
         self.judge = judge or Judge()
         # The summary's per-request columns go to a scratch file beside the event log, a block at a
@@ -151,11 +141,11 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
-        scrapes = self.out_dir / SCRAPES_FILE
+        scrapes = self.out_dir / SCRAPES
         add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
-        write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
+        write_npz(log, self.out_dir / EVENTS, kernel_stamps=self.events.kernel_stamps)
         log.unlink()
         return RunResult(
             out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [], envelope=verdict

@@ -20,6 +20,7 @@ from pytps import errors
 from pytps._native import _core
 from pytps.errors import ConfigError, PytpsError
 from pytps.measure.redact import Redactor
+from pytps.results.files import JOURNAL
 from pytps.results.folder import load_results
 from pytps.results.output import RunResult, default_out_dir
 from pytps.runner.config import RunConfig, make_config
@@ -486,7 +487,7 @@ def _saved_metadata(directory: Path) -> dict[str, Any] | None:
 
 def _journal_lines(directory: Path) -> int:
     try:
-        with open(directory / "requests.jsonl", "rb") as f:
+        with open(directory / JOURNAL, "rb") as f:
             return sum(1 for line in f if line.endswith(b"\n"))
     except OSError:
         return 0

@@ -170,8 +170,8 @@ SERVER_METRICS = "server metrics (docs/server-metrics.md)"
 EMULATOR = "built-in emulator (when no --base-url)"
 SWEEPING = "sweep"
 SEARCH = "capacity search (docs/metrics.md, Capacity search)"
-GROUPS = (ENDPOINT, WORKLOAD, EMBED, IMAGES, SESSIONS, TRACE, LOAD, GOODPUT, GRADED, OUTPUT, SERVER_METRICS)
-GROUPS += (EMULATOR, SWEEPING, SEARCH)
+GROUPS: tuple[str, ...] = (ENDPOINT, WORKLOAD, EMBED, IMAGES, SESSIONS, TRACE, LOAD, GOODPUT, GRADED, OUTPUT)
+GROUPS += (SERVER_METRICS, EMULATOR, SWEEPING, SEARCH)
 
 S = Setting
 W, E = "workload", "endpoint"

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.measure.catalogue import Metric, metric
+from pytps.results.files import SWEEP_INDEX
 from pytps.settings.table import AXIS_FORMS
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
@@ -343,7 +344,7 @@ class Sweep:
         # Imported here: the flags' help (cli/run_args) reads this module's names, without numpy.
         from pytps.results.folder import write_json_atomic
 
-        write_json_atomic(self.out / "sweep.json", index)
+        write_json_atomic(self.out / SWEEP_INDEX, index)
         return index
 
 
