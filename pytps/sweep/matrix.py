@@ -28,10 +28,6 @@ else:  # pragma: no cover - Python 3.10
 #: A capacity search's settings: `pytps sweep --search ...` and a [[workload]] with `search`
 #: (pytps.sweep.search places the probes, pytps.app.search runs them).
 SEARCH_KEYS = tuple(s.name for s in TABLE.target("search"))
-#: Keys of an [[endpoint]] table: its name, url, prices and emulator, and the run settings the
-#: table of settings files under "endpoint" (make_config's arguments of the same name).
-ENDPOINT_RUN_KEYS = TABLE.toml_keys("endpoint")
-ENDPOINT_KEYS = {"name", "url", "prices", "emulator"} | ENDPOINT_RUN_KEYS
 PRICE_KEYS = {
     "input": "price_input",
     "cached_input": "price_cached_input",
@@ -40,9 +36,18 @@ PRICE_KEYS = {
     "currency": "currency",
     "bill_failed": "bill_failed",
 }
-#: Keys of a [[workload]] table (and of [defaults]): run settings, named as make_config's
-#: arguments (the table of settings files them under "workload"), and a capacity search's.
-WORKLOAD_KEYS = {"name"} | TABLE.toml_keys("workload")
+
+
+def workload_keys() -> set[str]:
+    """The keys of a [[workload]] table (and of [defaults]), read from the table of settings now."""
+    return {"name"} | TABLE.toml_keys("workload")
+
+
+def endpoint_keys() -> set[str]:
+    """The keys of an [[endpoint]] table, read from the table of settings now."""
+    return {"name", "url", "prices", "emulator"} | TABLE.toml_keys("endpoint")
+
+
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).
 AXIS_KEYS = ("concurrency", "rate", "input_tokens", "output_tokens")
@@ -111,7 +116,7 @@ class Matrix:
         if not endpoints or not workloads:
             raise ConfigError(f"{path}: needs at least one [[endpoint]] and one [[workload]] table")
         defaults = data.get("defaults", {})
-        self._check_keys(defaults, WORKLOAD_KEYS - {"name"}, "[defaults]", "defaults")
+        self._check_keys(defaults, workload_keys() - {"name"}, "[defaults]", "defaults")
         slo = data.get("slo", {})
         self._check_keys(slo, SLO_KEYS, "[slo]", "slo")
         judged = {
@@ -122,15 +127,15 @@ class Matrix:
         }
         self.cells: list[Cell] = []
         for e_index, e in enumerate(endpoints):
-            self._check_keys(e, ENDPOINT_KEYS, f"[[endpoint]] {e.get('name', e_index + 1)}", "endpoint", e_index)
+            self._check_keys(e, endpoint_keys(), f"[[endpoint]] {e.get('name', e_index + 1)}", "endpoint", e_index)
             prices = e.get("prices", {})
             self._check_keys(prices, set(PRICE_KEYS), "prices", "endpoint", e_index)
             for w_index, w in enumerate(workloads):
-                self._check_keys(w, WORKLOAD_KEYS, f"[[workload]] {w.get('name', w_index + 1)}", "workload", w_index)
+                self._check_keys(w, workload_keys(), f"[[workload]] {w.get('name', w_index + 1)}", "workload", w_index)
                 settings: dict[str, Any] = {k: v for k, v in judged.items() if v is not None}
                 settings.update(defaults)
                 settings.update({k: v for k, v in w.items() if k != "name"})
-                settings.update({k: v for k, v in e.items() if k in ENDPOINT_RUN_KEYS})
+                settings.update({k: v for k, v in e.items() if k in TABLE.toml_keys("endpoint")})
                 settings.update({PRICE_KEYS[k]: v for k, v in prices.items()})
                 where = {k: self.line_of("workload", w_index, k) for k in w}
                 where.update({k: self.line_of("endpoint", e_index, k) for k in e})
