@@ -110,17 +110,10 @@ def test_pytps_stopped_by_a_signal_stops_its_server(tmp_path: Path, sig: int) ->
 
 
 def test_an_exception_in_pytps_stops_its_server(tmp_path: Path) -> None:
-    import argparse
+    from pytps.app.serve_plan import serve_options
+    from pytps.app.served import serve_configurations
 
-    from pytps.cli.serve_args import serve_options
-    from pytps.cli.served import serve_configurations
-
-    args = argparse.Namespace(
-        serve=EMULATOR, serve_grid=[], serve_ready=None, serve_timeout=60.0, serve_grace=5.0, serve_starts=0,
-        serve_info=[], before_cell=None, after_cell=None, model=None, base_url=None, api="openai-chat",
-        api_key_env=None, header=[], out=str(tmp_path),
-    )  # fmt: skip
-    opts = serve_options(args)
+    opts = serve_options({"serve": EMULATOR, "serve_grace": 5.0}, {"out": str(tmp_path)})
     assert opts is not None
     seen: list[int] = []
 

@@ -1,32 +1,29 @@
 """`--serve CMD`: each configuration of the server grid launched, waited on, measured (a run, a
 sweep or a capacity search, given as `body`), and stopped; its log, facts, start-up figures and
 /proc usage kept in its folder (server.log, server.json), and <out>/tuning.json indexing them.
-
-To move to the application layer (pytps/app/) when it lands: the CLI only parses and calls this.
-"""
+pytps.serve_process runs the processes; this drives them around the jobs."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytps.cli.serve_args import ServeOptions, server_redactor
+from pytps.app.serve_plan import ServeOptions, server_redactor
 from pytps.errors import PytpsError, ServerStartError
+from pytps.results.files import RESULTS
+from pytps.results.files import SERVER_FACTS as FACTS
+from pytps.results.files import SERVER_LOG as LOG
+from pytps.results.files import TUNING_INDEX as INDEX
 from pytps.serve_process.grid import Configuration, command_line, configurations
 from pytps.serve_process.hooks import Hook, run_hook
 from pytps.serve_process.process import ServerProcess, free_port
 from pytps.serve_process.ready import parse_readiness
-
-INDEX = "tuning.json"
-LOG = "server.log"
-FACTS = "server.json"
 
 
 def folder_name(config: Configuration) -> str:
@@ -198,7 +195,7 @@ class CellHooks:
 
 
 @contextlib.contextmanager
-def served_cell(template: str, folder: Path, args: argparse.Namespace) -> Iterator[str]:
+def served_cell(template: str, folder: Path, serve: Mapping[str, Any], settings: Mapping[str, Any]) -> Iterator[str]:
     """A matrix cell's `serve = "…"`: the server launched into `folder` (server.log, server.json)
     for as long as the block lasts, with the command line's --serve-ready / -timeout / -grace;
     yields its base URL. A server that fails to start is a ServerStartError (stopped already)."""
@@ -208,15 +205,15 @@ def served_cell(template: str, folder: Path, args: argparse.Namespace) -> Iterat
     opts = ServeOptions(
         template=template,
         configs=configurations(template, []),
-        readiness=parse_readiness(getattr(args, "serve_ready", None)),
-        timeout_s=getattr(args, "serve_timeout", 300.0),
-        grace_s=getattr(args, "serve_grace", 10.0),
+        readiness=parse_readiness(serve.get("serve_ready")),
+        timeout_s=float(serve.get("serve_timeout") or 300.0),
+        grace_s=float(serve.get("serve_grace", 10.0) or 0.0),
         starts=0,
-        info=list(getattr(args, "serve_info", []) or []),
+        info=list(serve.get("serve_info") or []),
         before=None,
         after=None,
-        model=getattr(args, "model", None),
-        redact=server_redactor(args, template),
+        model=settings.get("model"),
+        redact=server_redactor(settings, template),
     )
     folder.mkdir(parents=True, exist_ok=True)
     facts: dict[str, Any] = {"readiness": opts.readiness.describe()}
@@ -276,13 +273,13 @@ def record_with_startup(later: list[StoreLater], index: dict[str, Any]) -> None:
     """Each run in the results store, its figures with its server's start-up beside them
     (server_ready_s, server_ready_warm_p50_s, …: docs/tuning.md)."""
     from pytps.results.folder import load_results
-    from pytps.results.store import figures_of
-    from pytps.runner.store_entry import record_in_store
     from pytps.serve_process.startup import store_figures
+    from pytps.store.run_entry import record_in_store
+    from pytps.store.store import figures_of
 
     startups = {e["name"]: e.get("startup") for e in index["configurations"]}
     for run in later:
-        if not (run.folder / "results.json").is_file():
+        if not (run.folder / RESULTS).is_file():
             continue
         results = load_results(run.folder)
         figures = {**figures_of(results.get("summary")), **store_figures(startups.get(run.config))}
