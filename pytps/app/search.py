@@ -79,7 +79,7 @@ def search(
         def make_probe(load: dict[str, Any], cell_out: Path) -> RunConfig:
             if between is not None:
                 between.start(base_url)  # the previous probe's after-hook, then this one's before-hook
-            return make_config(base_url, **base, **load, out=cell_out)
+            return make_config(base_url, **{**base, **load}, out=cell_out)  # a probe's load settings win
 
         try:
             index = search_folder(plan, parse_slo_run(settings.get("slo_run")), folder, make_probe, say)

@@ -60,7 +60,7 @@ def tune(
         def search_body(config: Configuration, url: str, cfg_dir: Path) -> dict[str, Any]:
             def make(load: dict[str, Any], cell_out: Path) -> Any:
                 hooks.start(url)  # the previous probe's after-hook, then this one's before-hook
-                cfg = make_config(url, **base, **load, out=cell_out)
+                cfg = make_config(url, **{**base, **load}, out=cell_out)
                 store_later(cfg, config, cell_out, store, "sweep_cell")
                 return cfg
 
