@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
     "scale": BASE | {"measure", "results", "store", "transport", "workload", "runner", "calibrate"},
     # Launching the server under test (--serve): its processes, readiness, facts and hooks.
-    "serve_process": BASE | {"measure"},
+    "serve_process": BASE,
     # The application layer: every job the CLI and the library run, with typed settings.
     "app": BASE
     | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator"}
