@@ -104,7 +104,9 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                     entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 elif settings.get("search"):
                     options = {k: settings.pop(k, getattr(args, k)) for k in SEARCH_KEYS}
-                    search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
+                    # The search places the load and bounds each probe in time (--search-probe-s).
+                    placed = ("concurrency", "rate", "duration", "requests")
+                    search_settings = {k: v for k, v in settings.items() if k not in placed}
 
                     def make_probe(
                         load: dict[str, Any],

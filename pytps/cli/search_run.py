@@ -31,13 +31,15 @@ def search_folder(
     axis = options["search"]
     cells: list[Cell] = []
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
-        # A rate search's first run is at concurrency 1, where arrivals have no shape.
+    def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
+        # A rate search's first run is at concurrency 1, where arrivals have no shape. A probe is
+        # bounded in time, not in requests (the search sets its seconds: docs/metrics.md).
         load_setting: dict[str, Any] = (
             {"concurrency": int(load), "arrival": "poisson", "burstiness": 1.0}
             if mode == "concurrency"
             else {"rate": load}
         )
+        load_setting.update(duration=seconds, requests=None)
         cfg = make_config(load_setting, out / "cells" / name)
         cfg.store_as = cfg.store_as and "sweep_cell"  # the results store files a probe as a sweep's cell
         watch = SaturationWatch(mode, rate_rps=load if mode == "rate" else None)
@@ -65,6 +67,8 @@ def search_folder(
         max_probes=options["search_max_probes"],
         repeats=options["search_repeats"],
         start=options["search_start"],
+        probe_s=options["search_probe_s"],
+        budget_s=options["search_budget_s"],
         progress=say,
     )
     sweep = Sweep(axes={axis: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)

@@ -102,6 +102,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="F",
         help="a probe fails above this error rate (default 0.01)",
     )
+    # ---- issue 40: the search bounded in time (port into the settings table) ----
+    se.add_argument(
+        "--search-probe-s",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="each probe sends for S seconds, and at least 5 of the server's TTFTs (default 10); "
+        "--duration and --requests do not apply to probes",
+    )
+    se.add_argument(
+        "--search-budget-s",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="the whole search's time budget: when the next probe would not fit, it stops and reports "
+        "its best bracket so far (default 300)",
+    )
     add_html_argument(p, "the sweep's curve")
     p.set_defaults(func=cmd_sweep)
 
@@ -193,6 +210,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None:
             raise ConfigError(
                 f"--search {args.search} places the load itself: leave out --{name} (or use --search-start)"
+            )
+    for name in ("duration", "requests"):
+        if getattr(args, name) is not None:
+            raise ConfigError(
+                f"--search {args.search} bounds each probe in time: leave out --{name} (use --search-probe-s)"
             )
     out = results_dir(args, "sweep")
     with ExitStack() as stack:

@@ -34,6 +34,9 @@ SEARCH_KEYS = (
     "search_max_probes",
     "search_repeats",
     "search_max_error_rate",
+    # issue 40: a probe and the whole search bounded in time (docs/metrics.md, Capacity search)
+    "search_probe_s",
+    "search_budget_s",
 )
 ENDPOINT_KEYS = {
     "name",
