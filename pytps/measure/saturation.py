@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 NS_PER_S = 1_000_000_000
+#: How the lag verdict begins: the client, not the server, fell behind (pytps.sweep.verdict tells it apart).
+CLIENT_LAG = "the schedule lag grew"
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class SaturationWatch:
         if self.mode == "rate":
             lag = self._lag_s
             if lag[-1] > r.max_lag_s and all(b >= a for a, b in itertools.pairwise(lag[-3:])):
-                return f"the schedule lag grew to {lag[-1]:.3g} s: the client could not send on schedule"
+                return f"{CLIENT_LAG} to {lag[-1]:.3g} s: the client could not send on schedule"
             if self._arrivals:
                 why = self._growth()
                 if why:

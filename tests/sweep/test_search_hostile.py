@@ -278,3 +278,14 @@ def test_a_drifting_emulator_is_reported_unstable(tmp_path: Path):
                                "--search-probe-s", "3", "--search-budget-s", "45")  # fmt: skip
     assert search["unstable"] is not None, search["probes"]
     assert "the server is unstable" in out and "capacity: " not in out, out
+
+
+def test_a_client_that_fell_behind_is_not_the_servers_capacity():
+    """The schedule-lag rule says the client could not send on schedule: the load was not offered,
+    so the probe is undecided (run again, never a pass), not a server's saturation."""
+    from pytps.measure.saturation import CLIENT_LAG
+
+    lagging = ProbeRun({"ttft_s": [0.15] * 100}, [True] * 100, f"{CLIENT_LAG} to 0.445 s: the client could not send",
+                       50.0, "x")  # fmt: skip
+    status, _, deciding = judge([lagging], {"ttft:p90": 1.0}, 0.01)
+    assert status == "undecided" and deciding is not None and deciding["target"] == "client"
