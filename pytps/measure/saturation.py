@@ -130,16 +130,21 @@ class SaturationWatch:
         if n < r.min_windows:
             return None
         if self.mode == "rate":
-            lag = self._lag_s
-            if lag[-1] > r.max_lag_s and all(b >= a for a, b in itertools.pairwise(lag[-3:])):
-                return f"{CLIENT_LAG} to {lag[-1]:.3g} s: the client could not send on schedule"
+            # The server's rules first: a server that stops taking connections also makes the
+            # client's sends late, and that is the server's saturation, not the client's limit.
             if self._arrivals:
                 why = self._growth()
                 if why:
                     return why
             # Just past capacity the queue grows too slowly to outgrow a batch server's saw-tooth in a
             # few seconds, but every request waits longer than the one before: TTFT keeps rising.
-            return self._ttft_rising(need_flat=False)
+            why = self._ttft_rising(need_flat=False)
+            if why:
+                return why
+            lag = self._lag_s
+            if lag[-1] > r.max_lag_s and all(b >= a for a, b in itertools.pairwise(lag[-3:])):
+                return f"{CLIENT_LAG} to {lag[-1]:.3g} s: the client could not send on schedule"
+            return None
         return self._ttft_rising(need_flat=True)
 
     def _growth(self) -> str | None:
