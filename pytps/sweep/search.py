@@ -37,6 +37,7 @@ import numpy as np
 
 from pytps.errors import ConfigError
 from pytps.sweep.verdict import (
+    MIN_REQUESTS,
     Probe,
     ProbeRun,
     describe_check,
@@ -103,16 +104,21 @@ class CapacitySearch:
     def elapsed_s(self) -> float:
         return 0.0 if self._t0 is None else self.clock() - self._t0
 
-    def probe_seconds(self) -> float:
-        """A probe's sending time: probe_s, and at least min_ttfts of the server's TTFTs."""
-        return max(self.probe_s, self.min_ttfts * self.ttft_s) if self.ttft_s else self.probe_s
+    def probe_seconds(self, load: float | None = None) -> float:
+        """A probe's sending time: probe_s, at least min_ttfts of the server's TTFTs, and (a rate
+        probe) long enough for the MIN_REQUESTS a pass needs. A low rate's long probe then may not
+        fit in the budget: the search stops there rather than judge a handful of requests."""
+        seconds = max(self.probe_s, self.min_ttfts * self.ttft_s) if self.ttft_s else self.probe_s
+        if self.axis == "rate" and load:
+            seconds = max(seconds, 2 * MIN_REQUESTS / load)  # twice: random arrivals bring 20 almost surely
+        return seconds
 
-    def _fits(self, *, recheck: bool = False) -> bool:
-        """Whether the next probe run (and the recheck after it, when asked) fits in the run count
-        and the time budget."""
+    def _fits(self, load: float | None = None, *, recheck: bool = False) -> bool:
+        """Whether the next probe run at `load` (and the recheck after it, when asked) fits in the
+        run count and the time budget."""
         if self.runs_used + 1 + recheck > self.max_probes:
             return False
-        need = self.probe_seconds() + self._overrun_s
+        need = self.probe_seconds(load) + self._overrun_s
         if recheck:
             need += self._recheck_seconds() + self._overrun_s
         return self.elapsed_s() + need <= self.budget_s
@@ -150,9 +156,9 @@ class CapacitySearch:
         status: str = "undecided"
         checks: list[dict[str, Any]] = []
         deciding: dict[str, Any] | None = None
-        seconds = self._recheck_seconds() if recheck else self.probe_seconds()
+        seconds = self._recheck_seconds() if recheck else self.probe_seconds(load)
         for attempt in range(1 + self.repeats):
-            if attempt and not self._fits(recheck=self.recheck and not recheck):
+            if attempt and not self._fits(load, recheck=self.recheck and not recheck):
                 break
             name = f"{self.axis}={_fmt(load)}" + ("-recheck" if recheck else "")
             name += f"-{attempt + 1}" if attempt else ""
@@ -219,7 +225,7 @@ class CapacitySearch:
         self._t0 = self.clock()
         x = self._start()
         while True:
-            if not self._fits(recheck=self.recheck):  # a run, and its time, kept for the recheck
+            if not self._fits(x, recheck=self.recheck):  # a run, and its time, kept for the recheck
                 if self.runs_used + 1 + self.recheck > self.max_probes:
                     self.stopped = "max_probes"
                 else:

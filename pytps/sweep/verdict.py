@@ -21,6 +21,9 @@ from pytps.measure.slo import REQUEST_METRICS
 #: outside the other's and the values differ by more than this share: beyond both intervals and
 #: beyond what a reader would call the same figure.
 UNSTABLE_SHARE = 0.10
+#: A probe passes only on at least this many measured requests: the bootstrap interval of a handful
+#: of values is as narrow as the handful (one ok request: an error rate of 0% [0%, 0%]).
+MIN_REQUESTS = 20
 
 
 @dataclass
@@ -107,6 +110,10 @@ def judge(
     failed = [c for c in checks if c["verdict"] == "fail"]
     if failed:
         return "fail", checks, failed[0]
+    if ok.size < MIN_REQUESTS:  # too few to pass: undecided, so never counted as a pass
+        reason = f"{ok.size} measured requests, fewer than the {MIN_REQUESTS} a pass needs"
+        checks.append({"target": "requests", "value": int(ok.size), "limit": MIN_REQUESTS, "verdict": "undecided",
+                       "reason": reason})  # fmt: skip
     if any(c["verdict"] == "undecided" for c in checks):
         return "undecided", checks, next(c for c in checks if c["verdict"] == "undecided")
     # Passing: the target nearest its limit decides how much room was left.
@@ -142,6 +149,8 @@ def describe_check(c: dict[str, Any] | None) -> str:
         return f"past saturation: {c['reason']}"
     if c["target"] == "client":
         return f"not the server's limit: {c['reason']}"
+    if c["target"] == "requests":
+        return str(c["reason"])
     if c.get("value") is None:
         return f"{c['target']}: {c.get('reason', 'not measured')}"
     if c["target"] == "error_rate":

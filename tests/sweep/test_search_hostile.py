@@ -289,3 +289,21 @@ def test_a_client_that_fell_behind_is_not_the_servers_capacity():
                        50.0, "x")  # fmt: skip
     status, _, deciding = judge([lagging], {"ttft:p90": 1.0}, 0.01)
     assert status == "undecided" and deciding is not None and deciding["target"] == "client"
+
+
+def test_a_handful_of_requests_never_passes_and_a_low_rate_probe_lasts_for_twenty():
+    """One ok request has an error rate of 0% [0%, 0%]: a pass needs 20 measured requests, and a
+    rate probe is long enough for them (the 50%-error soak halved down to 0.1 req/s and "passed"
+    there on one request)."""
+    one = ProbeRun({"ttft_s": [0.15]}, [True], None, 0.1, "x")
+    status, _, deciding = judge([one], {"ttft:p90": 1.0}, 0.01)
+    assert status == "undecided" and deciding is not None and deciding["target"] == "requests"
+    asked: list[float] = []
+
+    def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
+        asked.append(seconds)
+        n = int(load * seconds)
+        return ProbeRun({"ttft_s": [0.15] * n}, [i % 2 == 0 for i in range(n)], None, load, name)
+
+    out = CapacitySearch("rate", run_probe, {"ttft:p90": 1.0}, start=4, probe_s=2, budget_s=300, max_probes=20).run()
+    assert asked[:3] == [10.0, 20.0, 40.0] and out["capacity"]["low"] is None
