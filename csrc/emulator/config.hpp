@@ -44,6 +44,10 @@ struct EmulatorConfig {
     Dist ttft_dist = Dist::fixed;
     int64_t ttft_ns = 50'000'000;
     int64_t ttft_sd_ns = 0;
+    // A drifting server: every request's TTFT grows by this many ns per second since the server
+    // started (0: none). Models a server that slows down during a benchmark (thermal throttling,
+    // a neighbour's load, a growing cache), which a capacity search must report as unstable.
+    int64_t ttft_ramp_ns_per_s = 0;
     Dist itl_dist = Dist::fixed;
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;

@@ -140,7 +140,9 @@ def matrix(
                     entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 elif settings.get("search"):
                     plan = SearchPlan.of({k: settings.pop(k, None) for k in SEARCH_KEYS}, search_defaults)
-                    search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
+                    # The search places the load and bounds each probe in time (search_probe_s).
+                    placed = ("concurrency", "rate", "duration", "requests")
+                    search_settings = {k: v for k, v in settings.items() if k not in placed}
 
                     def make_probe(
                         load: dict[str, Any],

@@ -411,6 +411,8 @@ class Runner:
             await sleep_until_ns(t_sched - lead_ns)
             if self.stopping:  # decided while this slept (the error rate, another thread's request_stop)
                 break
+            if self.saturation is not None and not share.is_warmup(i):
+                self.saturation.arrived(t_sched)  # the watch counts the arrivals the schedule really made
             task = asyncio.create_task(one(i, t_sched))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

@@ -354,6 +354,12 @@ SETTINGS: tuple[Setting, ...] = (
       "(default 2)", SEARCH, metavar="N", applies=SWEEP, toml=W, target="search"),
     S("search_max_error_rate", "float", 0.01, "a probe fails above this error rate (default 0.01)", SEARCH,
       metavar="F", applies=SWEEP, toml=W, target="search"),
+    S("search_probe_s", "float", 10.0, "each probe sends for S seconds, and at least 5 of the server's TTFTs "
+      "(default 10); --duration and --requests do not apply to probes", SEARCH, "s", metavar="S", applies=SWEEP,
+      toml=W, target="search"),
+    S("search_budget_s", "float", 300.0, "the whole search's time budget: when the next probe would not fit, it "
+      "stops and reports its best bracket so far (default 300)", SEARCH, "s", metavar="S", applies=SWEEP, toml=W,
+      target="search"),
     # ---- launching the server (issue 38; pytps.app.served) ----
     S("serve", "str", None, "start this server command per configuration and benchmark it (no --base-url): a "
       "template with {port} and the {name}s of --serve-grid, e.g. 'llama-server -m m.gguf -np {np} --port {port}'",
