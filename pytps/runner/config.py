@@ -18,6 +18,7 @@ from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.runner.scrape_settings import ServerMetrics
+from pytps.transport.base_url import refuse_userinfo_with_key
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.images import ImageSpec
@@ -268,6 +269,7 @@ def make_config(
         if api_key_env is not None and api_key_env not in os.environ:
             raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
         api_key = os.environ.get(api_key_env or request_formats.default_api_key_env(api)) or None
+    refuse_userinfo_with_key(base_url, api_key, headers or {})
     keys = tuple(k.strip() for k in expect_json.split(",") if k.strip()) if isinstance(expect_json, str) else ()
     priced = any(p is not None for p in (price_input, price_cached_input, price_output, price_request))
     prices = (
