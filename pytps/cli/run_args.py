@@ -240,6 +240,7 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     sm.add_argument(
         "--server-metrics-raw", action="store_true", help="also keep each scrape's text (server_metrics_raw.jsonl)"
     )
+    add_issue40_arguments(p, gr, sm)
     emu = p.add_argument_group("built-in emulator (when no --base-url)")
     emu.add_argument(
         "--emu-ttft-ms", type=float, default=DEFAULT_TTFT_MS, metavar="MS", help="TTFT in ms (default %(default)s)"
@@ -268,6 +269,46 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     )
     # What the flags default to, so that a matrix file is overridden only by flags actually given.
     p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
+
+
+# ---- issue 40 (hardening) settings: kept together to be ported into the settings table --------
+# flag                        make_config setting          default                 docs page
+# --grader-timeout-s          grader_timeout_s             30 s                    docs/grading.md
+# --server-metrics-max-bytes  server_metrics_max_bytes     16 MiB                  docs/server-metrics.md
+
+
+def add_issue40_arguments(
+    p: argparse.ArgumentParser, grading: argparse._ArgumentGroup, metrics: argparse._ArgumentGroup
+) -> None:
+    from pytps.measure.grading import DEFAULT_GRADER_TIMEOUT_S
+    from pytps.runner.scrape_settings import DEFAULT_MAX_SCRAPE_BYTES
+
+    grading.add_argument(
+        "--grader-timeout-s",
+        type=float,
+        default=DEFAULT_GRADER_TIMEOUT_S,
+        metavar="S",
+        help="the most one answer's grading may take (a user's grader, a JSON Schema); past it the "
+        "verdict is grader_timeout (default %(default)s)",
+    )
+    metrics.add_argument(
+        "--server-metrics-max-bytes",
+        type=int,
+        default=DEFAULT_MAX_SCRAPE_BYTES,
+        metavar="N",
+        help="the most one scrape of /metrics may read; a larger body is cut and warned of once "
+        "(default %(default)s: 16 MiB)",
+    )
+
+
+def issue40_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "grader_timeout_s": args.grader_timeout_s,
+        "server_metrics_max_bytes": args.server_metrics_max_bytes,
+    }
+
+
+# ---- end of issue 40 settings ------------------------------------------------------------------
 
 
 def _parse_headers(items: list[str], flag: str = "--header") -> dict[str, str]:
@@ -369,6 +410,7 @@ def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
         server_metrics_interval=args.server_metrics_interval,
         server_metrics_headers=_parse_headers(args.server_metrics_header, "--server-metrics-header") or None,
         server_metrics_raw=args.server_metrics_raw,
+        **issue40_settings(args),
     )
 
 

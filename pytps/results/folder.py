@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,22 @@ def refuse_used_folder(directory: Path) -> None:
         )
 
 
+#: A request journaled when its timing ended, its answer still with its grader.
+GRADING_PENDING = "pending"
+#: Its verdict line came (the grader answered, failed or timed out).
+GRADING_DONE = "graded"
+#: The run was stopped before its verdict came.
+GRADING_STOPPED = "stopped"
+#: The key of a verdict line: the index of the request line it completes.
+VERDICT_OF = "verdict_of"
+#: What a verdict line carries: every field the grade decides.
+VERDICT_FIELDS = ("useful", "why_not_useful", "cost", "item", "grader", "correct", "score", "why_wrong")
+
+
 class Journal:
-    """Appends one JSON line per finished request and flushes it to the OS at once."""
+    """Appends one JSON line per finished request and flushes it to the OS at once. A graded
+    request may come in two lines: the request when its timing ended ("grading": "pending"),
+    then its verdict ({"verdict_of": index, ...}); read_journal() merges them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -95,8 +110,39 @@ class Journal:
         self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
         self._f.flush()
 
+    def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
+        self._f.write(json.dumps({VERDICT_OF: index, **fields}, separators=(",", ":")) + "\n")
+        self._f.flush()
+
     def close(self) -> None:
         self._f.close()
+
+
+def read_journal(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The one reader of requests.jsonl: each request's line with its verdict merged in. A torn
+    last line (the process died mid-write) is skipped. A request line waiting for its verdict is
+    held until the verdict comes (so lines come in the order verdicts were written, which is the
+    order requests were finished); one whose verdict never came (a killed run) comes at the end,
+    still "grading": "pending". Memory: only the requests being graded at once."""
+    waiting: dict[Any, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as f:
+        for text in f:
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(line, dict):
+                continue
+            if VERDICT_OF in line:
+                request = waiting.pop(line.pop(VERDICT_OF), None)
+                if request is not None:
+                    request.update(line)
+                    yield request
+            elif line.get("grading") == GRADING_PENDING:
+                waiting[line.get("index")] = line
+            else:
+                yield line
+    yield from waiting.values()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -116,15 +162,8 @@ def load_results(directory: str | Path) -> dict[str, Any]:
 
 
 def load_journal(directory: str | Path) -> list[dict[str, Any]]:
-    """The journal's lines; a torn last line (the process died mid-write) is skipped."""
-    out = []
-    with open(Path(directory) / "requests.jsonl", encoding="utf-8") as f:
-        for line in f:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
+    """The journal's requests, verdicts merged (read_journal); a torn last line is skipped."""
+    return list(read_journal(Path(directory) / "requests.jsonl"))
 
 
 class SavedResults:

@@ -21,7 +21,7 @@ from pytps.measure.server_metrics.summary import SCRAPES_FILE
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
-from pytps.results.folder import SCHEMA_VERSION, write_json_atomic
+from pytps.results.folder import SCHEMA_VERSION, read_journal, write_json_atomic
 
 EVENT_LOG = "events.log"
 
@@ -43,14 +43,9 @@ def read_results(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The journal's whole lines (a torn last line, from a process killed mid-write, left out)."""
-    with open(path / "requests.jsonl", encoding="utf-8") as f:
-        for text in f:
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and "index" in line:
-                yield line
+    for line in read_journal(path / "requests.jsonl"):
+        if "index" in line:
+            yield line
 
 
 def add_request_rows(summary: RunSummary, rows: np.ndarray) -> None:

@@ -12,12 +12,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytps.errors import ConfigError, loads_json
 from pytps.measure.cost import Prices
-from pytps.measure.grading import Grading, build_grading
+from pytps.measure.grading import DEFAULT_GRADER_TIMEOUT_S, Grading, build_grading
 from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
-from pytps.runner.scrape_settings import ServerMetrics
+from pytps.runner.scrape_settings import DEFAULT_MAX_SCRAPE_BYTES, ServerMetrics
 from pytps.transport.base_url import refuse_userinfo_with_key
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
@@ -190,6 +190,9 @@ def make_config(
     server_metrics_interval: float | None = None,
     server_metrics_headers: dict[str, str] | None = None,
     server_metrics_raw: bool = False,
+    # ---- issue 40 (hardening) settings, kept together to be ported into the settings table ----
+    grader_timeout_s: float = DEFAULT_GRADER_TIMEOUT_S,
+    server_metrics_max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES,
 ) -> RunConfig:
     """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
     store: the results store to record the run in (a path or URL); False: not recorded."""
@@ -284,7 +287,9 @@ def make_config(
         if priced
         else None
     )
-    grading = _grading(workload, grader, task_set is not None)
+    if not (isinstance(grader_timeout_s, (int, float)) and 0 < grader_timeout_s < float("inf")):
+        raise ConfigError(f"--grader-timeout-s {grader_timeout_s}: give a positive number of seconds, e.g. 30")
+    grading = _grading(workload, grader, task_set is not None, float(grader_timeout_s))
     judge = Judge(
         grading=grading,
         keep_text=keep_text,
@@ -329,6 +334,7 @@ def make_config(
             server_metrics_interval,
             server_metrics_headers,
             server_metrics_raw,
+            max_bytes=server_metrics_max_bytes,
         ),
     )
 
@@ -351,13 +357,13 @@ def _task_workload(
     return TaskWorkload(tasks, input_tokens, output_tokens, seed)
 
 
-def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
+def _grading(workload: Workload, grader: str | None, builtin: bool, timeout_s: float) -> Grading:
     """The run's graded answers: every dataset record's reference checked now, before any request."""
     from pytps.workload.synthetic import DatasetWorkload
 
     if isinstance(workload, DatasetWorkload) or builtin:
         refs = workload.references() if isinstance(workload, DatasetWorkload) else []
-        return build_grading(refs, grader, builtin=builtin)
+        return build_grading(refs, grader, builtin=builtin, timeout_s=timeout_s)
     if grader is not None:
         raise ConfigError("grader (--grader) grades the answers of --dataset records or --tasks: give one of them")
     return Grading()

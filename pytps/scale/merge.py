@@ -28,6 +28,7 @@ from pytps.measure.server_metrics.summary import add_to_summary as add_server_me
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
+from pytps.results.folder import read_journal
 from pytps.results.rebuild import add_token_figures_by_request
 from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
 from pytps.runner.schedule import LoadPlan
@@ -62,19 +63,14 @@ def _journal(part: MergePart, parts: int) -> Iterator[tuple[int, int, dict[str, 
     path = part.directory / "requests.jsonl"
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as f:
-        for text in f:
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            for name in JOURNAL_TIMES:
-                if line.get(name) is not None:
-                    line[name] += part.offset_ns
-            if line.get("connection_id") is not None:
-                line["connection_id"] = line["connection_id"] * parts + part.worker
-            done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
-            yield (done if done is not None else line["t_send_ns"]), part.worker, line
+    for line in read_journal(path):  # verdict lines merged into their requests
+        for name in JOURNAL_TIMES:
+            if line.get(name) is not None:
+                line[name] += part.offset_ns
+        if line.get("connection_id") is not None:
+            line["connection_id"] = line["connection_id"] * parts + part.worker
+        done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
+        yield (done if done is not None else line["t_send_ns"]), part.worker, line
 
 
 def _shifted_rows(part: MergePart, known: np.ndarray) -> Iterator[np.ndarray]:
