@@ -1,4 +1,4 @@
-"""first_json_object (the `first_json_object` extraction rule, measure/answers.py) on hostile
+"""first_json_object (the `first_json_object` extraction rule, grading/answers.py) on hostile
 answers: its time grows with the text's length, not its square (issue 40, defect 5: "{" * N took
 1.7 s at 100 KB, 25 s at 400 KB and did not finish in 115 s at 10 MB).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from pytps.measure.answers import first_json_object
+from pytps.grading.answers import first_json_object
 
 SIZES = (100_000, 400_000, 10_000_000)
 SHAPES = {

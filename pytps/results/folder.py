@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytps.measure.records import RequestRecord
+from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
 SCHEMA_VERSION = 9
@@ -65,9 +66,6 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
     }
     out: dict[str, Any] = _jsonable(line)
     return out
-
-
-RUN_FILES = ("results.json", "requests.jsonl", "events.npz", "events.log")
 
 
 def refuse_used_folder(directory: Path) -> None:
@@ -155,15 +153,24 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def load_results(directory: str | Path) -> dict[str, Any]:
-    path = Path(directory) / "results.json"
+    path = Path(directory) / RESULTS
     with open(path, encoding="utf-8") as f:
         data: dict[str, Any] = json.load(f)
     return data
 
 
+def journal_lines(directory: str | Path) -> Iterator[dict[str, Any]]:
+    """The journal's requests, read as iterated (the one reader of requests.jsonl), each verdict
+    line merged into its request (read_journal); a torn last line, from a process killed
+    mid-write, is left out."""
+    for line in read_journal(Path(directory) / JOURNAL):
+        if "index" in line:
+            yield line
+
+
 def load_journal(directory: str | Path) -> list[dict[str, Any]]:
-    """The journal's requests, verdicts merged (read_journal); a torn last line is skipped."""
-    return list(read_journal(Path(directory) / "requests.jsonl"))
+    """The journal's requests, as a list."""
+    return list(journal_lines(directory))
 
 
 class SavedResults:

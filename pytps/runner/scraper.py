@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pytps._native import _core
 from pytps.measure.redact import Redactor
 from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
-from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
+from pytps.results.files import SCRAPES, SCRAPES_RAW
 from pytps.runner.scrape_settings import DEFAULT_MAX_SCRAPE_BYTES, MAX_SCRAPE_SERIES
 
 _ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
@@ -110,7 +110,7 @@ class _Target:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"the scrape took longer than {self.timeout_s:g} s")
+                    raise TimeoutError(f"timed out: the whole scrape took longer than {self.timeout_s:g} s")
                 if conn.sock is not None:
                     conn.sock.settimeout(left)
                 part = resp.read(1 << 16)
@@ -126,7 +126,7 @@ class _Target:
         except Exception as exc:
             self.close()
             if cut.is_set() and not isinstance(exc, ScrapeTooLarge):
-                raise TimeoutError(f"the scrape took longer than {self.timeout_s:g} s (cut)") from None
+                raise TimeoutError(f"timed out: the whole scrape took longer than {self.timeout_s:g} s") from None
             raise
         finally:
             watchdog.cancel()
@@ -162,9 +162,9 @@ class Scraper:
         self.targets = [_Target(u, headers or {}, timeout_s, insecure) for u in urls]
         self.redactor = redactor or Redactor(())
         self.warn = warn or (lambda line: print(line, file=sys.stderr))
-        self.path = out_dir / SCRAPES_FILE
+        self.path = out_dir / SCRAPES
         self._out: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open for the run)
-        self._raw: IO[str] | None = open(out_dir / RAW_FILE, "a", encoding="utf-8") if raw else None  # noqa: SIM115
+        self._raw: IO[str] | None = open(out_dir / SCRAPES_RAW, "a", encoding="utf-8") if raw else None  # noqa: SIM115
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.scrapes = 0

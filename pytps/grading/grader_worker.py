@@ -1,5 +1,5 @@
-"""A grader worker process (`python -m pytps.measure.grader_worker`): grades one answer at a time
-for measure/grader_pool, which kills it when an answer takes longer than --grader-timeout-s.
+"""A grader worker process (`python -m pytps.grading.grader_worker`): grades one answer at a time
+for grading/grader_pool, which kills it when an answer takes longer than --grader-timeout-s.
 
 What runs here is what may not return: a user's grader (sync or async: a coroutine is run to its
 end with asyncio.run), a JSON Schema (its `pattern`s are Python regular expressions) and a
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from pytps.measure.grader_frames import frame, read_frame
+from pytps.grading.grader_frames import frame, read_frame
 
 
 def _plain(value: Any) -> Any:
@@ -36,7 +36,7 @@ def _plain(value: Any) -> Any:
 
 
 def _run(job: tuple[Any, ...], users: dict[str, Any]) -> Any:
-    from pytps.measure.grading import grade_text, load_user_grader, parse_reference
+    from pytps.grading.graders import grade_text, load_user_grader, parse_reference
 
     kind = job[0]
     if kind == "user":
@@ -75,7 +75,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     inp = sys.stdin.buffer
     users: dict[str, Any] = {}
-    import pytps.measure.grading  # noqa: F401 - imported before "ready", not in the first answer's time
+    import pytps.grading.graders  # noqa: F401 - imported before "ready", not in the first answer's time
 
     out.write(frame(("ready", None)))
     while True:

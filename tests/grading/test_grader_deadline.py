@@ -80,7 +80,7 @@ def test_a_backtracking_regex_grades_in_linear_time_in_a_fresh_process() -> None
     """In a child with a hard limit: on the old code (Python's re) this took hours."""
     code = (
         "import asyncio\n"
-        "from pytps.measure.grading import parse_reference, grade_text\n"
+        "from pytps.grading.graders import parse_reference, grade_text\n"
         f"ref = parse_reference({{'expected': {EVIL!r}, 'grader': 'regex'}}, where='w', item='i')\n"
         f"g = grade_text(ref, {EVIL_TEXT!r})\n"
         "print(g.correct)\n"
@@ -88,7 +88,7 @@ def test_a_backtracking_regex_grades_in_linear_time_in_a_fresh_process() -> None
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "False"
-    from pytps.measure.grading import parse_reference
+    from pytps.grading.graders import parse_reference
 
     ref = parse_reference({"expected": EVIL, "grader": "regex"}, where="w", item="i")
     assert ref is not None and not ref.isolated  # RE2 in the run's process, no worker needed

@@ -8,7 +8,7 @@ grader_error with the exception's text, and the run goes on.
 
 No answer can hang a run: regexes are matched by RE2 (linear time) where RE2 can take the
 pattern; a user's grader, a JSON Schema (its `pattern`s are Python regexes) and a pattern RE2
-cannot take run in a worker process (measure/grader_pool) that is killed at the answer's
+cannot take run in a worker process (grading/grader_pool) that is killed at the answer's
 deadline (--grader-timeout-s), which makes the verdict grader_timeout.
 """
 
@@ -20,15 +20,40 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytps.errors import ConfigError, loads_json
-from pytps.measure.answers import EXTRACTORS
-from pytps.measure.grade import Grade
-from pytps.measure.records import RequestRecord
+from pytps.grading.answers import EXTRACTORS
+from pytps.grading.grade import Grade
+
+
+class Answered(Protocol):
+    """What grading reads of a finished request (pytps.measure.records.RequestRecord is one)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def reasoning_text(self) -> str: ...
+
 
 if TYPE_CHECKING:
-    from pytps.measure.grader_pool import GraderPool
+    from pytps.grading.grader_pool import GraderPool
 
 #: --grader-timeout-s's default: the most one answer's grading may take.
 DEFAULT_GRADER_TIMEOUT_S = 30.0
@@ -371,12 +396,12 @@ class Grading:
 
     def _workers(self) -> GraderPool:
         if self._pool is None:
-            from pytps.measure.grader_pool import GraderPool
+            from pytps.grading.grader_pool import GraderPool
 
             self._pool = GraderPool(self.timeout_s)
         return self._pool
 
-    def pending(self, rec: RequestRecord, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
+    def pending(self, rec: Answered, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
         """What the journal says of an answer that will be graded, until its verdict comes (None:
         it will not be graded, or its grade is known at once)."""
         if not self.enabled or not rec.ok:
@@ -401,7 +426,7 @@ class Grading:
             )
         return ref
 
-    async def grade(self, rec: RequestRecord, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
+    async def grade(self, rec: Answered, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
         """The grade of a finished request whose prompt was `item` (raw: its reference fields);
         None when it has no reference or failed (a failed request is not graded: its error says
         what happened)."""
@@ -440,7 +465,7 @@ class Grading:
             value = await self._workers().run(("user", ref.grader, request, rec.text, dict(ref.record)))
             return _user_verdict(ref, value, EXTRACTORS[ref.extract](rec.text))
         except Exception as exc:  # the run goes on: this request is grader_error (or grader_timeout)
-            from pytps.measure.grader_pool import GraderTimeout
+            from pytps.grading.grader_pool import GraderTimeout
 
             if isinstance(exc, GraderTimeout):
                 why = (

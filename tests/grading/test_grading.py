@@ -14,9 +14,9 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.measure.answers import EXTRACTORS
+from pytps.grading.answers import EXTRACTORS
 from pytps.measure.grade_figures import wilson_interval
-from pytps.measure.grading import build_grading, grade_text, parse_reference
+from pytps.grading.graders import build_grading, grade_text, parse_reference
 from pytps.results.folder import load_journal, load_results
 from pytps.runner.config import make_config
 from pytps.runner.event_loop import run_coroutine
@@ -252,7 +252,7 @@ def test_accuracy_by_turn_of_task_sessions_equals_the_truth(tmp_path: Path) -> N
 
 
 class _CountingJson:
-    """json as measure/answers sees it, counting the characters each parse may read."""
+    """json as grading/answers sees it, counting the characters each parse may read."""
 
     JSONDecodeError = json.JSONDecodeError
 
@@ -291,7 +291,7 @@ def test_first_json_object_reads_each_character_a_bounded_number_of_times(
 ) -> None:
     """Issue 40, defect 5: linear, counted rather than timed (bench/bench_first_json_object.py
     times it). The old rule parsed from every "{" to wherever it failed: N^2/2 characters."""
-    import pytps.measure.answers as answers
+    import pytps.grading.answers as answers
 
     counting = _CountingJson()
     monkeypatch.setattr(answers, "json", counting)

@@ -1,5 +1,5 @@
 """Graders that may not return, run where they can be stopped: worker processes
-(measure/grader_worker), one answer at a time each, killed at the answer's deadline
+(grading/grader_worker), one answer at a time each, killed at the answer's deadline
 (--grader-timeout-s) and started again when next needed.
 
 The event loop never blocks on a worker: a worker's reply is read as the loop sees its pipe
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from typing import Any
 
-from pytps.measure.grader_frames import frame, read_frame, whole
+from pytps.grading.grader_frames import frame, read_frame, whole
 
 #: A worker gets this long to start (import pytps's grading) before its first answer's deadline
 #: begins: the deadline is the grader's, not the interpreter's start-up on a loaded machine.
@@ -39,7 +39,7 @@ class _Worker:
         # The parent's import path, so a user's module:function imports as it did here.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytps.measure.grader_worker", str(os.getpid())],
+            [sys.executable, "-m", "pytps.grading.grader_worker", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

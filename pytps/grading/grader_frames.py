@@ -1,4 +1,4 @@
-"""The frames between a run and its grader workers (measure/grader_pool, measure/grader_worker):
+"""The frames between a run and its grader workers (grading/grader_pool, grading/grader_worker):
 a 4-byte big-endian length, then a pickle."""
 
 from __future__ import annotations
