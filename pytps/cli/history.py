@@ -169,9 +169,9 @@ def _csv(trends: list[dict[str, Any]]) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from pytps.report.terminal import SafeConsole
 
-    return Console(width=None if sys.stdout.isatty() else 160)
+    return SafeConsole(width=None if sys.stdout.isatty() else 160)
 
 
 def _heading(g: Any, tail: str) -> str:
@@ -317,11 +317,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.check_json:
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     else:
+        from pytps.report.terminal import shown
+
         for f in regressions:
-            print("REGRESSION " + f.line())
+            print("REGRESSION " + shown(f.line()))
         for f in findings:
             if not f.regression:
-                print(("note: " if f.note else "ok: ") + f.line(), file=sys.stderr)
+                print(("note: " if f.note else "ok: ") + shown(f.line()), file=sys.stderr)
     if not findings:
         print("nothing to check: no group has two complete comparable runs", file=sys.stderr)
     return 1 if regressions else 0
