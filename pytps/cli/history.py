@@ -16,6 +16,7 @@ EXAMPLES = """examples:
   pytps history                                                  # recent runs, grouped
   pytps history --endpoint http://127.0.0.1:8000 --model llama --metric ttft_p50,decode_tps_p50
   pytps history --endpoint http://127.0.0.1:8000 --baseline 12 --html trend.html
+  pytps history --fingerprint 3fa2 --html trend.html --relative --max-change 5%
   pytps history --fingerprint 3fa2 --csv > trend.csv
   pytps history add results/                                     # import folders saved before the store
   pytps history add --prune                                      # forget runs whose folders are gone
@@ -69,6 +70,20 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
     h.add_argument("--json", action="store_true", help="print JSON")
     h.add_argument("--csv", action="store_true", help="print CSV: one row per run and metric")
     h.add_argument("--html", metavar="FILE", help="write the trend as one offline HTML page (Bokeh)")
+    # The trend page's marks (issue 41): the band and the check's verdicts.
+    h.add_argument(
+        "--max-change",
+        dest="band_max_change",
+        default="10%",
+        metavar="PCT",
+        help="--html: the band of no change drawn around the baseline, and the limit the runs are checked "
+        "with (history check's --max-change; default 10%%)",
+    )
+    h.add_argument(
+        "--relative",
+        action="store_true",
+        help="--html: plot the change against the baseline in %% (default: absolute values)",
+    )
     h.set_defaults(func=cmd_history)
     actions = h.add_subparsers(dest="history_action", metavar="ACTION")
     a = actions.add_parser("add", help="import saved results folders")
@@ -120,7 +135,7 @@ def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | Non
 
 def cmd_history(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
-    from pytps.report.history import parse_metrics, trend
+    from pytps.report.history import check_each_run, parse_limit, parse_metrics, trend
 
     if args.limit < 1:
         raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
@@ -131,14 +146,22 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"no runs in the results store {store.where} match; pytps run records each run there "
               "(pytps history add DIR imports saved folders)", file=sys.stderr)  # fmt: skip
         return 0
+    limit = parse_limit(args.band_max_change)
+    checks: list[Any] = [None] * len(groups)
+    if args.html:
+        # Each run shown as history check judged it when it was the latest (against the runs before
+        # it, shown or not): the page's marks.
+        checks = [
+            check_each_run(g, dict.fromkeys(metrics, limit), only={r.id for r in g.runs[-args.limit :]}) for g in groups
+        ]
     for g in groups:
         g.runs = g.runs[-args.limit :]
     filtered = any(getattr(args, k) for k in ("endpoint", "model", "fingerprint"))
-    trends = [trend(g, metrics, args.baseline if filtered else None) for g in groups]
+    trends = [trend(g, metrics, args.baseline if filtered else None, c) for g, c in zip(groups, checks, strict=True)]
     if args.html:
         from pytps.report.html_history import write_history
 
-        written = write_history(trends, args.html)
+        written = write_history(trends, args.html, limit=limit, relative=args.relative)
         print(f"report: {written}", file=sys.stderr)
     if args.json:
         print(json.dumps(trends, indent=2))
@@ -316,10 +339,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     else:
         for f in regressions:
-            print("REGRESSION " + f.line())
+            print(f.console_line())
         for f in findings:
             if not f.regression:
-                print(("note: " if f.note else "ok: ") + f.line(), file=sys.stderr)
+                print(f.console_line(), file=sys.stderr)
     if not findings:
         print("nothing to check: no group has two complete comparable runs", file=sys.stderr)
     return 1 if regressions else 0
