@@ -20,6 +20,8 @@ COLORS: dict[str, str] = {
 }
 #: A capacity-search probe's status as a verdict class.
 PROBE_CLASSES: dict[str, str] = {"fail": "regression", "pass": "improvement", "undecided": "note"}
+#: A sweep cell's status as a verdict class (a done cell has none).
+CELL_CLASSES: dict[str, str] = {"failed": "regression", "skipped": "note"}
 
 
 def change_class(rel: float | None, significant: bool, better: str | None, limit: float = 0.0) -> Verdict:
