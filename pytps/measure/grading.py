@@ -9,11 +9,14 @@ grader_error with the exception's text, and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import inspect
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +57,20 @@ class Reference:
     record: Mapping[str, Any] = field(default_factory=dict, repr=False)
     custom: UserGrader | None = field(default=None, repr=False)
     _regex: re.Pattern[str] | None = field(default=None, repr=False)
+
+
+def _source_sha256(fn: Any) -> str | None:
+    """The SHA-256 of a user grader's source (its module's file when the function's own source
+    cannot be read); None when neither can."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        try:
+            path = inspect.getsourcefile(fn)
+            text = open(path, encoding="utf-8").read() if path else ""  # noqa: SIM115
+        except (OSError, TypeError):
+            return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None
 
 
 def load_user_grader(spec: str, where: str) -> UserGrader:
@@ -281,6 +298,8 @@ def _user_verdict(ref: Reference, value: Any, extracted: str | None) -> Grade:
         correct = value
     elif isinstance(value, (int, float)):
         score = float(value)
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"the grader returned the score {score!r}, outside [0, 1]")
         correct = score >= 0.5
     else:
         correct = getattr(value, "correct", None)
@@ -289,6 +308,8 @@ def _user_verdict(ref: Reference, value: Any, extracted: str | None) -> Grade:
         raise TypeError(f"the grader returned {value!r}; return a bool, a score, or {{'correct': bool, ...}}")
     if score is not None:
         score = float(score)
+        if not 0.0 <= score <= 1.0:  # NaN fails this too
+            raise ValueError(f"the grader's score {score!r} is outside [0, 1]")
     if correct:
         reason = None
     elif reason is None:
@@ -316,7 +337,29 @@ class Grading:
         """What results.json's metadata.grading records."""
         if not self.enabled:
             return None
-        return {"default_grader": self.default_grader, "items_checked": len(self.references)}
+        return {
+            "default_grader": self.default_grader,
+            "items_checked": len(self.references),
+            **self.identity(),
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs' grading the same (the workload fingerprint hashes it): the graders
+        and extraction rules used, a hash of the reference set (each item's grader, expected answer,
+        extraction rule and options), and each user grader's source hash (its code, so an edited
+        grader is another workload)."""
+        refs = sorted(self.references.values(), key=lambda r: r.item)
+        canon = [[r.item, r.grader, r.expected, r.extract, r.tolerance, r.case_fold, r.schema] for r in refs]
+        text = json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str)
+        specs = sorted({*self._users, *(r.grader for r in refs if r.custom is not None)})
+        users = {spec: _source_sha256(self._users.get(spec) or next(r.custom for r in refs if r.grader == spec))
+                 for spec in specs}  # fmt: skip
+        return {
+            "graders": sorted({r.grader for r in refs} | ({self.default_grader} if self.default_grader else set())),
+            "extracts": sorted({r.extract for r in refs}),
+            "references_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest() if refs else None,
+            "user_graders_sha256": users,
+        }
 
     def reference(self, item: str | None, raw: Mapping[str, Any] | None) -> Reference | None:
         """The item's checked reference; one met only now (a built-in task's) is parsed and not
@@ -362,9 +405,11 @@ class Grading:
                 "reasoning_text": rec.reasoning_text,
                 "model": rec.model,
             }
-            value = ref.custom(request, rec.text, dict(ref.record))
-            if inspect.isawaitable(value):
-                value = await value
+            # A user grader's print() goes to stderr: stdout is pytps's (`--json`).
+            with contextlib.redirect_stdout(sys.stderr):
+                value = ref.custom(request, rec.text, dict(ref.record))
+                if inspect.isawaitable(value):
+                    value = await value
             return _user_verdict(ref, value, EXTRACTORS[ref.extract](rec.text))
         except Exception as exc:  # the run goes on: this request is grader_error
             text = f"{type(exc).__name__}: {exc}"

@@ -149,8 +149,10 @@ def _workload_rows(comparable: dict[str, Any]) -> list[tuple[str, str]]:
     slos = [f"{k} {v}" for k, v in slo.items() if v]
     rows.append(("SLO", "; ".join(slos) if slos else "none"))
     grading = comparable.get("grading")
-    if grading:
-        rows.append(("grading", ", ".join(str(g.get("grader")) for g in grading if isinstance(g, dict)) or "-"))
+    if isinstance(grading, dict):
+        graders = ", ".join(map(str, grading.get("graders") or [])) or "-"
+        extracts = ", ".join(map(str, grading.get("extracts") or []))
+        rows.append(("grading", graders + (f" (extract: {extracts})" if extracts else "")))
     return rows
 
 
