@@ -110,10 +110,10 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
     c.set_defaults(func=cmd_check)
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, *, read_only: bool = False, must_exist: bool = False) -> Any:
     from pytps.results.store import Store
 
-    return Store(getattr(args, "store", None))
+    return Store(getattr(args, "store", None), read_only=read_only, must_exist=must_exist)
 
 
 def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
@@ -140,7 +140,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
     metrics = parse_metrics(args.metric)
-    with _open(args) as store:
+    with _open(args, read_only=True) as store:
         groups = _selected(args, store, None if args.all else ("run",))
     if not groups:
         print(f"no runs in the results store {store.where} match; pytps run records each run there "
@@ -307,7 +307,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                 added += 1
         forgotten = 0
         if args.prune:
-            gone = [r.id for r in store.runs(kinds=("run", "sweep_cell")) if not Path(r.folder).exists()]
+            gone = [r.id for r in store.runs() if _gone(r)]
             forgotten = store.forget(gone)
         where = store.where
     print(
@@ -317,12 +317,21 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gone(run: Any) -> bool:
+    """A row --prune forgets: its folder (or a calibration's saved file) is no longer there, or a
+    run's folder no longer holds its results.json (emptied, or another folder made in its place)."""
+    path = Path(run.folder)
+    if run.kind in ("run", "sweep_cell"):
+        return not (path / "results.json").is_file()
+    return not path.exists()
+
+
 # ---- pytps history check ---------------------------------------------------------------------
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
-    from pytps.report.history import check, load_limits, parse_limit, parse_metrics
+    from pytps.report.history import MIN_RESAMPLES, check, load_limits, parse_limit, parse_metrics
 
     if args.limits and args.check_metric:
         raise ConfigError("--limits FILE names the metrics and their limits: leave out --metric, or --limits")
@@ -331,7 +340,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         limit = parse_limit(args.max_change)
         limits = {m: limit for m in parse_metrics(args.check_metric or "ttft_p50")}
-    with _open(args) as store:
+    if args.resamples < MIN_RESAMPLES:
+        raise ConfigError(
+            f"--resamples {args.resamples}: give at least {MIN_RESAMPLES} (2000 is the default; fewer cannot "
+            "place a 95% interval's ends)"
+        )
+    # A check only reads; a store that is not there is a mistake (a typo would pass a CI gate).
+    with _open(args, read_only=True, must_exist=True) as store:
         groups = _selected(args, store, ("run",))
     findings = check(groups, limits, window=args.window, resamples=args.resamples, seed=args.seed)
     regressions = [f for f in findings if f.regression]

@@ -26,6 +26,9 @@ SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_METRICS = ("ttft_p50", "tpot_p50", "decode_tps_p50", "output_throughput_tps")
 #: The word each verdict's class gets on the console (Finding.status).
 STATUS_WORDS = {"regression": "REGRESSION", "improvement": "improvement:", "ok": "ok:", "note": "note:"}
+#: The fewest bootstrap resamples the check takes: with fewer, the 2.5th and 97.5th percentiles
+#: are one or two draws, and an interval can leave out its own estimate.
+MIN_RESAMPLES = 100
 #: How many comparable runs before the latest the check compares it with.
 DEFAULT_WINDOW = 5
 
@@ -397,6 +400,8 @@ def check(
 ) -> list[Finding]:
     if window < 1:
         raise ConfigError(f"--window {window}: compare with at least 1 earlier run")
+    if resamples < MIN_RESAMPLES:
+        raise ConfigError(f"--resamples {resamples}: give at least {MIN_RESAMPLES}")
     out: list[Finding] = []
     for group in groups:
         out.extend(check_group(group, limits, window=window, resamples=resamples, seed=seed))
