@@ -57,6 +57,9 @@ class Reference:
     record: Mapping[str, Any] = field(default_factory=dict, repr=False)
     custom: UserGrader | None = field(default=None, repr=False)
     _regex: re.Pattern[str] | None = field(default=None, repr=False)
+    #: The hash of what grades this item (grader, expected, extraction rule, options): the
+    #: fingerprint's reference set is made of these, computed when the record is checked.
+    digest: str = field(default="", repr=False)
 
 
 def _source_sha256(fn: Any) -> str | None:
@@ -167,7 +170,16 @@ def parse_reference(
         schema = _schema(raw.get("schema"), where)
     elif grader in ("exact", "contains") and not isinstance(expected, (str, int, float)):
         raise ConfigError(f"{where}: grader {grader} needs expected to be a string (or a number)")
+    try:
+        canon = json.dumps(
+            [grader, expected, extract, float(tolerance), case_fold, schema], sort_keys=True, default=str
+        )
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: the reference is nested too deep (about 1,000 levels at most): flatten it"
+        ) from None
     return Reference(
+        digest=hashlib.sha256(canon.encode("utf-8")).hexdigest(),
         item=item,
         grader=grader,
         expected=expected,
@@ -349,8 +361,9 @@ class Grading:
         extraction rule and options), and each user grader's source hash (its code, so an edited
         grader is another workload)."""
         refs = sorted(self.references.values(), key=lambda r: r.item)
-        canon = [[r.item, r.grader, r.expected, r.extract, r.tolerance, r.case_fold, r.schema] for r in refs]
-        text = json.dumps(canon, sort_keys=True, separators=(",", ":"), default=str)
+        # Each reference's digest, made when its record was checked (a flat list: a reference nested
+        # near the parser's limit is not encoded again here, deep in the run's stack).
+        text = json.dumps([[r.item, r.digest] for r in refs], separators=(",", ":"))
         specs = sorted({*self._users, *(r.grader for r in refs if r.custom is not None)})
         users = {spec: _source_sha256(self._users.get(spec) or next(r.custom for r in refs if r.grader == spec))
                  for spec in specs}  # fmt: skip
