@@ -74,7 +74,7 @@ def trend_plot(metric: str, m: dict[str, Any], baseline: int, limit: float, rela
     }
     better = better_word(metric)
     heading = figure_heading(metric)
-    title = heading + (" · change against the baseline [%]" if relative else "")
+    title = heading + (" · change against the baseline, in %" if relative else "")
     title += f" · {better} is better" if better else ""
     fig = figure(
         title=title,

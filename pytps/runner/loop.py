@@ -212,6 +212,7 @@ class Runner:
                 stream=False,
                 inputs=cfg.inputs.inputs(cfg.api),
                 top_n=cfg.inputs.top_n if cfg.api == "rerank" else None,
+                dimensions=cfg.inputs.dimensions if cfg.api != "rerank" else None,
             )
         prompt = self.cfg.workload.prompt(i)
         if prompt.planned_tokens:

@@ -100,7 +100,7 @@ def test_relative_plots_the_change_against_the_baseline(planted: tuple[str, int]
     assert (band.bottom, band.top) == pytest.approx((-10.0, 10.0))
     ys = fig.renderers[0].data_source.data["y"]
     assert ys[0] == 0.0  # the baseline is the first run
-    assert "change against the baseline [%]" in fig.title.text
+    assert "change against the baseline, in %" in fig.title.text
 
 
 def test_the_workload_is_a_short_table_with_the_json_behind_a_disclosure(planted: tuple[str, int]) -> None:
