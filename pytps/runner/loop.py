@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -264,6 +265,15 @@ class Runner:
             self.on_record(rec)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text + rec.reasoning_text)
+        if self._redactor:
+            # What the server said is written as server text: an echoed key is redacted in the
+            # journal's answer_text and reasoning_text (--keep-text) and in a grade's words.
+            if self.cfg.judge.keep_text:
+                rec.text, rec.reasoning_text = self._redactor(rec.text), self._redactor(rec.reasoning_text)
+            if rec.grade is not None:
+                g = rec.grade
+                red = self._redactor.optional
+                rec.grade = dataclasses.replace(g, reason=red(g.reason), extracted=red(g.extracted), error=red(g.error))
         m = output.add(rec)
         rec.text = rec.reasoning_text = ""  # judged and counted: do not hold every answer in memory
         self.finished += 1

@@ -134,6 +134,12 @@ class Scraper:
                 scrape.types, scrape.samples = parse_exposition(body, ctype)
             except ParseError as exc:
                 scrape.error = str(exc)
+            if self.redactor:
+                # A server can echo a request's credential in a label value (a proxy's `user` or
+                # `key` label): label values are server text like any other, redacted before written.
+                red = self.redactor
+                scrape.samples = [(n, {k: red(v) for k, v in labels.items()}, v) for n, labels, v in scrape.samples]
+                body = red(body)
         self._record(scrape, target, body)
 
     def _record(self, scrape: Scrape, target: _Target, body: str | None) -> None:
