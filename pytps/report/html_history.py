@@ -45,8 +45,8 @@ def better_word(metric: str) -> str | None:
 
 
 def trend_plot(metric: str, m: dict[str, Any], baseline: int, limit: float, relative: bool = False) -> Any:
-    from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Range1d
-    from bokeh.models.annotations import Span
+    from bokeh.models import ColumnDataSource, HoverTool, Range1d
+    from bokeh.models.annotations import BoxAnnotation, Span
     from bokeh.plotting import figure
 
     scale, unit = unit_of(metric)
@@ -61,7 +61,7 @@ def trend_plot(metric: str, m: dict[str, Any], baseline: int, limit: float, rela
 
     points = [p for p in points if y(p) is not None]
     classes = [_verdict_of(p) for p in points]
-    data = {
+    data: dict[str, list[Any]] = {
         "when": [_when(p["when_utc"]) for p in points],
         "y": [y(p) for p in points],
         "value": [fmt_value(metric, p["value"]) for p in points],
@@ -91,7 +91,7 @@ def trend_plot(metric: str, m: dict[str, Any], baseline: int, limit: float, rela
     dots = fig.scatter("when", "y", source=src, size=7, color=verdicts.COLORS["ok"])
     tips = [("run", "@id"), ("when", "@when_text"), ("value", "@value"), ("vs previous", "@vs_prev")]
     tips += [("vs baseline", "@vs_base"), ("history check", "@verdict"), ("folder", "@folder")]
-    renderers = [dots]
+    renderers: list[Any] = [dots]
     for status in ("regression", "improvement"):
         chosen = [i for i, (c, _) in enumerate(classes) if c == status]
         if not chosen:

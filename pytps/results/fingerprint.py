@@ -70,7 +70,7 @@ def comparable_fields(metadata: dict[str, Any]) -> dict[str, Any]:
         # How answers are graded: the grader, the extraction rule and the reference set (a run graded
         # `exact` and one graded `contains` on one dataset are not comparable). Absent before graders
         # were fingerprinted, and for a run that grades nothing: such runs keep their fingerprints.
-        **({"grading": _grading(slo.get("grading"))} if slo.get("grading") else {}),
+        **({"grading": _grading(slo["grading"])} if isinstance(slo.get("grading"), dict) else {}),
     }
 
 
