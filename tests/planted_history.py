@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytps
 from pytps.results.folder import load_results
-from pytps.results.store import Store
+from pytps.store.store import Store
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)
 NIGHTS = 10

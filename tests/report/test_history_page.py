@@ -19,7 +19,7 @@ from planted_history import plant
 from pytps.report import history, html_history, verdicts
 from pytps.report.history import check_each_run, group_runs, parse_limit, trend
 from pytps.report.html_page import Page
-from pytps.results.store import Store
+from pytps.store.store import Store
 
 pytest.importorskip("bokeh")
 

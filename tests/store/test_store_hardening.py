@@ -18,7 +18,7 @@ import pytest
 
 import pytps
 from pytps.results.folder import load_results
-from pytps.results.store import Store
+from pytps.store.store import Store
 
 
 @pytest.fixture(scope="module")

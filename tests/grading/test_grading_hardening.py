@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import pytps
-from pytps.results.fingerprint import fingerprint
+from pytps.store.fingerprint import fingerprint
 from pytps.results.folder import load_journal, load_results
 
 GRADERS = '''
