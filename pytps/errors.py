@@ -46,6 +46,8 @@ def loads_json(text: str | bytes, what: str, error: type[Exception] = ConfigErro
 
     try:
         return json.loads(text)
+    except RecursionError:
+        raise error(f"{what} is nested too deep for the JSON parser (about 1,000 levels at most)") from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
         raise error(f"{what} is not JSON ({exc.msg} at {where})") from None

@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   pytps history                                                  # recent runs, grouped
   pytps history --endpoint http://127.0.0.1:8000 --model llama --metric ttft_p50,decode_tps_p50
   pytps history --endpoint http://127.0.0.1:8000 --baseline 12 --html trend.html
+  pytps history --fingerprint 3fa2 --html trend.html --relative --max-change 5%
   pytps history --fingerprint 3fa2 --csv > trend.csv
   pytps history add results/                                     # import folders saved before the store
   pytps history add --prune                                      # forget runs whose folders are gone
@@ -71,6 +72,20 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
     h.add_argument("--json", action="store_true", help="print JSON")
     h.add_argument("--csv", action="store_true", help="print CSV: one row per run and metric")
     h.add_argument("--html", metavar="FILE", help="write the trend as one offline HTML page (Bokeh)")
+    # The trend page's marks (issue 41): the band and the check's verdicts.
+    h.add_argument(
+        "--max-change",
+        dest="band_max_change",
+        default="10%",
+        metavar="PCT",
+        help="--html: the band of no change drawn around the baseline, and the limit the runs are checked "
+        "with (history check's --max-change; default 10%%)",
+    )
+    h.add_argument(
+        "--relative",
+        action="store_true",
+        help="--html: plot the change against the baseline in %% (default: absolute values)",
+    )
     h.set_defaults(func=cmd_history)
     actions = h.add_subparsers(dest="history_action", metavar="ACTION")
     a = actions.add_parser("add", help="import saved results folders")
@@ -97,10 +112,10 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
     c.set_defaults(func=cmd_check)
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, *, read_only: bool = False, must_exist: bool = False) -> Any:
     from pytps.store.store import Store
 
-    return Store(getattr(args, "store", None))
+    return Store(getattr(args, "store", None), read_only=read_only, must_exist=must_exist)
 
 
 def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
@@ -122,25 +137,33 @@ def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | Non
 
 def cmd_history(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
-    from pytps.report.history import parse_metrics, trend
+    from pytps.report.history import check_each_run, parse_limit, parse_metrics, trend
 
     if args.limit < 1:
         raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
     metrics = parse_metrics(args.metric)
-    with _open(args) as store:
+    with _open(args, read_only=True) as store:
         groups = _selected(args, store, None if args.all else ("run",))
     if not groups:
         print(f"no runs in the results store {store.where} match; pytps run records each run there "
               "(pytps history add DIR imports saved folders)", file=sys.stderr)  # fmt: skip
         return 0
+    limit = parse_limit(args.band_max_change)
+    checks: list[Any] = [None] * len(groups)
+    if args.html:
+        # Each run shown as history check judged it when it was the latest (against the runs before
+        # it, shown or not): the page's marks.
+        checks = [
+            check_each_run(g, dict.fromkeys(metrics, limit), only={r.id for r in g.runs[-args.limit :]}) for g in groups
+        ]
     for g in groups:
         g.runs = g.runs[-args.limit :]
     filtered = any(getattr(args, k) for k in ("endpoint", "model", "fingerprint"))
-    trends = [trend(g, metrics, args.baseline if filtered else None) for g in groups]
+    trends = [trend(g, metrics, args.baseline if filtered else None, c) for g, c in zip(groups, checks, strict=True)]
     if args.html:
         from pytps.report.html_history import write_history
 
-        written = write_history(trends, args.html)
+        written = write_history(trends, args.html, limit=limit, relative=args.relative)
         print(f"report: {written}", file=sys.stderr)
     if args.json:
         print(json.dumps(trends, indent=2))
@@ -286,7 +309,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                 added += 1
         forgotten = 0
         if args.prune:
-            gone = [r.id for r in store.runs(kinds=("run", "sweep_cell")) if not Path(r.folder).exists()]
+            gone = [r.id for r in store.runs() if _gone(r)]
             forgotten = store.forget(gone)
         where = store.where
     print(
@@ -296,12 +319,21 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gone(run: Any) -> bool:
+    """A row --prune forgets: its folder (or a calibration's saved file) is no longer there, or a
+    run's folder no longer holds its results.json (emptied, or another folder made in its place)."""
+    path = Path(run.folder)
+    if run.kind in ("run", "sweep_cell"):
+        return not (path / RESULTS).is_file()
+    return not path.exists()
+
+
 # ---- pytps history check ---------------------------------------------------------------------
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
-    from pytps.report.history import check, load_limits, parse_limit, parse_metrics
+    from pytps.report.history import MIN_RESAMPLES, check, load_limits, parse_limit, parse_metrics
 
     if args.limits and args.check_metric:
         raise ConfigError("--limits FILE names the metrics and their limits: leave out --metric, or --limits")
@@ -310,7 +342,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         limit = parse_limit(args.max_change)
         limits = {m: limit for m in parse_metrics(args.check_metric or "ttft_p50")}
-    with _open(args) as store:
+    if args.resamples < MIN_RESAMPLES:
+        raise ConfigError(
+            f"--resamples {args.resamples}: give at least {MIN_RESAMPLES} (2000 is the default; fewer cannot "
+            "place a 95% interval's ends)"
+        )
+    # A check only reads; a store that is not there is a mistake (a typo would pass a CI gate).
+    with _open(args, read_only=True, must_exist=True) as store:
         groups = _selected(args, store, ("run",))
     findings = check(groups, limits, window=args.window, resamples=args.resamples, seed=args.seed)
     regressions = [f for f in findings if f.regression]
@@ -320,10 +358,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         from pytps.report.terminal import shown
 
         for f in regressions:
-            print("REGRESSION " + shown(f.line()))
+            print(shown(f.console_line()))
         for f in findings:
             if not f.regression:
-                print(("note: " if f.note else "ok: ") + shown(f.line()), file=sys.stderr)
+                print(shown(f.console_line()), file=sys.stderr)
     if not findings:
         print("nothing to check: no group has two complete comparable runs", file=sys.stderr)
     return 1 if regressions else 0

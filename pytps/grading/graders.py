@@ -14,10 +14,14 @@ deadline (--grader-timeout-s), which makes the verdict grader_timeout.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
+import inspect
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -95,6 +99,9 @@ class Reference:
     #: Graded in a worker process under the deadline (a user's grader, a JSON Schema, a regex
     #: that only Python's engine takes), not in the run's process.
     isolated: bool = False
+    #: The hash of what grades this item (grader, expected, extraction rule, options): the
+    #: fingerprint's reference set is made of these, computed when the record is checked.
+    digest: str = field(default="", repr=False)
 
 
 def compile_re2(pattern: str, case_fold: bool = False) -> Any:
@@ -109,6 +116,21 @@ def compile_re2(pattern: str, case_fold: bool = False) -> Any:
         return re2.compile(pattern, options)
     except re2.error:
         return None
+
+
+
+def _source_sha256(fn: Any) -> str | None:
+    """The SHA-256 of a user grader's source (its module's file when the function's own source
+    cannot be read); None when neither can."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        try:
+            path = inspect.getsourcefile(fn)
+            text = open(path, encoding="utf-8").read() if path else ""  # noqa: SIM115
+        except (OSError, TypeError):
+            return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None
 
 
 def load_user_grader(spec: str, where: str) -> UserGrader:
@@ -213,7 +235,16 @@ def parse_reference(
         schema = _schema(raw.get("schema"), where)
     elif grader in ("exact", "contains") and not isinstance(expected, (str, int, float)):
         raise ConfigError(f"{where}: grader {grader} needs expected to be a string (or a number)")
+    try:
+        canon = json.dumps(
+            [grader, expected, extract, float(tolerance), case_fold, schema], sort_keys=True, default=str
+        )
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: the reference is nested too deep (about 1,000 levels at most): flatten it"
+        ) from None
     return Reference(
+        digest=hashlib.sha256(canon.encode("utf-8")).hexdigest(),
         item=item,
         grader=grader,
         expected=expected,
@@ -345,6 +376,8 @@ def _user_verdict(ref: Reference, value: Any, extracted: str | None) -> Grade:
         correct = value
     elif isinstance(value, (int, float)):
         score = float(value)
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"the grader returned the score {score!r}, outside [0, 1]")
         correct = score >= 0.5
     else:
         correct = getattr(value, "correct", None)
@@ -353,6 +386,8 @@ def _user_verdict(ref: Reference, value: Any, extracted: str | None) -> Grade:
         raise TypeError(f"the grader returned {value!r}; return a bool, a score, or {{'correct': bool, ...}}")
     if score is not None:
         score = float(score)
+        if not 0.0 <= score <= 1.0:  # NaN fails this too
+            raise ValueError(f"the grader's score {score!r} is outside [0, 1]")
     if correct:
         reason = None
     elif reason is None:
@@ -387,6 +422,7 @@ class Grading:
             "default_grader": self.default_grader,
             "items_checked": len(self.references),
             "timeout_s": self.timeout_s,
+            **self.identity(),
         }
 
     def close(self) -> None:
@@ -413,6 +449,25 @@ class Grading:
         if ref is None:
             return None
         return Grade(ref.item, ref.grader, None, None, "grader_pending: the run ended before this answer was graded")
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs' grading the same (the workload fingerprint hashes it): the graders
+        and extraction rules used, a hash of the reference set (each item's grader, expected answer,
+        extraction rule and options), and each user grader's source hash (its code, so an edited
+        grader is another workload)."""
+        refs = sorted(self.references.values(), key=lambda r: r.item)
+        # Each reference's digest, made when its record was checked (a flat list: a reference nested
+        # near the parser's limit is not encoded again here, deep in the run's stack).
+        text = json.dumps([[r.item, r.digest] for r in refs], separators=(",", ":"))
+        specs = sorted({*self._users, *(r.grader for r in refs if r.custom is not None)})
+        users = {spec: _source_sha256(self._users.get(spec) or next(r.custom for r in refs if r.grader == spec))
+                 for spec in specs}  # fmt: skip
+        return {
+            "graders": sorted({r.grader for r in refs} | ({self.default_grader} if self.default_grader else set())),
+            "extracts": sorted({r.extract for r in refs}),
+            "references_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest() if refs else None,
+            "user_graders_sha256": users,
+        }
 
     def reference(self, item: str | None, raw: Mapping[str, Any] | None) -> Reference | None:
         """The item's checked reference; one met only now (a built-in task's) is parsed and not

@@ -6,7 +6,8 @@ once, off the timed path, and fills the record as the StreamRecorder fills a str
 finish reason, and for embeddings and rerank what the answer holds (docs/metrics.md, "Embeddings
 and rerank"). A 2xx body that does not say what was asked is error class protocol:
 
-- embeddings: not exactly one vector per input, or vectors of different lengths (or none);
+- embeddings: not exactly one vector per input, vectors of different lengths (or none), a NaN or an
+  infinity in one, or another length than `dimensions` asked for;
 - rerank: more results than documents or than top_n asked, an index outside the documents, or
   an index ranked twice (the Cohere / Jina / vLLM object with "results", or TEI's bare list);
 - generation: not a JSON object of the API's shape.
@@ -14,8 +15,10 @@ and rerank"). A 2xx body that does not say what was asked is error class protoco
 
 from __future__ import annotations
 
+import array
 import base64
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,15 +80,22 @@ def _fail(rec: RequestRecord, detail: str) -> None:
 
 
 def _vector_length(value: Any) -> int | None:
-    """Components of one embedding: a list of numbers, or a base64 string of float32s."""
+    """Components of one embedding: a list of numbers, or a base64 string of float32s; -1 when it
+    holds a NaN or an infinity (JSON's NaN/Infinity, which Python's parser takes, or such floats)."""
     if isinstance(value, list):
-        return len(value) if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value) else None
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            return None
+        return len(value) if all(math.isfinite(x) for x in value) else -1
     if isinstance(value, str):
         try:
             raw = base64.b64decode(value, validate=True)
         except ValueError:
             return None
-        return len(raw) // 4 if len(raw) % 4 == 0 else None
+        if len(raw) % 4:
+            return None
+        floats = array.array("f")
+        floats.frombytes(raw)
+        return len(floats) if all(math.isfinite(x) for x in floats) else -1
     return None
 
 
@@ -110,9 +120,14 @@ def _embeddings(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
     lengths = {_vector_length(v) for v in vectors}
     if None in lengths or 0 in lengths:
         return "an embedding is not a non-empty list of numbers (or base64 float32s)"
+    if -1 in lengths:
+        return "an embedding holds NaN or an infinity"
     if len(lengths) != 1:
         return f"embeddings of different lengths: {sorted(n for n in lengths if n is not None)}"
-    rec.embedding_dim = lengths.pop()
+    dim = lengths.pop()
+    if rec.dimensions is not None and dim != rec.dimensions:
+        return f"embeddings of {dim} components where --dimensions asked for {rec.dimensions}"
+    rec.embedding_dim = dim
     rec.results = len(vectors)
     return None
 

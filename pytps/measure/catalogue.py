@@ -156,3 +156,15 @@ def of_figure(name: str) -> Metric | None:
             if key in _BY_KEY:
                 return _BY_KEY[key]
     return None
+
+
+def figure_heading(name: str) -> str:
+    """A flat figure's heading with its statistic and unit ("TTFT p50 [ms]", "output throughput
+    [tok/s]"), as the trend page and `pytps history` show it; a figure the catalogue does not hold
+    keeps its name (tests/report/test_history_page.py refuses that on a page)."""
+    m = of_figure(name)
+    if m is None:
+        return name
+    if name in _BY_KEY or name in _STORED_BY_KEY:
+        return m.heading
+    return m.stat_heading(name.rpartition("_")[2])

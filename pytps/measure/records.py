@@ -57,13 +57,16 @@ def no_response_detail(how: str, resent: bool) -> str:
     return detail
 
 
-def compressed_body_detail(encoding: str) -> str:
+def compressed_body_detail(encoding: str, stream: bool = True) -> str:
     """Error class protocol's detail for a 2xx body the server compressed though every request
-    asks for Accept-Encoding: identity: a compressed stream cannot be timed event by event."""
+    asks for Accept-Encoding: identity: a compressed stream cannot be timed event by event, nor a
+    whole body's bytes. stream: the request asked for an event stream (not --no-stream, embeddings
+    or rerank, which ask for one response body)."""
+    what = "event stream" if stream else "response body"
     return (
-        f"the server sent the event stream compressed (Content-Encoding: {encoding}) although the request "
-        "asked for Accept-Encoding: identity; pytps times uncompressed streams only: turn compression off "
-        "for this route on the server or the proxy in front of it"
+        f"the server sent the {what} compressed (Content-Encoding: {encoding}) although the request "
+        f"asked for Accept-Encoding: identity; pytps times uncompressed {'streams' if stream else 'bodies'} only: turn "
+        "compression off for this route on the server or the proxy in front of it"
     )
 
 
@@ -161,6 +164,7 @@ class RequestRecord:
     # answer held: its vectors' length, and the vectors or ranked documents it carried.
     inputs: int | None = None
     top_n: int | None = None
+    dimensions: int | None = None  # embeddings: the vector length asked for (--dimensions)
     embedding_dim: int | None = None
     results: int | None = None
     # Image prompts: the images sent with the request, their encoded bytes and pixels.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +19,17 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import resample
 from pytps.measure.catalogue import of_figure
 from pytps.report.compare import bootstrap_diff, load_run
+from pytps.report.verdicts import change_class
 from pytps.results.files import JOURNAL
 from pytps.store.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
 
 SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_METRICS = ("ttft_p50", "tpot_p50", "decode_tps_p50", "output_throughput_tps")
+#: The word each verdict's class gets on the console (Finding.status).
+STATUS_WORDS = {"regression": "REGRESSION", "improvement": "improvement:", "ok": "ok:", "note": "note:"}
+#: The fewest bootstrap resamples the check takes: with fewer, the 2.5th and 97.5th percentiles
+#: are one or two draws, and an interval can leave out its own estimate.
+MIN_RESAMPLES = 100
 #: How many comparable runs before the latest the check compares it with.
 DEFAULT_WINDOW = 5
 
@@ -148,9 +154,15 @@ def pick_baseline(group: Group, baseline: int | None) -> StoredRun:
     )
 
 
-def trend(group: Group, metrics: Sequence[str], baseline: int | None = None) -> dict[str, Any]:
+def trend(
+    group: Group,
+    metrics: Sequence[str],
+    baseline: int | None = None,
+    checks: dict[int, dict[str, Finding]] | None = None,
+) -> dict[str, Any]:
     """Each metric's values over the group's runs, with the change against the previous run and the
-    baseline (JSON-able; `pytps history --json`)."""
+    baseline (JSON-able; `pytps history --json`); with `checks` (check_each_run's), each point's
+    verdict as `check`: {status, verdict}."""
     base = pick_baseline(group, baseline)
     out: dict[str, Any] = {
         "endpoint": group.endpoint,
@@ -178,6 +190,9 @@ def trend(group: Group, metrics: Sequence[str], baseline: int | None = None) -> 
                     "folder": run.folder,
                 }
             )
+            found = (checks or {}).get(run.id, {}).get(metric)
+            if found is not None:
+                points[-1]["check"] = {"status": found.status, "verdict": found.verdict()}
             if v is not None:
                 prev = v
         out["metrics"][metric] = {
@@ -243,21 +258,41 @@ class Finding:
     regression: bool
     note: str | None = None
 
-    def line(self) -> str:
-        """The one line a regression (or a note) gets."""
-        g = self.group
-        head = f"{self.metric} {g.endpoint} {g.model} [{g.fingerprint}] run {self.latest.id}"
+    @property
+    def status(self) -> str:
+        """The verdict's class, the one the console's word and the HTML pages' colour come from:
+        `regression` (worse beyond the limit, the interval leaving out no change), `improvement`
+        (the same, for the better), `note` (not checked) or `ok`."""
         if self.note:
-            return f"{head}: {self.note}"
+            return "note"
+        if self.regression:
+            return "regression"
+        better = "higher" if higher_is_better(self.metric) else "lower"
+        return change_class(self.rel, self.significant, better, self.limit)
+
+    def verdict(self) -> str:
+        """The finding in words, without the group: what the console line ends with and what the
+        trend page's hover shows."""
+        if self.note:
+            return self.note
         ci = ""
         if self.rel_ci95 is not None:
             ci = f", 95% CI {fmt_change(self.rel_ci95[0])} … {fmt_change(self.rel_ci95[1])}"
-        word = "worse" if self.regression else "change"
+        word = {"regression": "worse", "improvement": "better"}.get(self.status, "change")
         return (
-            f"{head}: {fmt_value(self.metric, self.value)} against {fmt_value(self.metric, self.reference)} "
+            f"{fmt_value(self.metric, self.value)} against {fmt_value(self.metric, self.reference)} "
             f"over {len(self.against)} comparable runs ({fmt_change(self.rel)} {word}{ci}; limit "
             f"{self.limit * 100:g}%)"
         )
+
+    def line(self) -> str:
+        """The one line a regression (or a note) gets."""
+        g = self.group
+        return f"{self.metric} {g.endpoint} {g.model} [{g.fingerprint}] run {self.latest.id}: {self.verdict()}"
+
+    def console_line(self) -> str:
+        """`history check`'s line: the verdict's word, then the line."""
+        return f"{STATUS_WORDS[self.status]} {self.line()}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -274,6 +309,7 @@ class Finding:
             "significant": self.significant,
             "limit": self.limit,
             "regression": self.regression,
+            "status": self.status,
             "note": self.note,
         }
 
@@ -292,9 +328,16 @@ def _has_journal(run: StoredRun) -> bool:
 
 
 def check_group(
-    group: Group, limits: dict[str, float], *, window: int = DEFAULT_WINDOW, resamples: int = 2000, seed: int = 0
+    group: Group,
+    limits: dict[str, float],
+    *,
+    window: int = DEFAULT_WINDOW,
+    resamples: int = 2000,
+    seed: int = 0,
+    load: Callable[[str], Any] = load_run,
 ) -> list[Finding]:
-    """The group's latest complete run against up to `window` complete runs before it."""
+    """The group's latest complete run against up to `window` complete runs before it (`load`
+    reads a run folder's journal: the trend page passes a cached one)."""
     complete = [r for r in group.runs if r.status == "complete"]
     if len(complete) < 2:
         return []
@@ -312,9 +355,9 @@ def check_group(
                 gone = "its folder" if not _has_journal(latest) else "the earlier runs' folders"
                 out.append(_note(metric, group, latest, before, limit, f"not checked: {gone} no longer hold a journal"))
                 continue
-            base = [load_run(r.folder).values(key) for r in usable]
+            base = [load(r.folder).values(key) for r in usable]
             base = [b for b in base if b.size]
-            other = load_run(latest.folder).values(key)
+            other = load(latest.folder).values(key)
             if not base or not other.size:
                 out.append(_note(metric, group, latest, usable, limit, "not checked: no successful requests"))
                 continue
@@ -336,7 +379,8 @@ def check_group(
             rel_ci = (value / hi - 1, value / lo - 1) if lo > 0 else None
             significant = not lo <= value <= hi
             against = [r for r in before if metric in r.figures]
-        regression = bool(significant and rel is not None and rel * worse > limit)
+        better = "lower" if worse > 0 else "higher"
+        regression = change_class(rel, bool(significant), better, limit) == "regression"
         out.append(
             Finding(metric, group, latest, against, value, reference, rel, rel_ci, significant, limit, regression)
         )
@@ -357,7 +401,40 @@ def check(
 ) -> list[Finding]:
     if window < 1:
         raise ConfigError(f"--window {window}: compare with at least 1 earlier run")
+    if resamples < MIN_RESAMPLES:
+        raise ConfigError(f"--resamples {resamples}: give at least {MIN_RESAMPLES}")
     out: list[Finding] = []
     for group in groups:
         out.extend(check_group(group, limits, window=window, resamples=resamples, seed=seed))
+    return out
+
+
+def check_each_run(
+    group: Group,
+    limits: dict[str, float],
+    *,
+    window: int = DEFAULT_WINDOW,
+    resamples: int = 2000,
+    seed: int = 0,
+    only: set[int] | None = None,
+) -> dict[int, dict[str, Finding]]:
+    """What `history check` said, or would have said, of each complete run when it was the latest:
+    {run id: {metric: Finding}} (the trend page's marks). The same check_group on each prefix of
+    the group, so a run's mark on the page is the console's verdict on it. `only`: the runs to judge
+    (the ones shown), each still against the runs before it."""
+    cache: dict[str, Any] = {}
+
+    def cached(folder: str) -> Any:
+        if folder not in cache:
+            cache[folder] = load_run(folder)
+        return cache[folder]
+
+    out: dict[int, dict[str, Finding]] = {}
+    for i, run in enumerate(group.runs):
+        if run.status != "complete" or (only is not None and run.id not in only):
+            continue
+        prefix = Group(group.endpoint, group.model, group.fingerprint, group.runs[: i + 1])
+        findings = check_group(prefix, limits, window=window, resamples=resamples, seed=seed, load=cached)
+        if findings:
+            out[run.id] = {f.metric: f for f in findings}
     return out

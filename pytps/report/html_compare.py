@@ -11,6 +11,7 @@ from pytps.measure.catalogue import metric
 from pytps.report.html_page import Page, bokeh_module, e, meta_list, write_page
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
+from pytps.report.verdicts import change_class
 
 #: The per-request metrics whose CDFs are overlaid, one curve per side.
 CDF_METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_tps")
@@ -52,11 +53,14 @@ def compare_page(result: dict[str, Any], curves: Callable[[str], list[tuple[str,
                     lo, hi = (x * scale for x in d["ci95"])
                     diff += f" [{fmt_signed(lo, unit)}, {fmt_signed(hi, unit)}]"
                 rel = "-" if d["rel"] is None else fmt_signed(d["rel"] * 100, "%") + "%"
-                sig = ' class="num sig"' if d["significant"] else ' class="num"'
+                # The trend page's colours: a significant change for the worse is a regression's red.
+                cls = change_class(d["rel"], bool(d["significant"]), m.get("better"))
+                mark = f" {cls}" if cls in ("regression", "improvement") else ""
+                sig = f' class="num sig{mark}"' if d["significant"] else ' class="num"'
                 cells += [
                     f'<td class="num">{e(fmt(None if value is None else value * scale, unit))}</td>',
                     f"<td{sig}>{e(diff)}{' *' if d['significant'] else ''}</td>",
-                    f'<td class="num">{e(rel)}</td>',
+                    f'<td class="num{mark if d["significant"] else ""}">{e(rel)}</td>',
                 ]
             rows.append("<tr>" + "".join(cells) + "</tr>")
     page.add(
@@ -68,7 +72,9 @@ def compare_page(result: dict[str, Any], curves: Callable[[str], list[tuple[str,
     )
     page.add(
         f'<p class="note">* (bold): the 95% bootstrap interval of the difference leaves out 0 '
-        f"({result['resamples']:,} resamples, seed {result['seed']}; docs/compare.md).</p>"
+        f"({result['resamples']:,} resamples, seed {result['seed']}; docs/compare.md); in "
+        '<span class="regression">red</span> when that is worse, in <span class="improvement">green</span> '
+        "when better (the history page's colours).</p>"
     )
     page.add("<h2>Distributions, overlaid</h2>")
     plotted = []

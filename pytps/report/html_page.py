@@ -5,12 +5,16 @@ html_run, html_sweep and html_compare; html.py holds the entry points."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import Any
 
 from pytps import __version__
 from pytps.errors import ConfigError
+from pytps.report import verdicts
 from pytps.report.numbers import fmt
+
+_TABLE = re.compile(r"(<table\b.*?</table>)", re.S)
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1200px;
@@ -26,6 +30,10 @@ dl.meta dt { color: #666; } dl.meta dd { margin: 0; }
 .plots3 { display: grid; grid-template-columns: 1fr 1fr 1fr; gap: 10px; }
 @media (max-width: 900px) { .plots2, .plots3 { grid-template-columns: 1fr; } }
 footer { margin-top: 2em; color: #777; font-size: 12px; }
+div.tablebox { max-width: 100%; overflow-x: auto; }
+td.path { word-break: break-all; min-width: 12em; }
+pre.json { white-space: pre-wrap; word-break: break-all; background: #f8f8f8; padding: 6px; }
+details { margin: .4em 0; }
 """
 
 
@@ -65,12 +73,13 @@ class Page:
         # Only BokehJS's core: the report uses no widgets, tables or WebGL (1.3 MB rather than 4 MB).
         resources = bokeh.resources.Resources(mode="inline", components=["bokeh"])
         script, divs = bokeh.embed.components(self.figures) if self.figures else ("", {})
-        body = "\n".join(self.parts)
+        # Every table in a box of its own that scrolls sideways: a wide one never widens the page.
+        body = _TABLE.sub(r'<div class="tablebox">\1</div>', "\n".join(self.parts))
         for name, div in divs.items():
             body = body.replace(f"@@{name}@@", f'<div class="plot" data-plot="{name}">{div}</div>')
         return (
             '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f"<title>{e(self.title)}</title>\n<style>{CSS}</style>\n"
+            f"<title>{e(self.title)}</title>\n<style>{CSS}{verdicts.css()}</style>\n"
             f"{resources.render_js()}\n</head>\n<body>\n{body}\n"
             f"<footer>pytps {e(__version__)} · plots by Bokeh {e(bokeh.__version__)}, its JavaScript inlined: "
             "this file needs no network.</footer>\n"

@@ -268,7 +268,10 @@ def search_probes(axis: str, probes: list[dict[str, Any]], capacity: dict[str, A
     completion = metric("request_throughput_rps")
     load_label = f"load [{completion.unit}]" if axis == "rate" else "requests in flight"
     fig = _figure("capacity search: the probes", load_label, completion.heading, 340)
-    colors = {"pass": "#31a354", "fail": "#de2d26", "undecided": "#fd8d3c"}
+    from pytps.report.verdicts import COLORS, PROBE_CLASSES
+
+    # The verdicts' colours, as every page draws them (report/verdicts.py).
+    colors = {status: COLORS[cls] for status, cls in PROBE_CLASSES.items()}
     for status, color in colors.items():
         chosen = [(i, p) for i, p in enumerate(probes, start=1) if p["status"] == status and p.get("completion_rps")]
         if not chosen:

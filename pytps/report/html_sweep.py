@@ -12,6 +12,7 @@ from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
 from pytps.report.sweep_curve import optional_columns
+from pytps.report.verdicts import CELL_CLASSES, PROBE_CLASSES
 from pytps.results.files import RESULTS
 from pytps.sweep.cells import headline_metric, streamed, table
 from pytps.sweep.search import capacity_line, describe_check
@@ -113,8 +114,10 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         probe_rows = []
         for i, probe in enumerate(search.get("probes") or [], start=1):
             load = f"{probe['load']:.4g}"
+            cls = PROBE_CLASSES.get(str(probe["status"]), "")
             probe_rows.append(
-                f'<tr><td>{i}</td><td class="num">{e(load)}</td><td>{e(probe["status"])}</td>'
+                f'<tr class="{cls}"><td>{i}</td><td class="num">{e(load)}</td>'
+                f'<td class="{cls}">{e(probe["status"])}</td>'
                 f"<td>{probe['runs']}</td><td>{e(describe_check(probe.get('deciding')))}</td></tr>"
             )
         head = "<tr><th>probe</th><th>load</th><th>verdict</th><th>runs</th><th>deciding check</th></tr>"
@@ -132,7 +135,8 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
         rows.append(
             "<tr>"
             + "".join(f"<td>{e(cell['values'].get(a))}</td>" for a in axes)
-            + f"<td>{e(status)}</td>"
+            # A failed cell gets the regression's colour, as a failed probe does; a skipped one a note's.
+            + f'<td class="{CELL_CLASSES.get(str(cell.get("status")), "")}">{e(status)}</td>'
             + "".join(f'<td class="num">{e(v)}</td>' for v in vals)
             + "</tr>"
         )

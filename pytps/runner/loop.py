@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -219,6 +220,7 @@ class Runner:
                 stream=False,
                 inputs=cfg.inputs.inputs(cfg.api),
                 top_n=cfg.inputs.top_n if cfg.api == "rerank" else None,
+                dimensions=cfg.inputs.dimensions if cfg.api != "rerank" else None,
             )
         prompt = self.cfg.workload.prompt(i)
         if prompt.planned_tokens:
@@ -304,9 +306,18 @@ class Runner:
             self.on_record(rec)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text + rec.reasoning_text)
+        if self._redactor and self.cfg.judge.keep_text:
+            # What the server said is written as server text: an echoed key is redacted in the
+            # journal's answer_text and reasoning_text (--keep-text), the pending line's included.
+            rec.text, rec.reasoning_text = self._redactor(rec.text), self._redactor(rec.reasoning_text)
 
     def _finish(self, rec: RequestRecord, output: RunOutput, grading: str = GRADING_DONE) -> None:
         """One finished request: O(1) whatever the run's length (the work per token aside)."""
+        if self._redactor and rec.grade is not None:
+            # A grade's words quote the server's text: an echoed key is redacted there too.
+            g = rec.grade
+            red = self._redactor.optional
+            rec.grade = dataclasses.replace(g, reason=red(g.reason), extracted=red(g.extracted), error=red(g.error))
         m = output.add(rec, grading)
         rec.text = rec.reasoning_text = ""  # judged and counted: do not hold every answer in memory
         self.finished += 1

@@ -194,6 +194,12 @@ class Scraper:
                     f"more than {self.max_series:,} series in one scrape (pytps's cap of series per scrape); "
                     "this scrape is dropped"
                 )
+            if self.redactor:
+                # A server can echo a request's credential in a label value (a proxy's `user` or
+                # `key` label): label values are server text like any other, redacted before written.
+                red = self.redactor
+                scrape.samples = [(n, {k: red(v) for k, v in labels.items()}, v) for n, labels, v in scrape.samples]
+                body = red(body)
         self._record(scrape, target, body)
 
     def _record(self, scrape: Scrape, target: _Target, body: str | None) -> None:

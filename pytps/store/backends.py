@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,8 +53,11 @@ class SqliteDatabase:
     name = "sqlite"
     id_column = "INTEGER PRIMARY KEY AUTOINCREMENT"
 
-    def __init__(self, path: Path, timeout_s: float) -> None:
+    def __init__(self, path: Path, timeout_s: float, read_only: bool = False) -> None:
         self.where = str(path)
+        if read_only:
+            self._open_read_only(path, timeout_s)
+            return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: no implicit transactions; transaction() says BEGIN itself.
@@ -68,6 +72,25 @@ class SqliteDatabase:
             self._conn.execute("PRAGMA foreign_keys = ON")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"results store {path} cannot be opened: {exc}") from None
+
+    def _open_read_only(self, path: Path, timeout_s: float) -> None:
+        """For the commands that only read (history, history check): no WAL switch, no file
+        created. A WAL store in a folder this user cannot write has no -shm file to share and
+        cannot make one: it is opened immutable then (nothing can write there either)."""
+        uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
+        last: Exception | None = None
+        for suffix in ("", "&immutable=1"):
+            try:
+                self._conn = sqlite3.connect(
+                    uri + suffix, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False
+                )
+                self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return
+            except sqlite3.Error as exc:
+                last = exc
+                if suffix or os.access(path.parent, os.W_OK):
+                    break
+        raise StoreError(f"results store {path} cannot be read: {last}")
 
     @contextmanager
     def transaction(self, write: bool = False, schema: bool = False) -> Iterator[None]:
@@ -151,16 +174,33 @@ class PostgresDatabase:
         self._conn.close()
 
 
-def open_database(spec: str, timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> Database:
-    """A path is a SQLite file; a URL names its backend (sqlite:///PATH, postgresql://...)."""
+def sqlite_path(spec: str) -> Path | None:
+    """The file of a SQLite store spec (a path or sqlite:///PATH); None for another backend."""
     if "://" not in spec:
-        return SqliteDatabase(Path(os.path.expanduser(spec)), timeout_s)
-    scheme = spec.split("://", 1)[0].lower()
-    if scheme == "sqlite":
-        # As SQLAlchemy writes them: sqlite:///relative.sqlite, sqlite:////absolute/path.sqlite.
-        if not spec.startswith("sqlite:///") or len(spec) == len("sqlite:///"):
-            raise StoreError(f"results store {spec!r}: write a SQLite URL as sqlite:///FILE (sqlite:////abs/FILE)")
-        return SqliteDatabase(Path(spec[len("sqlite:///") :]), timeout_s)
+        return Path(os.path.expanduser(spec))
+    if spec.split("://", 1)[0].lower() != "sqlite":
+        return None
+    # As SQLAlchemy writes them: sqlite:///relative.sqlite, sqlite:////absolute/path.sqlite.
+    if not spec.startswith("sqlite:///") or len(spec) == len("sqlite:///"):
+        raise StoreError(f"results store {spec!r}: write a SQLite URL as sqlite:///FILE (sqlite:////abs/FILE)")
+    return Path(spec[len("sqlite:///") :])
+
+
+def open_database(
+    spec: str, timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, *, read_only: bool = False, must_exist: bool = False
+) -> Database:
+    """A path is a SQLite file; a URL names its backend (sqlite:///PATH, postgresql://...).
+    read_only: a SQLite file that exists is opened read-only (a missing one is created as usual,
+    unless must_exist: then it is an error, so a mistyped --store does not pass for an empty one)."""
+    scheme = spec.split("://", 1)[0].lower() if "://" in spec else "sqlite"
+    path = sqlite_path(spec)
+    if path is not None:
+        if must_exist and not path.is_file():
+            raise StoreError(
+                f"results store {path} does not exist; check --store or $PYTPS_STORE (this command reads a "
+                "store and never creates one)"
+            )
+        return SqliteDatabase(path, timeout_s, read_only=read_only and path.is_file())
     if scheme in ("postgresql", "postgres"):
         return PostgresDatabase(spec, timeout_s)
     raise StoreError(

@@ -3,8 +3,9 @@
 
 Read from a results.json's metadata only, so a live run and an imported folder (`pytps history
 add`) get the same fingerprint. What goes in: the API and its extra body, the workload's settings
-(lengths, dataset and its file's hash, sessions, trace), the load's mode and level, the SLOs and
-graders. What stays out: what varies from run to run by design (the seed and the prompt salt, the
+(lengths, dataset and its file's hash, sessions, trace), the load's mode and level, the SLOs, and
+the grading (the graders, the extraction rules, a hash of the reference set and of a user grader's
+source). What stays out: what varies from run to run by design (the seed and the prompt salt, the
 request count and duration), how it was measured (transport, event loop), and prices.
 """
 
@@ -21,6 +22,8 @@ _RERUN_KEYS = frozenset({"seed", "salt"})
 _FOUND_KEYS = frozenset({"records", "skipped"})
 _LOAD_KEYS = ("mode", "concurrency", "rate_rps", "arrival", "burstiness", "max_concurrency")
 FINGERPRINT_CHARS = 12
+# metadata.slo.grading's keys the fingerprint hashes (not items_checked: a count found by loading).
+_GRADING_KEYS = ("default_grader", "graders", "extracts", "references_sha256", "user_graders_sha256")
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str | None:
@@ -64,7 +67,15 @@ def comparable_fields(metadata: dict[str, Any]) -> dict[str, Any]:
         "workload": _workload(metadata.get("workload") or {}),
         "load": {k: load.get(k) for k in _LOAD_KEYS},
         "slo": {k: slo.get(k) for k in ("per_request_s", "run_s", "validation")},
+        # How answers are graded: the grader, the extraction rule and the reference set (a run graded
+        # `exact` and one graded `contains` on one dataset are not comparable). Absent before graders
+        # were fingerprinted, and for a run that grades nothing: such runs keep their fingerprints.
+        **({"grading": _grading(slo["grading"])} if isinstance(slo.get("grading"), dict) else {}),
     }
+
+
+def _grading(grading: dict[str, Any]) -> dict[str, Any]:
+    return {k: grading.get(k) for k in _GRADING_KEYS}
 
 
 def fingerprint_of(fields: dict[str, Any]) -> str:

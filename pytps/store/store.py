@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +33,8 @@ STORE_SCHEMA_VERSION = 1
 STORE_ENV = "PYTPS_STORE"
 #: Seconds a writer waits for the store's lock before giving up (default DEFAULT_BUSY_TIMEOUT_S).
 TIMEOUT_ENV = "PYTPS_STORE_TIMEOUT_S"
+#: The longest busy timeout taken: a day.
+MAX_TIMEOUT_S = 86400.0
 KINDS = ("run", "sweep_cell", "calibrate")
 
 # Distributions of the summary kept in the store, by the name figures carry, and their statistics.
@@ -65,6 +70,22 @@ def default_store_path() -> Path:
     """$XDG_DATA_HOME/pytps/history.sqlite (~/.local/share when XDG_DATA_HOME is unset)."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "pytps" / "history.sqlite"
+
+
+def store_timeout_s(given: float | None = None) -> float:
+    """The busy timeout: `given`, else $PYTPS_STORE_TIMEOUT_S, else 30 s; a finite number of
+    seconds from 0 to MAX_TIMEOUT_S (nan, inf or 1e308 would reach SQLite's millisecond int)."""
+    raw: Any = given
+    if raw is None:
+        raw = os.environ.get(TIMEOUT_ENV) or DEFAULT_BUSY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_TIMEOUT_S):
+        name = TIMEOUT_ENV if given is None else "the store's timeout"
+        raise StoreError(f"{name}={raw!r}: give seconds from 0 to {MAX_TIMEOUT_S:g}, e.g. 30")
+    return value
 
 
 def resolve_store(spec: str | None = None) -> str:
@@ -191,15 +212,15 @@ class Store:
         *,
         clock: Callable[[], datetime] | None = None,
         timeout_s: float | None = None,
+        read_only: bool = False,
+        must_exist: bool = False,
     ) -> None:
+        """read_only: a SQLite store is opened read-only (history and its check only read: a store
+        in a read-only folder can be read); must_exist: a missing store is an error, not a new one."""
         self.spec = resolve_store(spec)
-        if timeout_s is None:
-            try:
-                timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_BUSY_TIMEOUT_S)
-            except ValueError:
-                raise StoreError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r}: give seconds, e.g. 30") from None
+        timeout_s = store_timeout_s(timeout_s)
         self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self.db = open_database(self.spec, timeout_s)
+        self.db = open_database(self.spec, timeout_s, read_only=read_only, must_exist=must_exist)
         try:
             self._migrate()
         except StoreError:
@@ -290,7 +311,7 @@ class Store:
         )  # fmt: skip
         if figures is None:
             figures = figures_of(results.get("summary"))
-        with self.db.transaction(write=True):
+        with self._writing("record the run"), self.db.transaction(write=True):
             got = self.db.execute(
                 "INSERT INTO runs (run_key, when_utc, kind, endpoint, model, api, transport, pytps_version, host, "
                 "fingerprint, comparable, folder, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -309,11 +330,24 @@ class Store:
     def forget(self, ids: Iterable[int]) -> int:
         """Removes these rows (and their figures); how many were removed."""
         ids = list(ids)
-        with self.db.transaction(write=True):
+        with self._writing("forget runs"), self.db.transaction(write=True):
             for run_id in ids:
                 self.db.execute("DELETE FROM figures WHERE run_id = ?", (run_id,))
                 self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return len(ids)
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """A write the database refuses (a read-only file, a lock held past the timeout) as one
+        StoreError line, rolled back. psycopg's errors by class only: its text can quote a URL."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"results store {self.where}: cannot {what}: {exc}") from None
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] != "psycopg":
+                raise
+            raise StoreError(f"results store {self.where}: cannot {what} ({type(exc).__name__})") from None
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -335,8 +369,9 @@ class Store:
                 params.append(value)
         if fingerprint is not None:
             # A prefix is enough, as with git's commit ids.
-            where.append("fingerprint LIKE ?")
-            params.append(fingerprint.replace("%", "").replace("_", "") + "%")
+            # LIKE's wildcards in what was typed are literal characters: `%` matches no run.
+            where.append("fingerprint LIKE ? ESCAPE '!'")
+            params.append(fingerprint.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
         if kinds:
             where.append("kind IN (" + ", ".join("?" for _ in kinds) + ")")
             params.extend(kinds)

@@ -83,6 +83,7 @@ class RequestSpec:
     stream: bool = True
     inputs: int | None = None
     top_n: int | None = None
+    dimensions: int | None = None
     images: int = 0
     image_bytes: int = 0
     image_pixels: int = 0
@@ -101,6 +102,7 @@ class RequestSpec:
             stream=self.stream,
             inputs=self.inputs,
             top_n=self.top_n,
+            dimensions=self.dimensions,
             images=self.images,
             image_bytes=self.image_bytes,
             image_pixels=self.image_pixels,
@@ -155,7 +157,7 @@ def classify_status(rec: RequestRecord, status: int, body: bytes, coding: str | 
 
 def classify_compressed(rec: RequestRecord, coding: str) -> None:
     """A 2xx body the server compressed: class protocol, naming the coding and the fix."""
-    rec.error, rec.error_detail = ERROR_PROTOCOL, compressed_body_detail(coding)
+    rec.error, rec.error_detail = ERROR_PROTOCOL, compressed_body_detail(coding, rec.stream)
 
 
 #: What a bare exception of each class (an empty message) means, in words.
@@ -214,7 +216,8 @@ def classify_not_a_stream(rec: RequestRecord, content_type: str | None, body_sta
         return False
     text = " ".join(body_start.decode("utf-8", "replace").split())
     quoted = repr(text[:80] + ("…" if len(text) > 80 else ""))
-    rec.error, rec.error_detail = ERROR_PROTOCOL, f"server answered {media}, not text/event-stream: {quoted}"
+    wanted = "text/event-stream" if rec.stream else "JSON"
+    rec.error, rec.error_detail = ERROR_PROTOCOL, f"server answered {media}, not {wanted}: {quoted}"
     return True
 
 
@@ -248,4 +251,6 @@ def classify_stream(rec: RequestRecord, stream_error: dict[str, Any] | None) -> 
         rec.error_detail = stream_error["message"]
     elif not rec.done:
         rec.error = ERROR_TRUNCATED
-        rec.error_detail = "the stream ended before its terminal marker"
+        rec.error_detail = (
+            "the stream ended before its terminal marker" if rec.stream else "the response body ended before its end"
+        )

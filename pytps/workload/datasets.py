@@ -158,6 +158,8 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
             items = json.loads(raw)
         except json.JSONDecodeError as e:
             raise ConfigError(f"{name}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+        except RecursionError:
+            raise ConfigError(f"{name}: {TOO_DEEP}") from None
         located = [(f"{name}[{k}]", item) for k, item in enumerate(items)]
         fmt = "json"
     else:
@@ -167,6 +169,8 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
                 continue
             try:
                 located.append((f"{name}:{lineno}", json.loads(line)))
+            except RecursionError:
+                raise ConfigError(f"{name}:{lineno}: {TOO_DEEP}") from None
             except json.JSONDecodeError as e:
                 hint = ""
                 if lineno == 1 and _is_json_object(raw):
@@ -197,6 +201,10 @@ def load_dataset(path: str | os.PathLike[str], need_output_length: bool = True) 
     return LoadedDataset(records, skipped, fmt)
 
 
+#: A record nested deeper than Python's JSON parser goes (its recursion limit, about 1,000 levels).
+TOO_DEEP = "the record is nested too deep for the JSON parser (about 1,000 levels at most): flatten it"
+
+
 def _image_paths(where: str, value: Any, base: str) -> tuple[str, ...]:
     """A record's "images": a list of image files, each relative to the dataset's folder."""
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
@@ -211,7 +219,7 @@ def _image_paths(where: str, value: Any, base: str) -> tuple[str, ...]:
 def _is_json_object(raw: str) -> bool:
     try:
         return isinstance(json.loads(raw), dict)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 

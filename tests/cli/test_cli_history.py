@@ -39,7 +39,9 @@ def test_runs_recorded_listed_trended_and_a_planted_regression_flagged(tmp_path:
     listed = pytps_cli("history", "--store", store).stdout
     assert f"http://127.0.0.1:{port}" in listed and "base2" in listed
     ok = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50,tpot_p50", "--max-change", "10%")
-    assert ok.stdout == "" and "ok: ttft_p50" in ok.stderr
+    # No regression: nothing on stdout; stderr has the check's line (`improvement:` when a loaded
+    # machine made an earlier run slow enough that this one is significantly better).
+    assert ok.stdout == "" and ("ok: ttft_p50" in ok.stderr or "improvement: ttft_p50" in ok.stderr), ok.stderr
 
     run_against(port, 60.0, tmp_path / "slow", store, "--seed", "9")  # the planted 20% regression
     bad = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50,tpot_p50", check=False)

@@ -9,8 +9,9 @@ them with:
   free port of its own instead, and the block's other commands are pointed at it. A
   foreground `pytps serve` is started, waited for until it listens, and stopped; one with `&`
   lives until the block ends. The figures that only make a command long (`--duration`,
-  `--requests`, `--warmup`, `--sessions`, `--workers`) are capped so the suite stays within
-  CI's budget; every flag the doc gives is still passed. `pip install` lines are checked (the
+  `--requests`, `--warmup`, `--sessions`, `--workers`, `--repeat`) are capped so the suite stays
+  within CI's budget; every flag the doc gives is still passed. `python bench/...` and
+  `python tools/...` run the checkout's script, as a reader runs them from a clone. `pip install` lines are checked (the
   form works from a clone, the extras exist in pyproject.toml) but not run: the package under
   test is already installed. A saved run that a `pytps report` / `pytps compare` line names
   and that does not exist yet (`results/<run>/`, `results/before/`, `A/`) is made first by a
@@ -47,7 +48,9 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The doc's endpoint: any host on port 8000 (127.0.0.1, 10.0.0.5, inference.internal).
 DOC_URL = re.compile(r"http://[A-Za-z0-9.\-]+:8000")
 # Caps on the figures that only make a command long (flag: highest value run).
-CAPS = {"--duration": 2, "--requests": 24, "--warmup": 2, "--sessions": 4, "--workers": 2}
+CAPS = {"--duration": 2, "--requests": 24, "--warmup": 2, "--sessions": 4, "--workers": 2, "--repeat": 1}
+# A clone's scripts, run by a reader from the checkout: the docs tests run them from theirs.
+CHECKOUT_SCRIPT = re.compile(r"^python3?\s+((?:bench|tools)/\S+\.py)\b")
 BLOCK_TIMEOUT_S = 240
 DEFAULT_SERVE_ARGS = ["--ttft-ms", "2", "--itl-us", "100"]
 
@@ -122,7 +125,7 @@ def check_pip_install(cmd: str) -> None:
             assert m, f"pip install argument {word!r} not understood"
             if m["extras"] is not None or m["name"] in ("pytps",):
                 assert m["name"] in (".", "./"), (
-                    f"`{part.strip()}`: {word!r} names a package no index has; from a clone write \".[extra]\""
+                    f'`{part.strip()}`: {word!r} names a package no index has; from a clone write ".[extra]"'
                 )
                 for extra in (m["extras"] or "").split(","):
                     assert extra in extras, f"`{part.strip()}`: no extra {extra!r} in pyproject.toml"
@@ -175,6 +178,7 @@ class ShellBlock:
         for folder in needed_runs(cmd):
             if not (self.cwd / folder).exists():
                 self.make_run(folder)
+        cmd = CHECKOUT_SCRIPT.sub(lambda m: f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / m.group(1)))}", cmd)
         return cap_figures(cmd)
 
     def run(self, source: str) -> str:
@@ -222,13 +226,25 @@ class ShellBlock:
         return [f"{cmd} & serve_pid=$!", wait, "kill $serve_pid; wait $serve_pid || true"]
 
 
-def check_output(shown: str, printed: str) -> None:
-    """The first line of a shown output (column names, a title) appears in what was printed."""
+#: The mark before a shown output whose figures are the doc's run's, not the reader's.
+FIGURES_VARY = "<!-- output: figures vary -->"
+# A figure: a 12-hex-digit fingerprint, or a number (signed, with thousands separators and decimals).
+FIGURE = re.compile(r"\b[0-9a-f]{12}\b|[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def without_figures(text: str) -> str:
+    return FIGURE.sub("#", re.sub(r"\s+", " ", text))
+
+
+def check_output(shown: str, printed: str, figures_vary: bool = False) -> None:
+    """The first line of a shown output (column names, a title) appears in what was printed; with
+    figures_vary, every figure of both taken as any figure (the words and their order checked)."""
     first = next((line for line in shown.splitlines() if line.strip()), "")
     cells = [c.strip() for c in re.split(r"[|┃│]", first) if c.strip()]
-    flat = re.sub(r"\s+", " ", printed)
+    norm = without_figures if figures_vary else (lambda t: re.sub(r"\s+", " ", t))
+    flat = norm(printed)
     for cell in cells:
-        assert re.sub(r"\s+", " ", cell) in flat, f"the doc shows {cell!r} in the output; the command printed:\n{printed[-3000:]}"
+        assert norm(cell) in flat, f"the doc shows {cell!r} in the output; the command printed:\n{printed[-3000:]}"
 
 
 # --- python blocks -------------------------------------------------------------------------
@@ -257,7 +273,8 @@ def evaluate_sh(example: Example) -> None:
 def evaluate_text(example: Example) -> None:
     printed = example.namespace.pop("_last_output", None)
     if printed is not None:
-        check_output(str(example.parsed), printed)
+        before = example.document.text[: example.start].rstrip()
+        check_output(str(example.parsed), printed, figures_vary=before.endswith(FIGURES_VARY))
 
 
 def evaluate_python(example: Example) -> None:

@@ -63,5 +63,31 @@ def test_every_fenced_block_says_its_language() -> None:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip().startswith("```"):
                 if not inside:
-                    assert line.strip()[3:] in ("sh", "python", "text", "toml", "crontab", "ini"), f"{path.name}:{n}: {line.strip()!r}"
+                    assert line.strip()[3:] in ("sh", "python", "text", "toml", "crontab", "ini"), (
+                        f"{path.name}:{n}: {line.strip()!r}"
+                    )
                 inside = not inside
+
+
+def test_the_skip_list_of_docs_tests_md_is_current() -> None:
+    """docs/docs-tests.md's list of skipped blocks is the docs' own skip marks
+    (`python tests/docs/skip_list.py --write` regenerates it)."""
+    import skip_list
+
+    text = skip_list.LIST_DOC.read_text(encoding="utf-8")
+    assert skip_list.current(text) == skip_list.render(skip_list.skips())
+    # A planted mark the list does not have is caught.
+    planted = [*skip_list.skips(), ("docs/new.md", "a planted reason")]
+    assert skip_list.current(text) != skip_list.render(planted)
+
+
+def test_an_output_whose_figures_vary_is_checked_word_for_word() -> None:
+    shown = "REGRESSION ttft_p50 http://127.0.0.1:8000 m [0b9d3c1e77aa] run 31: 60.2 ms against 50.1 ms (+20.1% worse)"
+    printed = (
+        "REGRESSION ttft_p50 http://127.0.0.1:41234 m [7f3e21aa90bc] run 6: 61.0 ms against 50.9 ms (+19.8% worse)\n"
+    )
+    doc_runner.check_output(shown, printed, figures_vary=True)
+    with pytest.raises(AssertionError):
+        doc_runner.check_output(shown, printed)  # figures compared as written
+    with pytest.raises(AssertionError):  # a word changed is caught
+        doc_runner.check_output(shown, printed.replace("worse", "better"), figures_vary=True)

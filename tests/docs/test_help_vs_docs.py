@@ -10,6 +10,7 @@ from pytps.settings.table import TABLE, Table
 NOT_IN_HELP = {
     "--no-build-isolation": "pip's (README.md, the incremental build)",
     "--pin": "a bench flag that was removed (design.md tells that history)",
+    "--repeat": "bench/bench_server_metrics.py's, which the docs harness caps (docs-tests.md, server-metrics.md)",
     "--test-read-delay-us": "calibrate's hidden test hook (argparse.SUPPRESS), documented as hidden",
     "--host": "llama-server's, in a --serve command (tuning.md)",
     "--api-key": "a served command's own option, masked in its log (tuning.md)",
@@ -45,5 +46,36 @@ def test_every_flag_of_the_table_of_settings_is_in_the_docs() -> None:
 
 def test_every_flag_the_docs_give_exists() -> None:
     known = set().union(*help_flags().values()) | {"--help"}
-    unknown = {flag: sorted(docs) for flag, docs in doc_flags().items() if flag not in known and flag not in NOT_IN_HELP}
+    unknown = {
+        flag: sorted(docs) for flag, docs in doc_flags().items() if flag not in known and flag not in NOT_IN_HELP
+    }
     assert not unknown, f"flags in the docs that no `pytps --help` has: {unknown}"
+
+
+def test_every_pytps_line_in_any_block_has_its_commands_flags() -> None:
+    """Every `pytps CMD ...` line of any fenced block (sh, toml, crontab, a systemd unit) gives only
+    flags CMD's own --help has, not merely some command's."""
+    from help_flags import unknown_flags
+
+    assert unknown_flags(doc_texts()) == []
+
+
+def test_a_planted_unknown_flag_is_caught_in_every_kind_of_block() -> None:
+    from help_flags import unknown_flags
+
+    doc = (
+        "```sh\npytps run --base-url http://127.0.0.1:8000 --no-such-flag\n```\n"
+        '```toml\n[job]\ncommand = "pytps sweep --concurrency 1,2 --typo-flag"\n```\n'
+        "```crontab\n0 2 * * * cd /srv && pytps history check --limits l.toml --max-chnage 5%\n```\n"
+        "```ini\n[Service]\nExecStart=/usr/local/bin/pytps history add --prune --purge\n```\n"
+        # A flag of another command: it exists, but not on this one.
+        "```sh\npytps report results/x --concurrency 4\n```\n"
+    )
+    found = unknown_flags({"planted.md": doc})
+    assert found == [
+        "planted.md:2: (sh) pytps run --no-such-flag",
+        "planted.md:6: (toml) pytps sweep --typo-flag",
+        "planted.md:9: (crontab) pytps history check --max-chnage",
+        "planted.md:13: (ini) pytps history add --purge",
+        "planted.md:16: (sh) pytps report --concurrency",
+    ], found

@@ -198,3 +198,57 @@ def test_the_history_trend_page_loads_clean_with_every_plot_drawn(browser: Any, 
         (group,) = group_runs(store.runs())
     page = write_history([trend(group, ["ttft_p50", "decode_tps_p50"])], tmp_path / "trend.html")
     assert len(check_clean_and_drawn(browser, page)) == 2
+
+
+# Each table against the page at 1280 px: (its box's width, the table's scroll width, the box's right edge).
+TABLES_JS = """[...document.querySelectorAll("table")].map(t => {
+    const box = t.parentElement, r = box.getBoundingClientRect();
+    return [box.className, box.clientWidth, t.scrollWidth, r.right];
+})"""
+# The regression marks BokehJS drew: each glyph named "regression", its colour and its runs.
+MARKS_JS = """[...Bokeh.documents[0].all_models].filter(m => m.type == "GlyphRenderer" && m.name == "regression")
+    .map(m => [m.glyph.fill_color.value ?? m.glyph.fill_color, [...m.data_source.data.id]])"""
+BANDS_JS = """[...Bokeh.documents[0].all_models].filter(m => m.type == "BoxAnnotation" && m.name == "no-change band")
+    .length"""
+
+
+def test_the_history_page_marks_the_planted_regression_and_fits_1280_px(browser: Any, tmp_path: Path) -> None:
+    """Issue 41: a store with one planted TTFT regression; its point is drawn in the regression's
+    colour, every plot has its band, and no element is wider than the page at 1280 px (the wide
+    table of eight metrics scrolls in its own box)."""
+    from planted_history import plant
+
+    from pytps.report.verdicts import COLORS
+
+    spec, planted = plant(tmp_path)
+    page = tmp_path / "trend.html"
+    metrics = "ttft_p50,tpot_p50,decode_tps_p50,output_throughput_tps,ttft_p90,e2e_p50,itl_p99,user_tps_p50"
+    proc = subprocess.run([sys.executable, "-m", "pytps", "history", "--store", spec, "--endpoint", "127.0.0.1:8000",
+                           "--metric", metrics, "--html", str(page)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(check_clean_and_drawn(browser, page)) == 8
+    marks = browser.evaluate(MARKS_JS)
+    assert any(color == COLORS["regression"] and planted in ids for color, ids in marks), marks
+    assert browser.evaluate(BANDS_JS) == 8
+    # The planted run's row in the table carries the regression's class and its colour.
+    row_color = browser.evaluate(
+        f'getComputedStyle([...document.querySelectorAll("tr.regression")].find(r => r.cells[0].textContent == '
+        f'"{planted}").querySelector("td.regression")).color'
+    )
+    assert row_color == "rgb(214, 39, 40)"  # COLORS["regression"], #d62728
+    width = browser.evaluate("document.documentElement.clientWidth")
+    assert width == 1280
+    assert browser.evaluate("document.documentElement.scrollWidth") <= width
+    tables = browser.evaluate(TABLES_JS)
+    print("\ntables (box, box width, table scroll width, right edge): " + "; ".join(map(str, tables)))
+    for box, box_width, scroll_width, right in tables:
+        assert box == "tablebox" and right <= width and box_width <= width
+    # The runs table of eight metrics is wider than its box: it scrolls there, the page does not.
+    assert any(scroll_width > box_width for _, box_width, scroll_width, _ in tables)
+    # No element outside a scrolling box reaches past the page's right edge (inside one, it is clipped).
+    widest = browser.evaluate(
+        "Math.max(...[...document.querySelectorAll('body *')].filter(e => e.matches('div.tablebox') || "
+        "!e.closest('div.tablebox')).map(e => e.getBoundingClientRect().right))"
+    )
+    assert widest <= width

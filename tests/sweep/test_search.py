@@ -279,4 +279,8 @@ def test_the_sweep_page_draws_the_probes_and_the_bracket(tmp_path: Path):
     html = (tmp_path / "s.html").read_text()
     assert "Capacity search" in html and "capacity search: the probes" in html
     index = json.loads((tmp_path / "s" / "sweep.json").read_text())
-    assert f"<td>{index['search']['probes'][0]['status']}</td>" in html
+    # The verdict cell carries its verdict's class (report/verdicts.py: a failed probe is a regression's red).
+    from pytps.report.verdicts import PROBE_CLASSES
+
+    status = index["search"]["probes"][0]["status"]
+    assert f'<td class="{PROBE_CLASSES[status]}">{status}</td>' in html
