@@ -13,6 +13,7 @@ from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
+from pytps.workload.request_formats import AUDIO_APIS
 
 if TYPE_CHECKING:
     pass
@@ -36,13 +37,20 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from pytps.cli.voice_args import add_voice_arguments
+
     add_run_arguments(p)
+    add_voice_arguments(p)  # voice (issue 36): its flags in one block, to port into the settings table
     add_html_argument(p, "the run's report")
     add_scale_arguments(p)
     p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.api in AUDIO_APIS:
+        from pytps.cli.voice_run import cmd_voice
+
+        return cmd_voice(args)
     if args.config:
         from pytps.cli.matrix_run import run_matrix
 

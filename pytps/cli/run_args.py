@@ -24,7 +24,12 @@ def add_run_arguments(p: argparse.ArgumentParser, *, sweep: bool = False) -> Non
     """Every flag of a run; with sweep, the load and length flags take lists (the sweep's axes)."""
     ep = p.add_argument_group("endpoint")
     ep.add_argument("--base-url", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)")
-    ep.add_argument("--api", choices=ALL_APIS, default="openai-chat", help="API dialect (default: openai-chat)")
+    ep.add_argument(
+        "--api",
+        choices=ALL_APIS,
+        default="openai-chat",
+        help="API dialect (default: openai-chat); openai-speech and openai-transcriptions are voice runs",
+    )
     ep.add_argument(
         "--no-stream",
         dest="stream",

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pytps.measure.records import RequestRecord
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_PLAYBACK_BUFFER_MS",
@@ -136,6 +137,8 @@ class SpeechFigures:
 
 def speech_figures(rec: RequestRecord, pcm: PcmFormat, buffer_ms: float = DEFAULT_PLAYBACK_BUFFER_MS) -> SpeechFigures:
     """The figures of one text-to-speech record (its output events are reads of audio bytes)."""
+    import numpy as np  # here, not at import: the CLI's flags read this module's default
+
     fmt = PcmFormat.of_wav(rec.audio_format, pcm)
     times = rec.output_times_ns
     nbytes = np.asarray(rec.output_chars, dtype=np.int64)

@@ -196,6 +196,11 @@ def make_config(
     from pytps.workload.tokenizer import LocalTokenizer
 
     request_formats.check_api(api)
+    if api in request_formats.AUDIO_APIS:
+        raise ConfigError(
+            f"--api {api} is a voice run: `pytps run --api {api}` runs it (pytps.runner.voice); "
+            "sweeps, matrices and pytps.run() of voice runs are not built yet"
+        )
     inputs = InputShape(batch_size, documents, top_n, encoding_format, dimensions).validate(api)
     image_spec = ImageSpec(images, image_size, image_format, shared_images, seed).validate()
     if images and api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):

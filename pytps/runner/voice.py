@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.measure.records import RequestRecord
 from pytps.measure.voice import (
@@ -26,12 +27,12 @@ from pytps.measure.voice import (
 )
 from pytps.measure.voice_summary import summarize_voice
 from pytps.transport.base import RequestSpec
+from pytps.workload.request_formats import AUDIO_APIS
 from pytps.workload.speech_inputs import SpeechItem, multipart_body, speech_body
 
 __all__ = ["AUDIO_APIS", "VoiceResult", "VoiceSettings", "run_voice", "run_voice_sync"]
 
-AUDIO_APIS = ("openai-speech", "openai-transcriptions")
-_PATHS = {"openai-speech": "/v1/audio/speech", "openai-transcriptions": "/v1/audio/transcriptions"}
+_PATHS: dict[str, str] = dict(_core.AUDIO_API_PATHS)
 AUDIO_FORMATS = ("pcm", "wav")
 STREAM_FORMATS = ("audio", "sse")
 
