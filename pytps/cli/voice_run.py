@@ -32,13 +32,13 @@ def cmd_voice(args: argparse.Namespace) -> int:
     from pytps.measure.voice import PcmFormat
     from pytps.report.voice_console import render_voice
     from pytps.runner.voice import VoiceSettings, run_voice_sync
-    from pytps.workload.speech_inputs import espeak_items, load_audio_dataset, spoken_texts
+    from pytps.workload.speech_inputs import SpeechItem, espeak_items, load_audio_dataset, spoken_texts
 
     if args.config or args.rate is not None or args.duration is not None:
         raise ConfigError("a voice run takes --concurrency and --requests (no -c FILE, --rate or --duration yet)")
     requests = args.requests or 20
     concurrency = args.concurrency or 1
-    items = ()
+    items: tuple[SpeechItem, ...] = ()
     texts: tuple[str, ...] = ()
     if args.api == "openai-speech":
         texts = _texts(args, requests)

@@ -65,7 +65,7 @@ def wav_seconds(data: bytes) -> float:
     """Seconds of audio in a WAV file (its header's frame count)."""
     try:
         with wave.open(io.BytesIO(data)) as w:
-            return w.getnframes() / float(w.getframerate())
+            return int(w.getnframes()) / float(w.getframerate())
     except (wave.Error, EOFError) as exc:
         raise ConfigError(f"not a WAV file pytps can read ({exc}): give 16-bit PCM WAV audio") from None
 
