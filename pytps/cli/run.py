@@ -47,6 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.pipeline is not None:
+        from pytps.cli.voice_run import cmd_voice_turn
+
+        return cmd_voice_turn(args)
     if args.api in AUDIO_APIS:
         from pytps.cli.voice_run import cmd_voice
 

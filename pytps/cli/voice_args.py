@@ -42,3 +42,11 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument(
         "--emu-stt-vllm-shape", action="store_true", help="emulator: stream vLLM's chat-style transcription chunks"
     )
+    v.add_argument(
+        "--pipeline",
+        metavar="STAGES",
+        help="a voice turn: 'stt,chat,tts' (end of user speech -> first audio of the reply, in three stages)",
+    )
+    for stage in ("stt", "chat", "tts"):
+        v.add_argument(f"--{stage}-url", metavar="URL", help=f"a voice turn's {stage} endpoint (default --base-url)")
+        v.add_argument(f"--{stage}-model", metavar="NAME", help=f"a voice turn's {stage} model")

@@ -96,3 +96,65 @@ def cmd_voice(args: argparse.Namespace) -> int:
         print(render_voice(data))
     print(f"results: {out_dir}", file=sys.stderr)
     return 0 if result.summary["ok"] else 3
+
+
+def cmd_voice_turn(args: argparse.Namespace) -> int:
+    """`pytps run --pipeline stt,chat,tts`: voice turns (pytps.runner.voice_turn)."""
+    from pytps.report.voice_console import render_turns
+    from pytps.runner.voice_turn import TurnSettings, run_turns_sync
+    from pytps.workload.speech_inputs import espeak_items, load_audio_dataset, spoken_texts
+
+    if [x.strip() for x in args.pipeline.split(",")] != ["stt", "chat", "tts"]:
+        raise ConfigError(f"--pipeline {args.pipeline!r}: the voice turn is 'stt,chat,tts'")
+    turns = args.requests or 8
+    if args.audio_dataset:
+        items = tuple(load_audio_dataset(args.audio_dataset))
+    else:
+        items = tuple(espeak_items(spoken_texts(min(turns, 100), args.seed, args.speech_words)))
+    with ExitStack() as stack:
+        urls = {stage: getattr(args, f"{stage}_url") or args.base_url for stage in ("stt", "chat", "tts")}
+        if any(u is None for u in urls.values()):
+            from pytps.emulator import Emulator
+
+            emu = stack.enter_context(
+                Emulator(
+                    ttft_ms=args.emu_ttft_ms,
+                    itl_us=args.emu_itl_us,
+                    keep_truth=False,
+                    speech_rtf=args.emu_speech_rtf,
+                    speech_chunk_ms=args.emu_speech_chunk_ms,
+                    stt_rtfx=args.emu_stt_rtfx,
+                    stt_word_error_rate=args.emu_stt_word_error_rate,
+                    transcripts=[(i.audio, i.reference) for i in items if i.reference is not None],
+                )
+            )
+            urls = {k: v or emu.base_url for k, v in urls.items()}
+            print(f"the built-in emulator at {emu.base_url} serves the stages without a URL", file=sys.stderr)
+        models = {stage: getattr(args, f"{stage}_model") or args.model or "pytps-emulator" for stage in urls}
+        settings = TurnSettings(
+            urls["stt"],
+            urls["chat"],
+            urls["tts"],
+            models["stt"],
+            models["chat"],
+            models["tts"],
+            items,
+            turns=turns,
+            concurrency=args.concurrency or 1,
+            voice=args.voice,
+        )
+        result = run_turns_sync(settings)
+    out_dir = results_dir(args, "voice-turn")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "metadata": {"pipeline": "stt,chat,tts", "urls": urls, "models": models},
+        "summary": result.summary,
+        "turns": result.rows,
+    }
+    (out_dir / "voice_turn.json").write_text(json.dumps(data, indent=1))
+    if args.json:
+        print(json.dumps(result.summary, indent=2))
+    else:
+        print(render_turns(data))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0 if result.summary["ok"] else 3

@@ -20,6 +20,13 @@ _LABELS = {
     "final_s": ("time to final transcript", "ms", 1e3),
     "rtfx": ("RTFx (audio s / processing s)", "", 1.0),
     "wer": ("WER per request", "", 1.0),
+    "turn_s": ("turn: end of speech -> first audio", "ms", 1e3),
+    "stt_s": ("  stt: -> final transcript", "ms", 1e3),
+    "chat_s": ("  chat: -> first speakable piece", "ms", 1e3),
+    "tts_s": ("  tts: -> first audio", "ms", 1e3),
+    "chat_handoff_s": ("chat request sent after transcript", "ms", 1e3),
+    "chat_ttft_s": ("chat TTFT", "ms", 1e3),
+    "tts_handoff_s": ("speech request sent after piece", "ms", 1e3),
 }
 
 
@@ -55,4 +62,15 @@ def render_voice(data: dict[str, Any]) -> str:
             f"  WER (all words)                         {s['wer']:10.4f}  ({s['word_errors']}/{s['ref_words']})"
             f"  CER {s['cer']:.4f}"
         )
+    return "\n".join(lines)
+
+
+def render_turns(data: dict[str, Any]) -> str:
+    """A voice turn run's lines (voice_turn.json): the turn, its three stages, the hand-offs."""
+    s = data["summary"]
+    lines = [f"voice turn (stt,chat,tts) · {s['ok']}/{s['turns']} ok"]
+    for name, d in s["figures"].items():
+        if d is not None:
+            label, unit, scale = _LABELS.get(name, (name, "", 1.0))
+            lines.append(_line(label, unit, scale, d))
     return "\n".join(lines)

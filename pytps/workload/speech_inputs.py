@@ -25,6 +25,7 @@ __all__ = [
     "espeak_wav",
     "load_audio_dataset",
     "multipart_body",
+    "speakable_pieces",
     "speech_body",
     "spoken_texts",
     "wav_seconds",
@@ -137,3 +138,31 @@ def multipart_body(fields: dict[str, str], item: SpeechItem) -> tuple[bytes, str
     )
     parts.append(f"--{BOUNDARY}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={BOUNDARY}"
+
+
+def speakable_pieces(text: str, max_words: int = 12) -> tuple[list[str], str]:
+    """(pieces ready to speak, the rest) of a reply streaming in: a piece ends at a sentence's end
+    (., ! or ? then whitespace) or after max_words words, as voice agents hand text to TTS by
+    sentence while a long unpunctuated reply still flushes. The rest waits for more text (or the
+    reply's end, when it is spoken whole)."""
+    pieces: list[str] = []
+    start = 0
+    words = 0
+    i = 0
+    in_word = False
+    while i < len(text):
+        c = text[i]
+        if c.isspace():
+            if in_word:
+                words += 1
+                in_word = False
+                ends = text[i - 1] in ".!?"
+                if ends or words >= max_words:
+                    piece = text[start:i].strip()
+                    if piece:
+                        pieces.append(piece)
+                    start, words = i, 0
+        else:
+            in_word = True
+        i += 1
+    return pieces, text[start:]
