@@ -26,6 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     # The emulator's answers are a dataset's records (workload) that each grader (measure) must
     # tell right from wrong; neither room imports the emulator.
     "emulator": BASE | {"measure", "workload"},
+    # Realtime transcription's emulator (a WebSocket server): run as its own process, imported by none.
+    "realtime_emulator": BASE,
     "measure": BASE,
     "workload": BASE,
     "transport": BASE | {"measure", "workload"},

@@ -13,7 +13,7 @@ from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
-from pytps.workload.request_formats import AUDIO_APIS
+from pytps.workload.request_formats import AUDIO_APIS, REALTIME_API
 
 if TYPE_CHECKING:
     pass
@@ -55,6 +55,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from pytps.cli.voice_run import cmd_voice
 
         return cmd_voice(args)
+    if args.api == REALTIME_API:
+        from pytps.cli.voice_run import cmd_realtime
+
+        return cmd_realtime(args)
     if args.config:
         from pytps.cli.matrix_run import run_matrix
 

@@ -42,6 +42,13 @@ def add_voice_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument(
         "--emu-stt-vllm-shape", action="store_true", help="emulator: stream vLLM's chat-style transcription chunks"
     )
+    v.add_argument("--frame-ms", type=float, default=20.0, metavar="MS", help="realtime: audio per frame (default 20)")
+    v.add_argument(
+        "--realtime-shape",
+        choices=("openai", "vllm"),
+        default="openai",
+        help="realtime: OpenAI's transcription session or vLLM's /v1/realtime (default openai)",
+    )
     v.add_argument(
         "--pipeline",
         metavar="STAGES",

@@ -158,3 +158,64 @@ def cmd_voice_turn(args: argparse.Namespace) -> int:
         print(render_turns(data))
     print(f"results: {out_dir}", file=sys.stderr)
     return 0 if result.summary["ok"] else 3
+
+
+def cmd_realtime(args: argparse.Namespace) -> int:
+    """`pytps run --api openai-realtime`: realtime transcription sessions (pytps.runner.voice_realtime)
+    against --base-url (ws://.../v1/realtime) or the realtime emulator, started in its own process."""
+    import subprocess
+    import tempfile
+
+    from pytps.report.voice_console import render_realtime
+    from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+    from pytps.workload.speech_inputs import espeak_items, load_audio_dataset, spoken_texts
+
+    sessions = args.requests or 8
+    if args.audio_dataset:
+        items = tuple(load_audio_dataset(args.audio_dataset))
+    else:
+        items = tuple(espeak_items(spoken_texts(min(sessions, 100), args.seed, args.speech_words)))
+    with ExitStack() as stack:
+        url = args.base_url
+        if url is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-realtime-"))
+            rate = _wav_rate(items[0].audio)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pytps.realtime_emulator", f"{tmp}/truth.json", str(rate)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            stack.callback(proc.wait, 20)
+            stack.callback(lambda: proc.stdin.close() if proc.stdin else None)
+            assert proc.stdout is not None
+            url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+            print(f"no --base-url: realtime sessions against the realtime emulator at {url}", file=sys.stderr)
+        settings = RealtimeSettings(
+            url,
+            args.model or "pytps-emulator",
+            items,
+            sessions=sessions,
+            concurrency=args.concurrency or sessions,
+            shape=args.realtime_shape,
+            frame_ms=args.frame_ms,
+        )
+        data = run_realtime_sync(settings)
+    out_dir = results_dir(args, "realtime")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data["metadata"] = {"api": "openai-realtime", "url": url, "shape": args.realtime_shape, "frame_ms": args.frame_ms}
+    (out_dir / "voice_realtime.json").write_text(json.dumps(data, indent=1))
+    if args.json:
+        print(json.dumps(data["summary"], indent=2))
+    else:
+        print(render_realtime(data))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0 if data["summary"]["ok"] else 3
+
+
+def _wav_rate(audio: bytes) -> int:
+    import io
+    import wave
+
+    with wave.open(io.BytesIO(audio)) as w:
+        return int(w.getframerate())

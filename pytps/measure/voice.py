@@ -252,3 +252,29 @@ def transcription_figures(
         text=text,
         errors=transcript_errors(reference, text) if reference is not None else None,
     )
+
+
+def realtime_figures(
+    speech_start_ns: int,
+    speech_end_ns: int,
+    delta_ns: Sequence[int],
+    final_ns: int | None,
+    frame_due_ns: Sequence[int],
+    frame_sent_ns: Sequence[int],
+) -> dict[str, Any]:
+    """One realtime session's figures: start of speech → first delta, end of speech → the final
+    transcript (the figure a voice agent waits on), and how late the audio frames left."""
+    late = sorted((s - d) / 1e9 for s, d in zip(frame_sent_ns, frame_due_ns, strict=True))
+
+    def pct(q: float) -> float | None:
+        return late[min(len(late) - 1, int(q * len(late)))] if late else None
+
+    return {
+        "first_delta_s": (delta_ns[0] - speech_start_ns) / 1e9 if delta_ns else None,
+        "final_s": (final_ns - speech_end_ns) / 1e9 if final_ns is not None else None,
+        "deltas": len(delta_ns),
+        "frames": len(late),
+        "frame_late_p50_s": pct(0.5),
+        "frame_late_p99_s": pct(0.99),
+        "frame_late_max_s": late[-1] if late else None,
+    }

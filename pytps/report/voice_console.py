@@ -27,6 +27,10 @@ _LABELS = {
     "chat_handoff_s": ("chat request sent after transcript", "ms", 1e3),
     "chat_ttft_s": ("chat TTFT", "ms", 1e3),
     "tts_handoff_s": ("speech request sent after piece", "ms", 1e3),
+    "first_delta_s": ("start of speech -> first delta", "ms", 1e3),
+    "frame_late_p50_s": ("frame lateness p50 per session", "ms", 1e3),
+    "frame_late_p99_s": ("frame lateness p99 per session", "ms", 1e3),
+    "frame_late_max_s": ("frame lateness max per session", "ms", 1e3),
 }
 
 
@@ -72,5 +76,18 @@ def render_turns(data: dict[str, Any]) -> str:
     for name, d in s["figures"].items():
         if d is not None:
             label, unit, scale = _LABELS.get(name, (name, "", 1.0))
+            lines.append(_line(label, unit, scale, d))
+    return "\n".join(lines)
+
+
+def render_realtime(data: dict[str, Any]) -> str:
+    """Realtime sessions' lines (voice_realtime.json); final_s is end of speech -> final transcript."""
+    s, meta = data["summary"], data["metadata"]
+    lines = [f"realtime ({meta['shape']}, {meta['frame_ms']:g} ms frames) · {s['ok']}/{s['sessions']} sessions ok"]
+    for name, d in s["figures"].items():
+        if d is not None:
+            label, unit, scale = _LABELS.get(name, (name, "", 1.0))
+            if name == "final_s":
+                label = "end of speech -> final transcript"
             lines.append(_line(label, unit, scale, d))
     return "\n".join(lines)

@@ -196,7 +196,7 @@ def make_config(
     from pytps.workload.tokenizer import LocalTokenizer
 
     request_formats.check_api(api)
-    if api in request_formats.AUDIO_APIS:
+    if api in (*request_formats.AUDIO_APIS, request_formats.REALTIME_API):
         raise ConfigError(
             f"--api {api} is a voice run: `pytps run --api {api}` runs it (pytps.runner.voice); "
             "sweeps, matrices and pytps.run() of voice runs are not built yet"

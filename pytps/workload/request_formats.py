@@ -28,6 +28,7 @@ __all__ = [
     "AUDIO_APIS",
     "BODY_APIS",
     "EMBEDDING_APIS",
+    "REALTIME_API",
     "auth_headers",
     "build_body_request",
     "build_request",
@@ -45,8 +46,10 @@ BODY_APIS: tuple[str, ...] = tuple(_core.BODY_API_PATHS)
 EMBEDDING_APIS: tuple[str, ...] = ("openai-embeddings", "ollama-embed")
 #: The audio APIs (the core's kAudioApiPaths): text to speech and speech to text (pytps.runner.voice).
 AUDIO_APIS: tuple[str, ...] = tuple(_core.AUDIO_API_PATHS)
+#: Realtime transcription over WebSocket (pytps.runner.voice_realtime).
+REALTIME_API = "openai-realtime"
 #: Every --api choice.
-ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS + AUDIO_APIS
+ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS + AUDIO_APIS + (REALTIME_API,)
 #: The dialect a whole JSON body is read with (embeddings, rerank, "stream": false).
 JSON_DIALECT = "json"
 ENCODING_FORMATS = ("float", "base64")
