@@ -4,8 +4,9 @@ is the client's alone: the event loop, the native engine thread, the figures).
 
 Each stream is 2 s of audio in 20 ms chunks, written at RTF 0.5 (one chunk every 10 ms per stream:
 6,400 chunks per second over all streams). Printed: the client's CPU (user + system) per audio
-chunk read, and per request; the ratio to PCM's per chunk. Realtime frames (WebSocket) are not
-built yet, so they are not measured.
+chunk read, and per request; the ratio to PCM's per chunk. Then 64 realtime sessions (WebSocket,
+20 ms frames: 3,200 frames per second) against the realtime emulator in its own process: the
+client's CPU per frame sent (its pacing, base64, the send, and the deltas received).
 
     python bench/bench_voice.py [--streams 64] [--requests 192]
 """
@@ -16,8 +17,11 @@ import argparse
 import resource
 import subprocess
 import sys
+import tempfile
 
 from pytps.runner.voice import VoiceSettings, run_voice_sync
+from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+from pytps.workload.speech_inputs import SpeechItem
 
 EMULATOR = """
 import sys, time, pytps
@@ -45,8 +49,16 @@ def main() -> None:
         text = " ".join(["word"] * 20)  # 2 s of audio
         rows = []
         for fmt, stream_format in (("pcm", "audio"), ("wav", "audio"), ("pcm", "sse")):
-            s = VoiceSettings(base_url, "openai-speech", "tts", requests=args.requests, concurrency=args.streams,
-                              texts=(text,), audio_format=fmt, stream_format=stream_format)
+            s = VoiceSettings(
+                base_url,
+                "openai-speech",
+                "tts",
+                requests=args.requests,
+                concurrency=args.streams,
+                texts=(text,),
+                audio_format=fmt,
+                stream_format=stream_format,
+            )
             run_voice_sync(VoiceSettings(base_url, "openai-speech", "tts", requests=4, texts=(text,)))  # warm
             before = cpu_s()
             result = run_voice_sync(s)
@@ -63,6 +75,48 @@ def main() -> None:
         if emu.stdin:
             emu.stdin.close()
         emu.wait(timeout=10)
+    realtime(args.streams)
+
+
+def _wav(seconds: float, rate: int = 24000) -> bytes:
+    import io
+    import wave
+
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\x01\x00" * int(seconds * rate))
+    return buf.getvalue()
+
+
+def realtime(streams: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytps.realtime_emulator", f"{tmp}/t.json", "24000"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+            item = SpeechItem(_wav(3.0), None)
+            before = cpu_s()
+            out = run_realtime_sync(RealtimeSettings(url, "m", (item,), sessions=streams, concurrency=streams))
+            used = cpu_s() - before
+        finally:
+            if proc.stdin:
+                proc.stdin.close()
+            proc.wait(timeout=20)
+    frames = sum(int(r["frames"]) for r in out["sessions"] if r["ok"])
+    late = out["summary"]["figures"]["frame_late_p99_s"]
+    print(
+        f"realtime   {out['summary']['ok']:>8} {frames:>8} {used / frames * 1e6:>13.2f} "
+        f"{used / max(1, out['summary']['ok']) * 1e3:>15.3f}   (frames; p99 lateness per session, "
+        f"median {late['p50'] * 1e3:.3f} ms)"
+    )
 
 
 if __name__ == "__main__":
