@@ -160,6 +160,8 @@ private:
     void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);
     // Embeddings and rerank (body_route.cpp): one JSON body, timed by the same load model.
     void start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns);
+    // Text to speech and speech to text (audio_route.cpp): timed by the same load model.
+    void start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int64_t received_ns);
     void on_stream_timer(Conn& c);
     void write_group(Conn& c, int64_t now);
     void end_stream_bytes(Conn& c, std::string& payload);

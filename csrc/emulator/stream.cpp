@@ -18,6 +18,10 @@ const char* id_prefix(Dialect d) {
         case Dialect::Anthropic: return "msg_";
         case Dialect::Ollama: return "ollama-";
         case Dialect::Json: break;
+        case Dialect::SpeechPcm:
+        case Dialect::SpeechWav:
+        case Dialect::SpeechSse: return "speech-";
+        case Dialect::Transcription: return "trsc-";
     }
     return "?";
 }

@@ -13,6 +13,7 @@ from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, explicit_settings, flag_settings, say
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
+from pytps.workload.request_formats import AUDIO_APIS, REALTIME_API
 
 EXAMPLES = """examples:
   pytps run                                            # the built-in emulator, 100 requests
@@ -40,6 +41,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.pipeline is not None:
+        from pytps.cli.voice_run import cmd_voice_turn
+
+        return cmd_voice_turn(args)
+    if args.api in AUDIO_APIS:
+        from pytps.cli.voice_run import cmd_voice
+
+        return cmd_voice(args)
+    if args.api == REALTIME_API:
+        from pytps.cli.voice_run import cmd_realtime
+
+        return cmd_realtime(args)
     if args.config:
         return run_matrix_file(args, "run")
     if args.html is not None:

@@ -146,6 +146,11 @@ def make_config(base_url: str, **settings: Any) -> RunConfig:
     s = Settings(TABLE.resolve(settings))
 
     request_formats.check_api(s.api)
+    if s.api in (*request_formats.AUDIO_APIS, request_formats.REALTIME_API):
+        raise ConfigError(
+            f"--api {s.api} is a voice run: `pytps run --api {s.api}` runs it (pytps.runner.voice); "
+            "sweeps, matrices and pytps.run() of voice runs are not built yet"
+        )
     inputs = InputShape(s.batch_size, s.documents, s.top_n, s.encoding_format, s.dimensions).validate(s.api)
     image_spec = ImageSpec(s.images, s.image_size, s.image_format, s.shared_images, s.seed).validate()
     if s.images and s.api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):

@@ -173,7 +173,8 @@ SWEEPING = "sweep"
 SEARCH = "capacity search (docs/metrics.md, Capacity search)"
 GROUPS: tuple[str, ...] = (ENDPOINT, WORKLOAD, EMBED, IMAGES, SESSIONS, TRACE, LOAD, GOODPUT, GRADED, OUTPUT)
 SERVE = "launching the server (docs/tuning.md)"
-GROUPS += (SERVER_METRICS, EMULATOR, SWEEPING, SEARCH, SERVE)
+VOICE = "voice (--api openai-speech, openai-transcriptions, openai-realtime, --pipeline; docs/voice.md)"
+GROUPS += (SERVER_METRICS, EMULATOR, VOICE, SWEEPING, SEARCH, SERVE)
 
 S = Setting
 W, E = "workload", "endpoint"
@@ -183,7 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("base_url", "str", target="cli", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)"),
     S("api_key", "str", None, "the API key itself (the library's; the CLI reads --api-key-env)", flag=None,
       applies=frozenset()),
-    S("api", "str", "openai-chat", "API dialect (default: openai-chat)", choices=ALL_APIS, toml=E),
+    S("api", "str", "openai-chat", "API dialect (default: openai-chat); openai-speech, openai-transcriptions and "
+      "openai-realtime are voice runs (docs/voice.md)", choices=ALL_APIS, toml=E),
     S("stream", "bool", True, 'generation requests ask for one JSON body ("stream": false): TTFB and E2E, no '
       "TTFT/TPOT/ITL", flag="--no-stream", action="store_false"),
     S("model", "str", None, "model name (default: the first of /v1/models)", toml=E),
@@ -337,6 +339,46 @@ SETTINGS: tuple[Setting, ...] = (
       "right with chance P", EMULATOR, metavar="P", target="emulator"),
     S("emu_answer_accuracy_drop", "float", 0.0, "the chance falls by D per request decoding beside it (quality "
       "under load)", EMULATOR, metavar="D", target="emulator"),
+    # ---- voice (issue 36): a voice run's own settings, read by pytps.app.voice (docs/voice.md) ----
+    S("playback_buffer_ms", "float", 200.0, "text to speech: the simulated player holds the first audio this "
+      "long before it plays (default %(default)s)", VOICE, "ms", metavar="MS", applies=RUN, target="cli"),
+    S("audio_format", "str", "pcm", "text to speech's response_format", VOICE, choices=("pcm", "wav"),
+      applies=RUN, target="cli"),
+    S("speech_stream_format", "str", "audio", "text to speech: raw audio bytes, or SSE speech.audio.delta "
+      "events (default audio)", VOICE, choices=("audio", "sse"), applies=RUN, target="cli"),
+    S("voice", "str", "alloy", "text to speech's voice (default alloy)", VOICE, applies=RUN, target="cli"),
+    S("sample_rate", "int", 24000, "pcm's sample rate (default 24000)", VOICE, "Hz", metavar="HZ", applies=RUN,
+      target="cli"),
+    S("speech_texts", "path", None, "text to speech: one text per line (default: generated)", VOICE,
+      metavar="FILE", applies=RUN, target="cli"),
+    S("speech_words", "int", 12, "words per generated text (default 12)", VOICE, metavar="N", applies=RUN,
+      target="cli"),
+    S("audio_dataset", "path", None, 'speech to text: JSONL of {"audio": "file.wav", "text": "its transcript"} '
+      "(default: espeak-ng speech)", VOICE, metavar="FILE", applies=RUN, target="cli"),
+    S("frame_ms", "float", 20.0, "realtime: audio per frame (default 20)", VOICE, "ms", metavar="MS",
+      applies=RUN, target="cli"),
+    S("realtime_shape", "str", "openai", "realtime: OpenAI's transcription session or vLLM's /v1/realtime "
+      "(default openai)", VOICE, choices=("openai", "vllm"), applies=RUN, target="cli"),
+    S("pipeline", "str", None, "a voice turn: 'stt,chat,tts' (end of user speech -> first audio of the reply, "
+      "in three stages)", VOICE, metavar="STAGES", applies=RUN, target="cli"),
+    S("stt_url", "str", None, "a voice turn's stt endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("stt_model", "str", None, "a voice turn's stt model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("chat_url", "str", None, "a voice turn's chat endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("chat_model", "str", None, "a voice turn's chat model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("tts_url", "str", None, "a voice turn's tts endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("tts_model", "str", None, "a voice turn's tts model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("emu_speech_rtf", "float", 0.5, "emulator: TTS real-time factor", VOICE, metavar="X", applies=RUN,
+      target="cli"),
+    S("emu_speech_chunk_ms", "float", 40.0, "emulator: TTS chunk", VOICE, "ms", metavar="MS", applies=RUN,
+      target="cli"),
+    S("emu_stt_rtfx", "float", 20.0, "emulator: STT speed", VOICE, metavar="X", applies=RUN, target="cli"),
+    S("emu_stt_word_error_rate", "float", 0.0, "emulator: planted WER", VOICE, metavar="P", applies=RUN,
+      target="cli"),
+    S("emu_stt_vllm_shape", "bool", False, "emulator: stream vLLM's chat-style transcription chunks", VOICE,
+      action="store_true", applies=RUN, target="cli"),
     # ---- a sweep's own ----
     S("refine", "int", 0, "add cells halfway between the knee and its neighbours, up to N rounds (default 0)",
       SWEEPING, metavar="N", applies=SWEEP, target="sweep"),

@@ -31,13 +31,11 @@ class Http1Target:
 
     def render(self, spec: RequestSpec) -> bytes:
         """The whole request as bytes, so nothing but the write sits between t_send and the wire."""
-        head = [
-            f"POST {self.url.target(spec.path)} HTTP/1.1",
-            f"Host: {self.host_header}",
-            "Content-Type: application/json",
-            "Accept: text/event-stream",
-            f"Content-Length: {len(spec.body)}",
-        ]
+        head = [f"POST {self.url.target(spec.path)} HTTP/1.1", f"Host: {self.host_header}"]
+        # JSON unless the spec says otherwise (a multipart upload of audio to transcribe).
+        if not any(k.lower() == "content-type" for k in spec.headers):
+            head.append("Content-Type: application/json")
+        head += ["Accept: text/event-stream", f"Content-Length: {len(spec.body)}"]
         # A compressed stream cannot be timed event by event, and a size cap would count decoded
         # bytes: ask for none (a server that compresses anyway is reported, see fill_from_http).
         if not any(k.lower() == "accept-encoding" for k in spec.headers):
