@@ -255,6 +255,9 @@ class Emulator:
     with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
     /v1/models, /health, /metrics.
 
+    Drift: ``ttft_ramp_ms_per_s`` adds that many ms to each request's TTFT per second since the
+    emulator started (at the request's receipt): a planted slowdown (docs/emulator.md).
+
     Embeddings and rerank: one JSON body due ``embed_ms`` + ``embed_us_per_token`` x the input
     tokens after admission; vectors of ``embedding_dim`` components (or the request's
     ``dimensions``), a function of the seed and each text only (docs/emulator.md).
@@ -297,6 +300,7 @@ class Emulator:
         ttft_ms: float = DEFAULT_TTFT_MS,
         ttft_dist: str = "fixed",
         ttft_sd_ms: float = 0.0,
+        ttft_ramp_ms_per_s: float = 0.0,
         itl_us: float = DEFAULT_ITL_US,
         itl_dist: str = "fixed",
         itl_sd_us: float = 0.0,
@@ -378,6 +382,7 @@ class Emulator:
             "ttft_ns": _ns(ttft_ms, "ttft_ms", 1e6),
             "ttft_dist": ttft_dist,
             "ttft_sd_ns": _ns(ttft_sd_ms, "ttft_sd_ms", 1e6),
+            "ttft_ramp_ns_per_s": float(_ns(ttft_ramp_ms_per_s, "ttft_ramp_ms_per_s", 1e6)),
             "itl_ns": _ns(itl_us, "itl_us", 1e3),
             "itl_dist": itl_dist,
             "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),

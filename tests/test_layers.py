@@ -36,10 +36,12 @@ ALLOWED: dict[str, set[str]] = {
     "embed": BASE | {"measure", "results", "transport", "workload"},
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
     "scale": BASE | {"measure", "results", "transport", "workload", "runner", "calibrate"},
-    "library": BASE | {"runner", "scale", "calibrate", "emulator", "results"},
+    # The application layer: what a command does (pytps rank), under the CLI and the library.
+    "app": BASE | {"measure", "results", "transport", "workload", "runner", "sweep", "report", "emulator"},
+    "library": BASE | {"runner", "scale", "calibrate", "emulator", "results", "app"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
-    | {"embed", "calibrate", "scale", "library", "emulator"},
+    | {"embed", "calibrate", "scale", "library", "emulator", "app"},
     "__main__": {"cli"},
 }
 MAX_ROOT_MODULES = 10

@@ -44,6 +44,9 @@ struct EmulatorConfig {
     Dist ttft_dist = Dist::fixed;
     int64_t ttft_ns = 50'000'000;
     int64_t ttft_sd_ns = 0;
+    // A planted drift (pytps rank's drift test, the capacity search's): each request's TTFT grows by
+    // this many ns per second since the emulator started. 0: none.
+    double ttft_ramp_ns_per_s = 0.0;
     Dist itl_dist = Dist::fixed;
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;

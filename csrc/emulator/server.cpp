@@ -83,7 +83,8 @@ int Server::start() {
             fail(e.what());
         }
     }
-    metrics_.start(now_ns());  // the power model's energy counts from here
+    started_ns_ = now_ns();
+    metrics_.start(started_ns_);  // the power model's energy counts from here
     running_ = true;
     thread_ = std::thread(&Server::loop_main, this);
     if (cfg_.realtime) {

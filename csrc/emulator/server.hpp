@@ -104,6 +104,7 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<bool> stopping_{false};
     bool started_ = false;
+    int64_t started_ns_ = 0;  // when start() ran: the TTFT ramp counts from here
     int listen_fd_ = -1;
     int stamp_keeper_fd_ = -1;  // keeps the kernel's RX stamping on (io/rx_stamps.hpp)
     RealtimeOffset realtime_;   // moves kernel stamps onto CLOCK_MONOTONIC; re-measured each second

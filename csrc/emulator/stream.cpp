@@ -152,7 +152,9 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
-    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens);
+    // The planted ramp (ttft_ramp_ns_per_s): extra TTFT in proportion to the time since start, at receipt.
+    const int64_t ramp = static_cast<int64_t>(cfg_.ttft_ramp_ns_per_s * static_cast<double>(received_ns - started_ns_) / 1e9);
+    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens) + ramp;
     s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
     const size_t ne = s->events.size();
     LoadState& load = s->load;

@@ -34,6 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttft-dist", choices=["fixed", "normal", "lognormal"], default="fixed")
     p.add_argument("--ttft-sd-ms", type=float, default=0.0, help="TTFT standard deviation for normal/lognormal")
     p.add_argument(
+        "--ttft-ramp-ms-per-s",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="a planted slowdown: MS of extra TTFT per second since the emulator started (default 0)",
+    )
+    p.add_argument(
         "--itl-us", type=float, default=DEFAULT_ITL_US, help="gap between token events in µs (default %(default)s)"
     )
     p.add_argument("--itl-dist", choices=["fixed", "normal", "lognormal", "replay"], default="fixed")
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             ttft_ms=args.ttft_ms,
             ttft_dist=args.ttft_dist,
             ttft_sd_ms=args.ttft_sd_ms,
+            ttft_ramp_ms_per_s=args.ttft_ramp_ms_per_s,
             itl_us=args.itl_us,
             itl_dist=args.itl_dist,
             itl_sd_us=args.itl_sd_us,

@@ -86,6 +86,9 @@ WORKLOAD_KEYS = {
     "timeout",
     "tokenizer",
     "kernel_timestamps",
+    # Graded answers (pytps.workload.tasks, pytps.measure.grading): `pytps rank -c` ranks on them.
+    "tasks",
+    "grader",
     # Multi-turn sessions and trace replays (pytps.workload.sessions, pytps.workload.traces).
     "turns",
     "sessions",
