@@ -132,10 +132,42 @@ class BlockGate:
         self._advance()
 
 
+class LockstepGate:
+    """The pace of `simultaneous`: endpoint e starts request i only once every endpoint still
+    running has started request i - 1, so item i goes to each at about the same moment and a
+    burst of load (or a drift) falls on the same items everywhere, whatever each one's speed."""
+
+    def __init__(self, endpoints: int) -> None:
+        self.started = [-1] * endpoints
+        self.gone: set[int] = set()
+        self.changed = asyncio.Event()
+
+    def _floor(self) -> int:
+        live = [s for k, s in enumerate(self.started) if k not in self.gone]
+        return min(live) if live else 1 << 62
+
+    def _notify(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def turn(self, endpoint: int, index: int) -> None:
+        while self._floor() < index - 1 and endpoint not in self.gone:
+            await self.changed.wait()
+        self.started[endpoint] = max(self.started[endpoint], index)
+        self._notify()
+
+    def finished(self, endpoint: int, index: int) -> None:
+        pass
+
+    def leave(self, endpoint: int) -> None:
+        self.gone.add(endpoint)
+        self._notify()
+
+
 class GatedRunner(Runner):
     """A Runner whose every send (the probe included) waits for its endpoint's turn."""
 
-    def __init__(self, cfg: RunConfig, gate: BlockGate, slot: int) -> None:
+    def __init__(self, cfg: RunConfig, gate: BlockGate | LockstepGate, slot: int) -> None:
         super().__init__(cfg)
         self._gate, self._slot = gate, slot
 
@@ -194,7 +226,8 @@ def round_configs(
 async def run_round(configs: list[RunConfig], interleave: str, blocks: int) -> list[RunResult]:
     """The runs of one round, interleaved as asked; results in the endpoints' order."""
     if interleave == "simultaneous":
-        return list(await asyncio.gather(*(Runner(cfg).run() for cfg in configs)))
+        pace = LockstepGate(len(configs))
+        return list(await asyncio.gather(*(GatedRunner(cfg, pace, k).run() for k, cfg in enumerate(configs))))
     if interleave == "sequential":
         return [await Runner(cfg).run() for cfg in configs]
     plan = configs[0].plan

@@ -93,10 +93,16 @@ def paired_replicates(
     stat: Callable[[np.ndarray], np.ndarray],
     resamples: int,
     rng: np.random.Generator,
+    run: int = 1,
 ) -> np.ndarray:
     """The paired bootstrap of `pytps rank`: `resamples` replicates of a statistic of every side,
     each replicate drawing ONE set of item positions (with replacement) that every side is read at,
     so the differences between sides keep their pairing (the same items, sent at the same time).
+
+    run > 1: the moving-block bootstrap (Künsch 1989): positions are drawn as runs of `run`
+    consecutive items (in send order, wrapping at the end), so that items sent close in time, which
+    share the state of the machine and the network, stay together and the interval keeps their
+    dependence; one at a time, a burst of load would read as independent evidence.
 
     sides: one (items, columns) array per side, row i holding the same item on every side (NaN:
     none, e.g. no TTFT for a failed request). stat: (replicates, items, columns) -> (replicates,).
@@ -114,7 +120,11 @@ def paired_replicates(
     block = max(1, BLOCK_VALUES // (n * width * len(arrays)))
     for start in range(0, resamples, block):
         b = min(block, resamples - start)
-        idx = rng.integers(0, n, size=(b, n))
+        if run > 1:
+            starts = rng.integers(0, n, size=(b, -(-n // run)))
+            idx = ((starts[:, :, None] + np.arange(run)[None, None, :]) % n).reshape(b, -1)[:, :n]
+        else:
+            idx = rng.integers(0, n, size=(b, n))
         for k, a in enumerate(arrays):
             out[start : start + b, k] = stat(a[idx])
     return out
