@@ -29,12 +29,12 @@ if TYPE_CHECKING:
         clock_info,
         now_ns,
     )
+    from pytps.app.rank import RankResult
     from pytps.embed.collector import BoundedCollector, Collector
     from pytps.embed.context import collecting, tag
     from pytps.embed.instrument import instrument
     from pytps.embed.timer import StreamTimer, time_stream
     from pytps.emulator import Emulator
-    from pytps.app.rank import RankResult
     from pytps.library import arun, rank, run
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord
@@ -123,8 +123,8 @@ __all__ = [
     "HttpStreamRecorder",
     "ProtocolError",
     "PytpsError",
-    "Record",
     "RankResult",
+    "Record",
     "RequestMetrics",
     "RequestRecord",
     "RunConfig",
