@@ -134,6 +134,12 @@ def rank(
         if (wait := due - time.monotonic()) > 0:
             time.sleep(wait)
         folder = out / f"round-{k:03d}" if monitor else out
+        if monitor and folder.exists():
+            # A round the interruption cut short: kept aside (a measurement is never lost), run again.
+            aside = next(folder.with_name(f"{folder.name}-interrupted-{n}") for n in range(1, 1 << 20)
+                         if not folder.with_name(f"{folder.name}-interrupted-{n}").exists())  # fmt: skip
+            folder.rename(aside)
+            say(f"pytps rank: round {k} was cut short; what it measured is kept in {aside}")
         say(f"pytps rank: round {k}/{total}: {', '.join(e.name for e in endpoints)} ({interleave})")
         started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         data["rounds"].append(_one_round(endpoints, run_settings, settings, interleave, folder, k, started))
