@@ -145,8 +145,8 @@ def verdict(
     graded_all = all(_accuracy(r)[1] > 0 for r in rows)
     obj = objective_named(objective, graded_all)
     # In the first endpoint's send order: the block bootstrap keeps neighbours in time together.
-    order = {key: k for k, key in enumerate(rows[0])}
-    shared = sorted(set.intersection(*(set(r) for r in rows)), key=order.__getitem__)
+    sent = {key: k for k, key in enumerate(rows[0])}
+    shared = sorted(set.intersection(*(set(r) for r in rows)), key=sent.__getitem__)
     if not shared:
         raise ConfigError("the endpoints answered no item in common: nothing to rank on")
     arrays = [np.array([r[k] for k in shared], dtype=np.float64) for r in rows]
