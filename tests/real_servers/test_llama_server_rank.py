@@ -1,7 +1,8 @@
 """pytps rank on one host (docs/rank.md): two real llama-server processes on the same tiny model,
 one with a single slot (-np 1) and one with four (-np 4), ranked in ABBA blocks, the default when
-the endpoints share a host, so they never compete for its two cores. At a concurrency of 4 the
-single slot queues what the four slots serve at once, and no request is lost on either."""
+the endpoints share a host, so they never compete for its two cores: the turns never overlap, and
+no request is lost on either. Which one wins is the host's to say (a quiet machine: -np 4; on a
+loaded 2-core one, four decoding slots can lose to one), so it is printed, not asserted."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import serve
 from tiny_model import make_model
 
 import pytps
+from pytps.results.folder import load_journal
 
 pytestmark = pytest.mark.real_server
 
@@ -34,20 +36,34 @@ def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         four.close()
 
 
-def test_blocks_rank_np4_over_np1_with_no_request_lost(two_servers: tuple[str, str], tmp_path: Path) -> None:
+def test_blocks_rank_two_servers_on_one_host_with_no_request_lost(two_servers: tuple[str, str], tmp_path: Path) -> None:
     np1, np4 = two_servers
-    requests = 32
+    requests, blocks = 48, 4
     result = pytps.rank(
         {"np1": np1, "np4": np4}, out=tmp_path / "rank", store=False, input_tokens=32, output_tokens=16,
-        requests=requests, concurrency=4, blocks=4, objective="e2e_p50",
+        requests=requests, concurrency=4, blocks=blocks, objective="e2e_p50",
     )  # fmt: skip
-    data = result.data
-    v = result.verdict
+    data, v = result.data, result.verdict
     print("\n" + "\n".join(v["lines"]))
     assert data["interleave"] == "blocks"  # one host: blocks by default
     by = {e["name"]: e for e in v["endpoints"]}
-    for e in by.values():  # 0 requests lost: every request sent was answered whole
-        assert e["requests"] == requests and e["errors"] == 0, e
+    for e in by.values():  # 0 requests lost: every request sent was answered whole, and ranked
+        assert e["requests"] == requests and e["errors"] == 0 and e["rank"] is not None, e
     assert v["items"] == requests
-    assert by["np4"]["rank"] == 1 and by["np1"]["rank"] == 2, v["lines"]
-    assert by["np4"]["e2e_p50_s"] < by["np1"]["e2e_p50_s"]
+    # The turns never overlap: in each block one server has finished before the other starts, so
+    # the two never compete for the host's cores.
+    size = requests // blocks
+    spans: dict[str, dict[int, tuple[int, int]]] = {}
+    for name in ("np1", "np4"):
+        lines = load_journal(tmp_path / "rank" / name)
+        assert len(lines) == requests and all(line["ok"] and line["output_tokens"] == 16 for line in lines)
+        for k in range(blocks):
+            mine = [line for line in lines if line["index"] // size == k]
+            spans.setdefault(name, {})[k] = (min(x["t_send_ns"] for x in mine), max(x["t_done_ns"] for x in mine))
+    for k in range(blocks):
+        (a0, a1), (b0, b1) = spans["np1"][k], spans["np4"][k]
+        assert a1 <= b0 or b1 <= a0, f"block {k}: the two servers' turns overlap"
+    first = "np1" if spans["np1"][0][0] < spans["np4"][0][0] else "np4"
+    second = "np4" if first == "np1" else "np1"
+    order = [first if spans[first][k][0] < spans[second][k][0] else second for k in range(blocks)]
+    assert order == [first, second, first, second], order  # AB BA AB BA: who opens each block alternates
