@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord
     from pytps.measure.summary import summarize
+    from pytps.results.output import RunResult
     from pytps.results.record import Record
     from pytps.runner.config import RunConfig
-    from pytps.runner.finalize import RunResult
     from pytps.transport.base import Transport
 
     __version__: str
@@ -54,7 +54,7 @@ _LAZY = {
     "RankResult": ("app.rank", "RankResult"),
     "Emulator": ("emulator", "Emulator"),
     "RunConfig": ("runner.config", "RunConfig"),
-    "RunResult": ("runner.finalize", "RunResult"),
+    "RunResult": ("results.output", "RunResult"),
     "RequestRecord": ("measure.records", "RequestRecord"),
     "RequestMetrics": ("measure.metrics", "RequestMetrics"),
     "request_metrics": ("measure.metrics", "request_metrics"),

@@ -149,6 +149,29 @@ def rank(
     return RankResult(out, data)
 
 
+def matrix_endpoints(config: str, overrides: dict[str, Any]) -> tuple[list[EndpointSpec], dict[str, Any]]:
+    """The endpoints of a TOML matrix (`pytps rank -c FILE`) and its one workload's settings, with
+    the flags given on the command line (overrides) over the file's."""
+    from pytps.settings.table import TABLE
+    from pytps.sweep.matrix import Matrix
+
+    matrix = Matrix(config)
+    if len({c.workload for c in matrix.cells}) != 1:
+        raise ConfigError(f"{config}: pytps rank runs one workload: keep one [[workload]] table")
+    own = TABLE.toml_keys("endpoint")
+    workload = {k: v for k, v in matrix.cells[0].settings.items() if k not in own and not k.startswith("price_")}
+    endpoints = [
+        EndpointSpec(
+            c.endpoint,
+            c.base_url,
+            {k: v for k, v in c.settings.items() if k in own or k.startswith("price_")},
+            c.emulator,
+        )
+        for c in matrix.cells
+    ]
+    return endpoints, {**workload, **overrides}
+
+
 def _resumed(path: Path, endpoints: list[EndpointSpec]) -> dict[str, Any]:
     import json
 
@@ -199,8 +222,8 @@ def _one_round(
 
 def _record(store: str | None, sides: list[tuple[str, Any]], v: dict[str, Any]) -> None:
     """Each endpoint's run of the round in the results store, kind "rank", with its rank figures."""
-    from pytps.results.store import figures_of
-    from pytps.runner.store_entry import record_in_store
+    from pytps.store.run_entry import record_in_store
+    from pytps.store.store import figures_of
 
     by_name = {e["name"]: e for e in v["endpoints"]}
     for name, run in sides:

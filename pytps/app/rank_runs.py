@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytps.errors import ConfigError
+from pytps.results.output import RunOutput, RunResult
 from pytps.runner.config import RunConfig, make_config
-from pytps.runner.finalize import RunOutput, RunResult
 from pytps.runner.loop import Runner
 
 INTERLEAVES = ("auto", "simultaneous", "blocks", "sequential")

@@ -80,37 +80,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     """The endpoints and the workload's settings, from --endpoint flags or -c FILE."""
-    from pytps.app.rank_runs import EndpointSpec, parse_endpoint
+    from pytps.app.rank import matrix_endpoints
+    from pytps.app.rank_runs import parse_endpoint
     from pytps.cli.run_args import explicit_settings, flag_settings
 
     if args.base_url is not None:
         raise ConfigError("pytps rank takes --endpoint NAME=URL (twice or more), not --base-url")
     if args.config:
-        from pytps.sweep.matrix import ENDPOINT_RUN_KEYS, Matrix
-
         if args.endpoint:
             raise ConfigError("give the endpoints as --endpoint flags or in -c FILE's [[endpoint]] tables, not both")
-        matrix = Matrix(args.config)
-        if len({c.workload for c in matrix.cells}) != 1:
-            raise ConfigError(f"{args.config}: pytps rank runs one workload: keep one [[workload]] table")
-        overrides = explicit_settings(args, args.parser_defaults)
-        workload = {k: v for k, v in matrix.cells[0].settings.items() if k not in ENDPOINT_RUN_KEYS}
-        endpoints = [
-            EndpointSpec(
-                c.endpoint,
-                c.base_url,
-                {k: v for k, v in c.settings.items() if k in ENDPOINT_RUN_KEYS or k.startswith("price_")},
-                c.emulator,
-            )
-            for c in matrix.cells
-        ]
-        return endpoints, {**workload, **overrides}
+        return matrix_endpoints(args.config, explicit_settings(args, args.parser_defaults))
     return [parse_endpoint(text) for text in args.endpoint], flag_settings(args)
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
     from pytps.app.rank import RankSettings, parse_duration, rank
-    from pytps.cli.run_args import results_dir
+    from pytps.app.runs import results_folder
     from pytps.report.rank_tables import markdown, render
 
     if args.html is not None:
@@ -134,7 +119,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     )
     if args.resume and not args.out:
         raise ConfigError("--resume needs --out: the folder of the monitor to continue")
-    out = results_dir(args, "rank")
+    out = results_folder(args.out, "rank")
     result = rank(endpoints, run_settings, settings, out)
     if args.json:
         print(json.dumps(result.data, indent=2))

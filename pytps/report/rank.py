@@ -24,7 +24,7 @@ from pytps.measure.bootstrap import paired_replicates
 from pytps.measure.grade_figures import wilson_interval
 from pytps.report.paired import mcnemar_exact_p, paired_interval
 from pytps.results.folder import SavedResults
-from pytps.results.store import endpoint_of
+from pytps.store.store import endpoint_of
 
 # The per-item columns every side is read at (NaN: none).
 E2E, TTFT, USER_TPS, COST, CORRECT, E2E_CORRECT = range(6)
@@ -126,7 +126,8 @@ def block_length(items: int) -> int:
     """The moving-block bootstrap's block: the cube root of the items, rounded up (Hall, Horowitz
     and Jing's rate for a distribution's quantile; 4 for 50 items, 8 for 400): long enough to keep
     a burst of load together, short enough to leave many blocks to draw from."""
-    return max(1, math.ceil(items ** (1 / 3) - 1e-9))
+    root: float = math.pow(items, 1 / 3)
+    return max(1, math.ceil(root - 1e-9))
 
 
 def verdict(

@@ -115,7 +115,7 @@ def test_a_monitor_records_5_rounds_and_resumes_at_round_4_after_a_kill(tmp_path
     assert [r for r in data["over_rounds"]["fast"]["rank"]] == [1, 1, 1, 1, 1]
     assert "rank per round" in done.stdout
     # Every round of every endpoint is a row of the store, kind "rank", and history check reads them.
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     with Store(str(store)) as s:
         rows = s.runs(kinds=("rank",))
