@@ -71,7 +71,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_html_argument(p, "the rank (the Pareto scatter, the pairwise matrix, the rounds)")
     add_run_arguments(p)
     for action in p._actions:
-        if action.dest == "max_error_rate":
+        if action.dest == "base_url" or action.dest.startswith("emu_"):
+            action.help = argparse.SUPPRESS  # the endpoints are --endpoint's or the file's [[endpoint]]s
+        elif action.dest == "json":
+            action.help = "print rank.json instead of the table"
+        elif action.dest == "max_error_rate":
             action.help = "eligible only when the error rate is at most F (0..1)"
         elif action.dest == "slo_run":
             action.help = "eligible only when these run-level targets are met, e.g. ttft:p90=0.5,e2e:p99=10"
