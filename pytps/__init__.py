@@ -29,12 +29,13 @@ if TYPE_CHECKING:
         clock_info,
         now_ns,
     )
+    from pytps.app.rank import RankResult
     from pytps.embed.collector import BoundedCollector, Collector
     from pytps.embed.context import collecting, tag
     from pytps.embed.instrument import instrument
     from pytps.embed.timer import StreamTimer, time_stream
     from pytps.emulator import Emulator
-    from pytps.library import arun, run
+    from pytps.library import arun, rank, run
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord
     from pytps.measure.summary import summarize
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "run": ("library", "run"),
     "arun": ("library", "arun"),
+    "rank": ("library", "rank"),
+    "RankResult": ("app.rank", "RankResult"),
     "Emulator": ("emulator", "Emulator"),
     "RunConfig": ("runner.config", "RunConfig"),
     "RunResult": ("results.output", "RunResult"),
@@ -120,6 +123,7 @@ __all__ = [
     "HttpStreamRecorder",
     "ProtocolError",
     "PytpsError",
+    "RankResult",
     "Record",
     "RequestMetrics",
     "RequestRecord",
@@ -136,6 +140,7 @@ __all__ = [
     "collecting",
     "instrument",
     "now_ns",
+    "rank",
     "request_metrics",
     "run",
     "summarize",

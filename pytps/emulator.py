@@ -261,6 +261,9 @@ class Emulator:
     with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
     /v1/models, /health, /metrics.
 
+    Drift: ``ttft_ramp_ms_per_s`` adds that many ms to each request's TTFT per second since the
+    emulator started (at the request's receipt): a planted slowdown (docs/emulator.md).
+
     Embeddings and rerank: one JSON body due ``embed_ms`` + ``embed_us_per_token`` x the input
     tokens after admission; vectors of ``embedding_dim`` components (or the request's
     ``dimensions``), a function of the seed and each text only (docs/emulator.md).

@@ -4,7 +4,8 @@
   machine is checked (CPU busy from other processes, measured over half a second); a busy one
   is waited for a little, then the test is skipped with a message that says why. The limits in
   the tests are never loosened for a busy machine. Run: `pytest -m timing` (.ci/steps/40-timing.sh).
-- `stress`: long randomized runs (SIGINT at random moments under a CPU hog). Run:
+- `stress`: long randomized runs (SIGINT at random moments under a CPU hog; pytps rank's 20 seeded
+  repeats). Run:
   `pytest -m stress` (.ci/steps/50-stress.sh).
 - `browser`: the HTML report in real headless Chromium. Run: `pytest -m browser`
   (.ci/steps/60-browser.sh, which installs Debian's chromium when missing).

@@ -46,9 +46,10 @@ ALLOWED: dict[str, set[str]] = {
     "serve_process": BASE,
     # The application layer: every job the CLI and the library run, with typed settings.
     # (workload: the voice jobs make their utterances and texts, pytps.app.voice)
+    # (report: pytps rank's verdict of a round, computed from its saved folders like every report.)
     "app": BASE
-    | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator", "workload"}
-    | {"serve_process"},
+    | {"measure", "results", "runner", "settings", "store", "sweep", "report", "scale", "calibrate", "emulator"}
+    | {"workload", "serve_process"},
     "library": BASE | {"app", "runner", "scale", "calibrate", "emulator", "results"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}

@@ -86,3 +86,45 @@ def interval95(
     replicates = resample([np.asarray(values, dtype=np.float64)], stat, resamples, np.random.default_rng(seed))
     lo, hi = np.percentile(replicates, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def paired_replicates(
+    sides: Sequence[np.ndarray],
+    stat: Callable[[np.ndarray], np.ndarray],
+    resamples: int,
+    rng: np.random.Generator,
+    run: int = 1,
+) -> np.ndarray:
+    """The paired bootstrap of `pytps rank`: `resamples` replicates of a statistic of every side,
+    each replicate drawing ONE set of item positions (with replacement) that every side is read at,
+    so the differences between sides keep their pairing (the same items, sent at the same time).
+
+    run > 1: the moving-block bootstrap (Künsch 1989): positions are drawn as runs of `run`
+    consecutive items (in send order, wrapping at the end), so that items sent close in time, which
+    share the state of the machine and the network, stay together and the interval keeps their
+    dependence; one at a time, a burst of load would read as independent evidence.
+
+    sides: one (items, columns) array per side, row i holding the same item on every side (NaN:
+    none, e.g. no TTFT for a failed request). stat: (replicates, items, columns) -> (replicates,).
+    Returns a (resamples, sides) array; the difference of two sides' columns is the paired
+    replicate of their difference.
+    """
+    arrays = [np.asarray(s, dtype=np.float64) for s in sides]
+    if not arrays:
+        raise ValueError("paired_replicates needs at least one side")
+    n = arrays[0].shape[0]
+    if n == 0 or any(a.shape[0] != n for a in arrays):
+        raise ValueError("every side needs the same items, at least one")
+    width = max(a.shape[1] for a in arrays) if arrays[0].ndim > 1 else 1
+    out = np.empty((resamples, len(arrays)))
+    block = max(1, BLOCK_VALUES // (n * width * len(arrays)))
+    for start in range(0, resamples, block):
+        b = min(block, resamples - start)
+        if run > 1:
+            starts = rng.integers(0, n, size=(b, -(-n // run)))
+            idx = ((starts[:, :, None] + np.arange(run)[None, None, :]) % n).reshape(b, -1)[:, :n]
+        else:
+            idx = rng.integers(0, n, size=(b, n))
+        for k, a in enumerate(arrays):
+            out[start : start + b, k] = stat(a[idx])
+    return out

@@ -289,9 +289,10 @@ SETTINGS: tuple[Setting, ...] = (
     # ---- graded answers ----
     S("tasks", "names", None, "a built-in graded task set, generated from --seed: arithmetic, choice, "
       "json-extract (--input-tokens pads the prompts, --output-tokens sets max_tokens)", GRADED,
-      metavar="NAME,..."),
+      metavar="NAME,...", toml=W),  # a matrix's workload key: `pytps rank -c FILE` ranks on graded tasks
     S("grader", "str", None, "the grader of --dataset records that name none: exact, contains, regex, number, "
-      "choice, json, json-schema, or your own function (sync or async)", GRADED, metavar="NAME|module:function"),
+      "choice, json, json-schema, or your own function (sync or async)", GRADED, metavar="NAME|module:function",
+      toml=W),
     S("keep_text", "bool", False, "keep each answer's text (and reasoning) in requests.jsonl: what the grader "
       "saw", GRADED, action="store_true"),
     # issue 40: grading.graders.DEFAULT_GRADER_TIMEOUT_S (this room may not import grading)

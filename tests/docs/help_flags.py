@@ -12,6 +12,7 @@ from doc_runner import DOCS, commands
 COMMANDS = [
     "run",
     "sweep",
+    "rank",
     "report",
     "compare",
     "serve",

@@ -252,3 +252,20 @@ def test_the_history_page_marks_the_planted_regression_and_fits_1280_px(browser:
         "!e.closest('div.tablebox')).map(e => e.getBoundingClientRect().right))"
     )
     assert widest <= width
+
+
+def test_the_rank_page_loads_clean_with_the_pareto_scatter_and_the_rounds(browser: Any, tmp_path: Path) -> None:
+    # Two rounds of a rank of two emulators (docs/rank.md): the Pareto scatter and the rounds plot.
+    from pytps.report.html_rank import write_rank
+
+    endpoints = {
+        name: {"emulator": {"ttft_ms": ttft, "itl_us": 100, "answer_accuracy": 0.9, "seed": seed}}
+        for name, ttft, seed in (("fast", 2, 1), ("slow", 8, 2))
+    }
+    result = pytps.rank(endpoints, out=tmp_path / "rank", store=False, tasks="arithmetic", output_tokens=4,
+                        requests=40, concurrency=4, every=0.5, for_=1.0)  # fmt: skip
+    assert len(result.data["rounds"]) == 2
+    page = write_rank(result.data, tmp_path / "rank.html")
+    assert len(check_clean_and_drawn(browser, page)) == 2
+    width = browser.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1280, f"the rank page is {width} px wide"
