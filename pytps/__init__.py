@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pytps.emulator import Emulator
     from pytps.library import arun, run
     from pytps.measure.metrics import RequestMetrics, request_metrics
-    from pytps.measure.records import RequestRecord
+    from pytps.measure.records import RequestRecord, ToolCall
     from pytps.measure.summary import summarize
     from pytps.results.record import Record
     from pytps.runner.config import RunConfig
@@ -53,6 +53,7 @@ _LAZY = {
     "RunConfig": ("runner.config", "RunConfig"),
     "RunResult": ("runner.finalize", "RunResult"),
     "RequestRecord": ("measure.records", "RequestRecord"),
+    "ToolCall": ("measure.records", "ToolCall"),
     "RequestMetrics": ("measure.metrics", "RequestMetrics"),
     "request_metrics": ("measure.metrics", "request_metrics"),
     "summarize": ("measure.summary", "summarize"),
@@ -129,6 +130,7 @@ __all__ = [
     "SSEParser",
     "StreamRecorder",
     "StreamTimer",
+    "ToolCall",
     "Transport",
     "__version__",
     "arun",
