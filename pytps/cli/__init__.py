@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from pytps import __version__
-    from pytps.cli import calibrate, clock, compare, history, report, run, serve, sweep
+    from pytps.cli import agents, calibrate, clock, compare, history, report, run, serve, sweep
     from pytps.cli._help import add_command
     from pytps.cli.exit_codes import TABLE
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (run, sweep, report, compare, history, serve, clock, calibrate):
+    for command in (run, sweep, agents, report, compare, history, serve, clock, calibrate):
         add_command(sub, command)
     return parser
 

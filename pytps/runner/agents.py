@@ -119,8 +119,13 @@ class _Sender:
         return await self.send_spec(self.render(messages, tools, max_tokens))
 
 
-def _turn_row(agent: int, trajectory: str, turn: int, rec: RequestRecord) -> TurnRow:
+def _turn_row(agent: int, trajectory: str, turn: int, rec: RequestRecord, api: str) -> TurnRow:
     m = request_metrics(rec)
+    prompt, cached = rec.usage.get("prompt_tokens"), rec.usage.get("cached_tokens")
+    if api == "anthropic" and prompt is not None:
+        # Anthropic's input_tokens leave out the cache reads (cache_read_input_tokens): the
+        # turn's input is both.
+        prompt += cached or 0
     return TurnRow(
         agent=agent,
         trajectory=trajectory,
@@ -134,8 +139,8 @@ def _turn_row(agent: int, trajectory: str, turn: int, rec: RequestRecord) -> Tur
         e2e_s=m.e2e_s,
         decode_tps=m.decode_tps,
         output_tokens=m.output_tokens,
-        input_tokens=rec.usage.get("prompt_tokens"),
-        cached_tokens=rec.usage.get("cached_tokens"),
+        input_tokens=prompt,
+        cached_tokens=cached,
     )
 
 
@@ -154,7 +159,7 @@ async def _replay(sender: _Sender, agent: int, t: Trajectory, rng: random.Random
     spec = sender.render(t.context(0), t.tools, t.turns[0].output_tokens)
     for k, turn in enumerate(t.turns):
         rec = await sender.send_spec(spec)
-        tr = _turn_row(agent, t.id, k, rec)
+        tr = _turn_row(agent, t.id, k, rec, s.api)
         row.turns.append(tr)
         if not rec.ok:
             row.end = "error"
@@ -190,7 +195,7 @@ async def _live(sender: _Sender, agent: int, task: AgentTask, rng: random.Random
     ctx.append(AgentMessage("user", task.prompt))
     for step in range(s.step_cap):
         rec = await sender.send(ctx, specs, s.max_tokens)
-        tr = _turn_row(agent, task.id, step, rec)
+        tr = _turn_row(agent, task.id, step, rec, s.api)
         row.turns.append(tr)
         if not rec.ok:
             row.end = "error"
@@ -243,6 +248,8 @@ async def run_agents(
     if not work:
         raise ConfigError("agents: no trajectories or tasks to run")
     live = isinstance(work[0], AgentTask)
+    if live:
+        import jsonschema  # noqa: F401  (imported now, not inside the first agent's first turn)
     own = transport is None
     t = transport if transport is not None else _make_transport(settings)
     sender = _Sender(settings, t)

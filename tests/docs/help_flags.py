@@ -9,7 +9,7 @@ import sys
 
 from doc_runner import DOCS, commands
 
-COMMANDS = ["run", "sweep", "report", "compare", "serve", "clock", "calibrate", "history", "history add", "history check"]
+COMMANDS = ["run", "sweep", "agents", "report", "compare", "serve", "clock", "calibrate", "history", "history add", "history check"]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -1,0 +1,143 @@
+"""`pytps agents`: replay agent trajectories, or run live tool loops, with N concurrent agents
+(or agents arriving at a rate), and report per-turn and per-agent figures (docs/agents.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXAMPLES = """examples:
+  pytps agents http://127.0.0.1:8000 --agents 8 --agents synthetic:turns=20-60,context=32000,count=16
+  pytps agents http://127.0.0.1:8000 --agents 4 --agents example --api anthropic --slo ttft=0.5,tps=20
+  pytps agents http://127.0.0.1:8000 --agents 2 --live tasks:arithmetic:10 --tools tools.json --step-cap 8
+  pytps agents http://127.0.0.1:8000 --agent-rate 2 --agents my_agents.jsonl --tool-time exp:1 --out results/agents
+"""
+
+HELP = "replay agent trajectories or run live tool loops with concurrent agents"
+DESCRIPTION = (
+    "Each agent works through a trajectory turn by turn (the recorded context, output length and tool "
+    "time), or runs a live tool loop (the model's own tool calls answered by mocked tools until it answers "
+    "without a call), with at most one request in flight. Per turn: TTFT against input tokens and the share "
+    "served from cache; per agent: time through split into model and tool time, output speed; tool-call "
+    "validity and task success. Figures are defined in docs/metrics.md, 'Agents'."
+)
+
+_RESULTS_FILES = ("agents.json", "turns.jsonl", "agents_trace.json")  # the --out folder's files
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", help="the endpoint's base URL (http://127.0.0.1:8000)")
+    # ---- agents (issue 35): to port into the settings table ----
+    p.add_argument(
+        "--agents",
+        action="append",
+        default=[],
+        metavar="N|WORK",
+        help="concurrent agents (an integer, default 8) and/or their trajectories: synthetic:KEY=VALUE,..., "
+        "example (the shipped set) or a file (pytps JSONL, OpenAI messages, SWE-agent .traj, ShareGPT); "
+        "give it twice for both",
+    )
+    p.add_argument("--agent-rate", type=float, default=None, metavar="R", help="agents arriving per second instead")
+    p.add_argument(
+        "--live",
+        default=None,
+        metavar="TASKS",
+        help="run live tool loops on tasks:NAMES:COUNT[:SEED] (graded) or prompts:COUNT instead of replaying",
+    )
+    p.add_argument("--tools", default=None, metavar="FILE", help="the mocked tools of --live (JSON list of tool specs)")
+    p.add_argument("--step-cap", type=int, default=20, help="a live loop's most turns per task (default 20)")
+    p.add_argument("--tool-time", default=None, metavar="DIST", help="replay's tool waits: S, S:SD, LO-HI or exp:MEAN")
+    p.add_argument("--slo", default=None, metavar="TIER", help="per-turn tier: ttft=SECONDS,tps=TOKENS_PER_S")
+    p.add_argument("--api", default="openai-chat", choices=("openai-chat", "openai-responses", "anthropic"))
+    p.add_argument("--model", default="pytps-emulator", help="the model name sent (default pytps-emulator)")
+    p.add_argument("--max-tokens", type=int, default=256, help="a live turn's output limit (default 256)")
+    p.add_argument("--no-stream", dest="stream", action="store_false", help="ask for whole bodies")
+    p.add_argument("--transport", default="native", choices=("native", "asyncio", "httpx"))
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--seed", type=int, default=0, help="seed of tool times, tool latencies and arrivals")
+    p.add_argument("--out", default=None, metavar="DIR", help="write agents.json, turns.jsonl, agents_trace.json here")
+    p.set_defaults(func=run)
+
+
+def _split_agents(values: list[str]) -> tuple[int, str | None]:
+    from pytps.errors import ConfigError
+
+    count, work = 8, None
+    for v in values:
+        if v.isdigit():
+            count = int(v)
+        elif work is None:
+            work = v
+        else:
+            raise ConfigError(f"--agents names two workloads ({work!r} and {v!r}); give one")
+    return count, work
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    import os
+    from pathlib import Path
+
+    from pytps.errors import ConfigError
+    from pytps.measure.agents import AgentSlo
+    from pytps.report.agent_lines import agent_lines, agent_trace
+    from pytps.runner.agents import AgentSettings, run_agents
+    from pytps.workload.agent_sources import agent_trajectories
+    from pytps.workload.agent_tools import DEFAULT_TOOLS, load_tools, task_set
+    from pytps.workload.sessions import ThinkTime
+
+    count, work_spec = _split_agents(args.agents)
+    tool_time = ThinkTime.parse(args.tool_time) if args.tool_time is not None else None
+    work: list[Any]
+    if args.live:
+        if work_spec is not None:
+            raise ConfigError("--live runs tasks, not trajectories: leave the --agents workload out")
+        tools = load_tools(args.tools) if args.tools else list(DEFAULT_TOOLS)
+        work = list(task_set(args.live, tools))
+    else:
+        work = list(agent_trajectories(work_spec or "example", tool_time.a if tool_time else 0.0))
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    settings = AgentSettings(
+        args.url.rstrip("/"),
+        api=args.api,
+        model=args.model,
+        agents=count,
+        rate=args.agent_rate,
+        stream=args.stream,
+        tool_time=tool_time,
+        step_cap=args.step_cap,
+        max_tokens=args.max_tokens,
+        api_key=key,
+        seed=args.seed,
+        slo=AgentSlo.parse(args.slo),
+        transport=args.transport,
+    )
+    result = asyncio.run(run_agents(settings, work))
+    for line in agent_lines(result.summary, result.mode):
+        print(line)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "mode": result.mode,
+            "workload": args.live or work_spec or "example",
+            "fingerprint": {
+                "kind": "agents",
+                "api": args.api,
+                "model": args.model,
+                "agents": count,
+                "rate": args.agent_rate,
+                "workload": args.live or work_spec or "example",
+            },
+            "summary": result.summary,
+            "agents": [a.as_dict() for a in result.agents],
+        }
+        (out / _RESULTS_FILES[0]).write_text(json.dumps(doc, indent=1) + "\n")
+        with open(out / _RESULTS_FILES[1], "w", encoding="utf-8") as f:
+            for t in result.turn_rows():
+                f.write(json.dumps(t.as_dict()) + "\n")
+        (out / _RESULTS_FILES[2]).write_text(json.dumps(agent_trace(result.agents)) + "\n")
+        print(f"wrote {out}/{{{','.join(_RESULTS_FILES)}}}")
+    failed = sum(1 for a in result.agents if a.end == "error")
+    return 1 if failed == len(result.agents) else 0
