@@ -162,7 +162,8 @@ def _tool_calls(obj: Mapping[str, Any], api: str) -> list[ToolCall]:
         for n, entry in enumerate(entries if isinstance(entries, list) else []):
             if not isinstance(entry, Mapping):
                 continue
-            fn = entry.get("function") if isinstance(entry.get("function"), Mapping) else {}
+            inner = entry.get("function")
+            fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
             args = fn.get("arguments")
             arguments = args if isinstance(args, str) else json.dumps(args) if args is not None else ""
             index = entry.get("index")

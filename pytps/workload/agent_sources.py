@@ -12,7 +12,6 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -158,9 +157,7 @@ class SyntheticAgents:
 def shipped_trajectories() -> list[Trajectory]:
     """The generated set shipped in the package (docs/agents.md): 12 trajectories of 10-30
     turns, contexts to 16k tokens (SyntheticAgents(count=12, turns 10-30, context 16000, seed 1))."""
-    path = resources.files("pytps.workload").joinpath("example_traces", SHIPPED)
-    with resources.as_file(path) as p:
-        return load_trajectories(p)
+    return load_trajectories(Path(__file__).resolve().parent / "example_traces" / SHIPPED)
 
 
 SHIPPED_SPEC = SyntheticAgents(count=12, turns_min=10, turns_max=30, context=16000, seed=1)
@@ -178,7 +175,8 @@ def _from_messages(messages: Sequence[Any], tools: Sequence[Any], tid: str, wher
         if not isinstance(m, Mapping):
             raise ConfigError(f"{where}: a message must be an object")
         if m.get("role") == "assistant":
-            text = m.get("content") if isinstance(m.get("content"), str) else ""
+            content = m.get("content")
+            text = content if isinstance(content, str) else ""
             calls = []
             for c in m.get("tool_calls") or []:
                 fn = c.get("function", c) if isinstance(c, Mapping) else {}
@@ -255,7 +253,8 @@ def _swe_agent(obj: Mapping[str, Any], tid: str, where: str, tool_s: float) -> T
     history = obj.get("history")
     if not isinstance(history, list):
         raise ConfigError(f"{where}: a .traj needs a 'history' list")
-    steps = obj.get("trajectory") if isinstance(obj.get("trajectory"), list) else []
+    raw_steps = obj.get("trajectory")
+    steps: list[Any] = raw_steps if isinstance(raw_steps, list) else []
     times = [s.get("execution_time") for s in steps if isinstance(s, Mapping)]
     messages = []
     for h in history:

@@ -96,7 +96,7 @@ def check_arguments(tool: ToolSpec | None, arguments: str) -> str | None:
     try:
         jsonschema.validate(value, tool.parameters)
     except jsonschema.ValidationError as e:
-        return e.message
+        return str(e.message)
     except jsonschema.SchemaError as e:
         return f"the tool's schema is invalid: {e.message}"
     return None

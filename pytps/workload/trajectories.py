@@ -144,7 +144,8 @@ def _filler_tokens(value: Mapping[str, Any], where: str) -> int:
 def _call(raw: Any, where: str) -> AgentCall:
     if not isinstance(raw, Mapping):
         raise _where(where, "a tool call must be an object")
-    fn = raw.get("function") if isinstance(raw.get("function"), Mapping) else raw
+    inner = raw.get("function")
+    fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else raw
     name, args = fn.get("name"), fn.get("arguments", "{}")
     if not isinstance(name, str) or not name:
         raise _where(where, 'a tool call needs a "name"')
