@@ -56,7 +56,71 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--seed", type=int, default=0, help="seed of tool times, tool latencies and arrivals")
     p.add_argument("--out", default=None, metavar="DIR", help="write agents.json, turns.jsonl, agents_trace.json here")
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="find the most concurrent agents whose turns meet --slo-run (the capacity search's rules)",
+    )
+    p.add_argument(
+        "--slo-run", default=None, metavar="TARGETS", help="the search's targets over all turns: ttft:p90=0.5,..."
+    )
+    p.add_argument("--search-max-probes", type=int, default=8, help="the search's most probe runs (default 8)")
+    p.add_argument("--search-start", type=int, default=None, metavar="N", help="the search's first probe (default 1)")
     p.set_defaults(func=run)
+
+
+def _search(args: argparse.Namespace, settings: Any, work: list[Any]) -> int:
+    """The largest N agents whose turns meet --slo-run, by pytps.sweep.search's CapacitySearch on
+    the concurrency axis: each probe replays (or loops) max(len(work), 2N) agents, N at once."""
+    import asyncio
+    import dataclasses
+    import json
+
+    from pytps.errors import ConfigError
+    from pytps.measure.slo import parse_slo_run
+    from pytps.runner.agents import run_agents
+    from pytps.sweep.search import CapacitySearch, ProbeRun, capacity_line
+
+    if not args.slo_run:
+        raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")
+    slo_run = parse_slo_run(args.slo_run)
+
+    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+        n = max(1, int(load))
+        items = [work[i % len(work)] for i in range(max(len(work), 2 * n))]
+        result = asyncio.run(run_agents(dataclasses.replace(settings, agents=n, rate=None), items))
+        turns = result.turn_rows()
+        ok = [t for t in turns if t.ok]
+        span = (max(t.t_end_ns or t.t_send_ns for t in turns) - min(t.t_send_ns for t in turns)) / 1e9
+        return ProbeRun(
+            values={
+                "ttft_s": [t.ttft_s for t in ok if t.ttft_s is not None],
+                "e2e_s": [t.e2e_s for t in ok if t.e2e_s],
+            },
+            ok=[t.ok for t in turns],
+            saturation=None,
+            completion_rps=len(ok) / span if span > 0 else None,
+            dir=name.replace("concurrency", "agents"),
+        )
+
+    search = CapacitySearch(
+        axis="concurrency",
+        run_probe=run_probe,
+        slo_run=slo_run,
+        max_probes=args.search_max_probes,
+        start=float(args.search_start) if args.search_start else None,
+        progress=lambda line: print(line.replace("concurrency", "agents"), flush=True),
+    )
+    result = search.run()
+    print(capacity_line(result).replace("concurrent requests", "concurrent agents"))
+    result["axis"] = "agents"
+    if args.out:
+        from pathlib import Path
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "agents_search.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    return 0
 
 
 def _split_agents(values: list[str]) -> tuple[int, str | None]:
@@ -113,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         slo=AgentSlo.parse(args.slo),
         transport=args.transport,
     )
+    if args.search:
+        return _search(args, settings, work)
     result = asyncio.run(run_agents(settings, work))
     for line in agent_lines(result.summary, result.mode):
         print(line)

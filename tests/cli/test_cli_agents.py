@@ -1,0 +1,55 @@
+"""`pytps agents` end to end against the emulator: the run's files, the Chrome trace, one-line
+errors, and the search for sustained agents (issue 35: the bracket holds the emulator's load
+model's capacity: with no tool time, `max_batch` agents are served without queueing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pytps
+from pytps.cli import main
+
+
+def test_run_writes_rows_and_trace(tmp_path, capsys):
+    with pytps.Emulator(ttft_ms=2.0, itl_us=100.0, prefix_cache_tokens=1_000_000) as emu:
+        code = main(["agents", emu.base_url, "--agents", "3", "--agents", "synthetic:turns=3-4,context=3000,count=4,tool_s=0.01",
+                     "--slo", "ttft=1", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "agents: 4 (replay), 4 finished" in out and "turns meeting the SLO    100.0%" in out
+    doc = json.loads((tmp_path / "agents.json").read_text())
+    assert doc["fingerprint"]["kind"] == "agents" and len(doc["agents"]) == 4
+    turns = [json.loads(x) for x in (tmp_path / "turns.jsonl").read_text().splitlines()]
+    assert len(turns) == doc["summary"]["turns"]
+    trace = json.loads((tmp_path / "agents_trace.json").read_text())["traceEvents"]
+    slices = [e for e in trace if e["ph"] == "X"]
+    assert sum(1 for e in slices if e["name"].startswith("turn ")) == len(turns)
+    assert sum(1 for e in slices if e["name"] == "tool wait") == len(turns) - 4
+    assert {e["tid"] for e in slices} == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(
+    "argv, word",
+    [(["--agents", "synthetic:size=2"], "unknown key"), (["--live", "tasks:nope:3"], "not a built-in task set"),
+     (["--agents", "example", "--search"], "--slo-run"), (["--agents", "example", "--slo", "ttft=-1"], "positive"),
+     (["--agents", "a.jsonl", "--agents", "b.jsonl"], "two workloads")],
+)
+def test_bad_settings_are_one_line(argv, word, capsys):
+    code = main(["agents", "http://127.0.0.1:9", *argv])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert word in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_finds_the_load_models_capacity(tmp_path, capsys):
+    with pytps.Emulator(ttft_ms=20.0, itl_us=1000.0, max_batch=8, prefix_cache_tokens=10_000_000) as emu:
+        code = main(["agents", emu.base_url, "--agents", "synthetic:turns=4-6,context=4000,count=8,tool_s=0.005,output=60",
+                     "--search", "--slo-run", "ttft:p90=0.05", "--search-max-probes", "8", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "probe 1: agents 1: pass" in out and "concurrent agents" in out
+    cap = json.loads((tmp_path / "agents_search.json").read_text())["capacity"]
+    assert cap["low"] is not None and cap["high"] is not None
+    assert cap["low"] <= 8 < cap["high"]
