@@ -56,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--seed", type=int, default=0, help="seed of tool times, tool latencies and arrivals")
     p.add_argument("--out", default=None, metavar="DIR", help="write agents.json, turns.jsonl, agents_trace.json here")
+    p.add_argument("--html", default=None, metavar="FILE", help="write an HTML page: TTFT per turn, agents' timelines")
     p.add_argument(
         "--search",
         action="store_true",
@@ -205,5 +206,9 @@ def run(args: argparse.Namespace) -> int:
                 f.write(json.dumps(t.as_dict()) + "\n")
         (out / _RESULTS_FILES[2]).write_text(json.dumps(agent_trace(result.agents)) + "\n")
         print(f"wrote {out}/{{{','.join(_RESULTS_FILES)}}}")
+    if args.html:
+        from pytps.report.html_agents import write_agents_page
+
+        print(f"wrote {write_agents_page(result.agents, result.summary, result.mode, args.html)}")
     failed = sum(1 for a in result.agents if a.end == "error")
     return 1 if failed == len(result.agents) else 0

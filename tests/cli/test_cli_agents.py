@@ -15,8 +15,10 @@ from pytps.cli import main
 def test_run_writes_rows_and_trace(tmp_path, capsys):
     with pytps.Emulator(ttft_ms=2.0, itl_us=100.0, prefix_cache_tokens=1_000_000) as emu:
         code = main(["agents", emu.base_url, "--agents", "3", "--agents", "synthetic:turns=3-4,context=3000,count=4,tool_s=0.01",
-                     "--slo", "ttft=1", "--out", str(tmp_path)])  # fmt: skip
+                     "--slo", "ttft=1", "--out", str(tmp_path), "--html", str(tmp_path / "a.html")])  # fmt: skip
     assert code == 0
+    page = (tmp_path / "a.html").read_text()
+    assert "TTFT against the turn" in page and "tool waits" in page
     out = capsys.readouterr().out
     assert "agents: 4 (replay), 4 finished" in out and "turns meeting the SLO    100.0%" in out
     doc = json.loads((tmp_path / "agents.json").read_text())
