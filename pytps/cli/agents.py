@@ -56,6 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--seed", type=int, default=0, help="seed of tool times, tool latencies and arrivals")
     p.add_argument("--out", default=None, metavar="DIR", help="write agents.json, turns.jsonl, agents_trace.json here")
+    p.add_argument("--store", metavar="PATH|URL", help="the results store to record the run in (with --out)")
+    p.add_argument("--no-store", action="store_true", help="do not record the run in the results store")
     p.add_argument("--html", default=None, metavar="FILE", help="write an HTML page: TTFT per turn, agents' timelines")
     p.add_argument(
         "--search",
@@ -122,6 +124,42 @@ def _search(args: argparse.Namespace, settings: Any, work: list[Any]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "agents_search.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     return 0
+
+
+def _record(args: argparse.Namespace, doc: dict[str, Any], summary: dict[str, Any], out: Any) -> None:
+    """The run in the results store (kind "agents"), its fingerprint made of what ran: the agent
+    workload, the load (agents or rate, tool time, step cap) and the API."""
+    from datetime import datetime, timezone
+    from urllib.parse import urlsplit
+
+    from pytps.runner.store_entry import record_in_store
+
+    url = urlsplit(args.url)
+    metadata = {
+        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path},
+        "model": args.model,
+        "api": args.api,
+        "transport": args.transport,
+        "workload": {"kind": "agents", "agents": doc["workload"], "mode": doc["mode"]},
+        "load": {"concurrency": doc["fingerprint"]["agents"], "rate": args.agent_rate},
+        "slo": {"per_request_s": args.slo},
+    }
+    figures = {
+        k: float(v)
+        for k, v in {
+            "agent_ttft_p50_s": summary["ttft_s"].get("p50"),
+            "agent_ttft_p90_s": summary["ttft_s"].get("p90"),
+            "agent_time_mean_s": summary["agent_time_s"].get("mean"),
+            "agent_output_tps_mean": summary["agent_output_tps"].get("mean"),
+            "agent_cached_share_mean": summary["cached_share"].get("mean"),
+            "agent_slo_turn_share": summary.get("slo_turn_share"),
+            "agent_task_success": summary.get("task_success"),
+            "agent_tool_call_validity": summary.get("tool_call_validity"),
+        }.items()
+        if v is not None
+    }
+    record_in_store(args.store, {"metadata": metadata, "summary": summary}, out, kind="agents", figures=figures)
 
 
 def _split_agents(values: list[str]) -> tuple[int, str | None]:
@@ -206,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
                 f.write(json.dumps(t.as_dict()) + "\n")
         (out / _RESULTS_FILES[2]).write_text(json.dumps(agent_trace(result.agents)) + "\n")
         print(f"wrote {out}/{{{','.join(_RESULTS_FILES)}}}")
+        if not args.no_store:
+            _record(args, doc, result.summary, out)
     if args.html:
         from pytps.report.html_agents import write_agents_page
 

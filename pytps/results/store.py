@@ -30,7 +30,7 @@ STORE_SCHEMA_VERSION = 1
 STORE_ENV = "PYTPS_STORE"
 #: Seconds a writer waits for the store's lock before giving up (default DEFAULT_BUSY_TIMEOUT_S).
 TIMEOUT_ENV = "PYTPS_STORE_TIMEOUT_S"
-KINDS = ("run", "sweep_cell", "calibrate")
+KINDS = ("run", "sweep_cell", "calibrate", "agents")  # agents: `pytps agents` (docs/agents.md)
 
 # Distributions of the summary kept in the store, by the name figures carry, and their statistics.
 DISTRIBUTIONS = {

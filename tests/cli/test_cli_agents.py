@@ -15,8 +15,14 @@ from pytps.cli import main
 def test_run_writes_rows_and_trace(tmp_path, capsys):
     with pytps.Emulator(ttft_ms=2.0, itl_us=100.0, prefix_cache_tokens=1_000_000) as emu:
         code = main(["agents", emu.base_url, "--agents", "3", "--agents", "synthetic:turns=3-4,context=3000,count=4,tool_s=0.01",
-                     "--slo", "ttft=1", "--out", str(tmp_path), "--html", str(tmp_path / "a.html")])  # fmt: skip
+                     "--slo", "ttft=1", "--out", str(tmp_path), "--html", str(tmp_path / "a.html"),
+                     "--store", str(tmp_path / "h.sqlite")])  # fmt: skip
     assert code == 0
+    from pytps.results.store import Store
+
+    with Store(str(tmp_path / "h.sqlite")) as store:
+        [row] = store.runs()
+    assert row.kind == "agents" and row.api == "openai-chat" and len(row.fingerprint) > 6
     page = (tmp_path / "a.html").read_text()
     assert "TTFT against the turn" in page and "tool waits" in page
     out = capsys.readouterr().out
