@@ -32,7 +32,7 @@ import pytps
 from pytps.results.folder import load_journal
 from pytps.runner.config import make_config
 from pytps.runner.event_loop import run_coroutine
-from pytps.runner.finalize import RunResult
+from pytps.results.output import RunResult
 from pytps.runner.loop import Runner
 from pytps.scale import ScaledRun, ScaleOptions
 

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord, ToolCall
     from pytps.measure.summary import summarize
+    from pytps.results.output import RunResult
     from pytps.results.record import Record
     from pytps.runner.config import RunConfig
-    from pytps.runner.finalize import RunResult
     from pytps.transport.base import Transport
 
     __version__: str
@@ -51,7 +51,7 @@ _LAZY = {
     "arun": ("library", "arun"),
     "Emulator": ("emulator", "Emulator"),
     "RunConfig": ("runner.config", "RunConfig"),
-    "RunResult": ("runner.finalize", "RunResult"),
+    "RunResult": ("results.output", "RunResult"),
     "RequestRecord": ("measure.records", "RequestRecord"),
     "ToolCall": ("measure.records", "ToolCall"),
     "RequestMetrics": ("measure.metrics", "RequestMetrics"),

@@ -158,7 +158,7 @@ def _prompt_keys(where: str, record: Mapping[str, Any]) -> list[str]:
 def _right_and_wrong(where: str, record: Mapping[str, Any]) -> tuple[str, str] | None:
     """The right text and a wrong one, each checked against the record's grader the way pytps will
     see it (the emulator's content words, then "\nAnswer: <text>"). None: the record has no reference."""
-    from pytps.measure.grading import grade_text, parse_reference
+    from pytps.grading.graders import grade_text, parse_reference
 
     ref = parse_reference(record, where=where, item=where)
     if ref is None:

@@ -1,83 +1,8 @@
 """The library entry points: pytps.run(...) and its coroutine pytps.arun(...), the same job as
-`pytps run`, returning the RunResult."""
+`pytps run`, returning the RunResult (pytps.app.runs holds them)."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from typing import Any
+from pytps.app.runs import arun, run
 
-from pytps.runner.finalize import RunResult
-from pytps.runner.loop import Progress
-
-
-def run(
-    base_url: str | None = None,
-    *,
-    progress: Progress | None = None,
-    emulator: dict[str, Any] | None = None,
-    workers: int | str = 1,
-    backend: str = "local",
-    ray_address: str | None = None,
-    on_worker_failure: str = "continue",
-    **settings: Any,
-) -> RunResult:
-    """Benchmark an endpoint and return a RunResult (.summary is the results.json summary).
-
-    Without base_url, starts pytps.Emulator (with the `emulator` settings) and benchmarks it.
-    workers, backend, ray_address, on_worker_failure: scale-out (docs/scale.md); the defaults
-    run in this process. The other keyword arguments are pytps.runner.config.make_config()'s, named
-    like the CLI flags. Runs its own event loop: inside a running one (Jupyter, an async test),
-    await arun().
-    """
-    import asyncio
-
-    from pytps.errors import ConfigError
-    from pytps.runner.event_loop import run_coroutine
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise ConfigError("pytps.run() was called inside a running event loop: use `await pytps.arun(...)` there")
-    if workers != 1 or backend != "local":
-        from pytps.scale import ScaleOptions, run_scaled
-
-        with ExitStack() as stack:
-            # The driver runs the workers' processes (or Ray actors) and its own loop: not a coroutine.
-            base_url = _endpoint(stack, base_url, emulator)
-            options = ScaleOptions(workers, backend, ray_address, on_worker_failure)
-            return run_scaled(base_url, settings, options, progress)
-    return run_coroutine(arun(base_url, progress=progress, emulator=emulator, **settings))
-
-
-def _endpoint(stack: ExitStack, base_url: str | None, emulator: dict[str, Any] | None) -> str:
-    """base_url, or the built-in emulator's (started with the `emulator` settings, closed with the stack)."""
-    if base_url is not None:
-        return base_url
-    from pytps.emulator import Emulator
-
-    # The truth is not kept unless asked for: nothing here reads it, and it grows with the run.
-    url: str = stack.enter_context(Emulator(**{"keep_truth": False, **(emulator or {})})).base_url
-    return url
-
-
-("pytps.run() was called inside a running event loop: use `await pytps.arun(...)` there")
-
-
-async def arun(
-    base_url: str | None = None,
-    *,
-    progress: Progress | None = None,
-    emulator: dict[str, Any] | None = None,
-    **settings: Any,
-) -> RunResult:
-    """pytps.run() as a coroutine, on the caller's event loop (the same arguments and result), in
-    this process: a scaled run (workers, backend) is pytps.run()'s."""
-    from pytps.calibrate.envelope import envelope_for
-    from pytps.runner.config import make_config
-    from pytps.runner.loop import Runner
-
-    with ExitStack() as stack:
-        cfg = make_config(_endpoint(stack, base_url, emulator), **settings)
-        return await Runner(cfg, progress, envelope=envelope_for(cfg)).run()
+__all__ = ["arun", "run"]

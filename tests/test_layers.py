@@ -25,21 +25,27 @@ ALLOWED: dict[str, set[str]] = {
     "_native": {"errors"},
     # The emulator's answers are a dataset's records (workload) that each grader (measure) must
     # tell right from wrong; neither room imports the emulator.
-    "emulator": BASE | {"measure", "workload"},
-    "measure": BASE,
+    "emulator": BASE | {"grading", "measure", "workload"},
+    "grading": BASE,
+    "measure": BASE | {"grading"},
     "workload": BASE,
     "transport": BASE | {"measure", "workload"},
     "results": BASE | {"measure"},
-    "runner": BASE | {"measure", "workload", "transport", "results"},
-    "sweep": BASE | {"measure", "results"},
-    "report": BASE | {"measure", "results", "sweep"},
+    "store": BASE | {"results"},
+    # The table of settings: flag choices come from the APIs, transports and the emulator's defaults.
+    "settings": BASE | {"emulator", "transport", "workload"},
+    "runner": BASE | {"grading", "measure", "workload", "transport", "results", "settings", "store"},
+    "sweep": BASE | {"measure", "results", "settings"},
+    "report": BASE | {"measure", "results", "store", "sweep"},
     "embed": BASE | {"measure", "results", "transport", "workload"},
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
-    "scale": BASE | {"measure", "results", "transport", "workload", "runner", "calibrate"},
-    "library": BASE | {"runner", "scale", "calibrate", "emulator", "results"},
+    "scale": BASE | {"measure", "results", "store", "transport", "workload", "runner", "calibrate"},
+    # The application layer: every job the CLI and the library run, with typed settings.
+    "app": BASE | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator"},
+    "library": BASE | {"app", "runner", "scale", "calibrate", "emulator", "results"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
-    | {"embed", "calibrate", "scale", "library", "emulator"},
+    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading", "settings", "app"},
     "__main__": {"cli"},
 }
 MAX_ROOT_MODULES = 10

@@ -15,9 +15,9 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from pytps import __version__
+    from pytps.app.exit_codes import TABLE
     from pytps.cli import agents, calibrate, clock, compare, history, report, run, serve, sweep
     from pytps.cli._help import add_command
-    from pytps.cli.exit_codes import TABLE
 
     parser = argparse.ArgumentParser(
         prog="pytps",

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_store:
         from pathlib import Path
 
-        from pytps.calibrate.store_entry import record_calibration
+        from pytps.store.calibration_entry import record_calibration
 
         record_calibration(data, args.store, Path(args.json if args.json and args.json != "-" else "."))
     if args.plot:

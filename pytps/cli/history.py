@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytps.results.files import RESULTS, SWEEP_INDEX
+
 EXAMPLES = """examples:
   pytps history                                                  # recent runs, grouped
   pytps history --endpoint http://127.0.0.1:8000 --model llama --metric ttft_p50,decode_tps_p50
@@ -96,14 +98,14 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     return Store(getattr(args, "store", None))
 
 
 def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
     from pytps.report.history import group_runs
-    from pytps.results.store import normalize_endpoint
+    from pytps.store.store import normalize_endpoint
 
     endpoint = getattr(args, "endpoint", None)
     runs = store.runs(
@@ -247,10 +249,10 @@ def _folders(dirs: list[str]) -> list[Path]:
     out: list[Path] = []
     for d in dirs:
         p = Path(d)
-        if (p / "results.json").is_file():
+        if (p / RESULTS).is_file():
             out.append(p)
         elif p.is_dir():
-            out.extend(sorted(r.parent for r in p.rglob("results.json")))
+            out.extend(sorted(r.parent for r in p.rglob(RESULTS)))
         else:
             raise ConfigError(f"{d}: no such folder; give results folders (holding results.json) or folders of them")
     return out
@@ -259,7 +261,7 @@ def _folders(dirs: list[str]) -> list[Path]:
 def cmd_add(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
     from pytps.results.folder import load_results
-    from pytps.results.store import parse_when
+    from pytps.store.store import parse_when
 
     if not args.dirs and not args.prune:
         raise ConfigError("history add needs results folders (DIR...), or --prune to forget runs with folders gone")
@@ -275,9 +277,9 @@ def cmd_add(args: argparse.Namespace) -> int:
                 continue
             meta = results.get("metadata") or {}
             when = parse_when(meta.get("date_utc")) or datetime.fromtimestamp(
-                (folder / "results.json").stat().st_mtime, timezone.utc
+                (folder / RESULTS).stat().st_mtime, timezone.utc
             )
-            kind = "sweep_cell" if (folder.parent / "sweep.json").is_file() else "run"
+            kind = "sweep_cell" if (folder.parent / SWEEP_INDEX).is_file() else "run"
             if store.record(results, folder, kind=kind, when=when) is None:
                 known += 1
             else:

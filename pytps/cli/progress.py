@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pytps.runner.loop import Progress as RunProgress
+from pytps.app.runs import Progress as RunProgress
 
 
 class RichProgress(RunProgress):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from pytps.errors import ConfigError
+from pytps.results.files import RESULTS, SWEEP_INDEX
 
 EXAMPLES = """examples:
   pytps report results/20261201T120000Z-my-model/
@@ -100,7 +101,7 @@ def report_sweep(path: Path, args: argparse.Namespace) -> int:
             return 0
     if args.trace or args.markdown or args.csv:
         raise ConfigError(f"{path} is a sweep: --trace, --markdown and --csv take one of its cells/*/ folders")
-    index = json.loads((path / "sweep.json").read_text(encoding="utf-8"))
+    index = json.loads((path / SWEEP_INDEX).read_text(encoding="utf-8"))
     if args.json:
         print(json.dumps(index, indent=2))
     else:
@@ -115,7 +116,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pytps.results.rebuild import load_or_rebuild, repair
 
     path = Path(args.dir)
-    if (path / "sweep.json").exists() and not (path / "results.json").exists():
+    if (path / SWEEP_INDEX).exists() and not (path / RESULTS).exists():
         return report_sweep(path, args)
     if not path.is_dir():
         raise ConfigError(f"{path} is not a directory: name a results directory written by pytps run")

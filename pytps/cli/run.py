@@ -1,21 +1,17 @@
-"""`pytps run`: flags turned into a RunConfig (validated once, by make_config), run, and reported."""
+"""`pytps run`: flags turned into the run's settings, one call of the application layer
+(pytps.app.runs.run_to_folder, or pytps.app.matrix for -c FILE), and the report printed."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from contextlib import ExitStack
-from typing import TYPE_CHECKING
 
-from pytps.cli.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
+from pytps.app.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
-from pytps.cli.run_args import add_run_arguments, build_config, endpoint_url, flag_settings
+from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, explicit_settings, flag_settings, say
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 EXAMPLES = """examples:
   pytps run                                            # the built-in emulator, 100 requests
@@ -25,7 +21,7 @@ EXAMPLES = """examples:
   pytps run --base-url https://api.example.com --api-key-env MY_KEY --dataset prompts.jsonl
   pytps run --base-url http://127.0.0.1:8000 --rate 2000 --duration 60 --workers 4
 """
-EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.app.exit_codes)
 
 
 HELP = "benchmark a streaming endpoint (the built-in emulator when no --base-url is given)"
@@ -44,64 +40,74 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.config:
-        from pytps.cli.matrix_run import run_matrix
-
-        if args.html is not None:
-            raise ConfigError("--html draws one run: with -c FILE, use pytps report CELL_DIR --html on a cell")
-        if scale_options(args) is not None:
-            raise ConfigError("--workers and --backend ray do not apply to a matrix (-c FILE) yet; run each cell alone")
-        return run_matrix(args, "run")
+        return run_matrix_file(args, "run")
     if args.html is not None:
         check_html_available()
-    from pytps.calibrate.envelope import envelope_for
+    from pytps.app.runs import run_to_folder
     from pytps.results.folder import load_results
-    from pytps.runner.event_loop import run_coroutine
-    from pytps.runner.loop import Progress, Runner
 
-    with ExitStack() as stack:
-        scale = scale_options(args)
-        base_url = endpoint_url(args, stack, "benchmarking")
-        cfg = build_config(args, base_url)
-        progress = Progress()
-        if sys.stderr.isatty():
-            # A live bar only for a person watching; rich is imported only then (and for the table).
-            from pytps.cli.progress import RichProgress
+    progress = None
+    if sys.stderr.isatty():
+        # A live bar only for a person watching; rich is imported only then (and for the table).
+        from pytps.cli.progress import RichProgress
 
-            progress = RichProgress()
-        runner = Runner(cfg, progress, envelope=envelope_for(cfg))
-        try:
-            if scale is not None:
-                from pytps.scale import run_scaled
+        progress = RichProgress()
+    settings = flag_settings(args)
+    outcome = run_to_folder(
+        endpoint(args, settings),
+        settings,
+        progress=progress,
+        scale=scale_options(args),
+        say=emulator_line("benchmarking"),
+    )
+    code = NO_SUCCESS
+    if outcome.out_dir is not None:
+        results = load_results(outcome.out_dir)
+        code = run_exit_code(results["summary"], results["metadata"])
+        if args.json:
+            print(json.dumps(results["summary"], indent=2))
+        else:
+            from pytps.report.console import render
 
-                # The workers' progress is shown as one, and Ctrl-C ends the run as a whole.
-                result = run_scaled(base_url, flag_settings(args), scale, progress)
-            else:
-                result = run_coroutine(runner.run())
-            interrupted = result.interrupted
-        except KeyboardInterrupt:
-            interrupted = True
-            result = None
-        out_dir = result.out_dir if result else None
-        if out_dir is None and runner.finished:
-            out_dir = cfg.out_dir
-        code = NO_SUCCESS
-        if out_dir is not None and (out_dir / "results.json").exists():
-            results = load_results(out_dir)
-            code = run_exit_code(results["summary"], results["metadata"])
-            if args.json:
-                print(json.dumps(results["summary"], indent=2))
-            else:
-                from pytps.report.console import render
-
-                render(results)
-            print(f"results: {out_dir}", file=sys.stderr)
-            if args.html is not None:
-                write_html(out_dir, args.html)
-        if interrupted:
-            print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
-            return INTERRUPTED
+            render(results)
+        print(f"results: {outcome.out_dir}", file=sys.stderr)
+        if args.html is not None:
+            write_html(outcome.out_dir, args.html)
+    if outcome.interrupted:
+        print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
+        return INTERRUPTED
     if code == NO_SUCCESS:
         print("pytps: no measured request succeeded (exit status 3)", file=sys.stderr)
     elif code == ERROR_RATE:
         print("pytps: the run stopped early at --max-error-rate (exit status 4)", file=sys.stderr)
     return code
+
+
+def run_matrix_file(args: argparse.Namespace, kind: str) -> int:
+    """`pytps run -c FILE` / `pytps sweep -c FILE`: the matrix, its lines, its exit status."""
+    from pytps.app.matrix import matrix
+    from pytps.app.sweeps import SweepPlan
+    from pytps.report.matrix_lines import print_matrix
+    from pytps.settings.table import TABLE
+
+    if args.html is not None:
+        what = "one run" if kind == "run" else "one sweep"
+        raise ConfigError(f"--html draws {what}: with -c FILE, use pytps report CELL_DIR --html on a cell")
+    if kind == "run" and scale_options(args) is not None:
+        raise ConfigError("--workers and --backend ray do not apply to a matrix (-c FILE) yet; run each cell alone")
+    outcome = matrix(
+        args.config,
+        kind,
+        overrides=explicit_settings(args, args.parser_defaults),
+        base_url=args.base_url,
+        out=args.out,
+        sweep_plan=SweepPlan.of(TABLE.from_flags(args, "sweep")),
+        search_defaults=TABLE.from_flags(args, "search"),
+        say=say(f"{kind} -c"),
+    )
+    if args.json:
+        print(json.dumps(outcome.index, indent=2))
+    else:
+        print_matrix(outcome.index)
+    print(f"results: {outcome.out_dir} (matrix.json indexes the cells)", file=sys.stderr)
+    return outcome.exit_code

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytps.scale import ScaleOptions
+    from pytps.app.runs import ScaleOptions
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,16 +42,6 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
 
 def scale_options(args: argparse.Namespace) -> ScaleOptions | None:
     """The run's ScaleOptions, or None for a run in this process alone."""
-    if args.workers == "1" and args.backend == "local":
-        return None  # the common case decided without importing pytps.scale (start-up cost)
-    from pytps.scale import ScaleOptions, parse_workers
+    from pytps.app.runs import scale_options as options
 
-    workers = parse_workers(args.workers)
-    if workers == 1 and args.backend == "local":
-        return None
-    return ScaleOptions(
-        workers=workers,
-        backend=args.backend,
-        ray_address=args.ray_address,
-        on_worker_failure=args.on_worker_failure,
-    )
+    return options(args.workers, args.backend, args.ray_address, args.on_worker_failure)

@@ -5,17 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import ExitStack
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from pytps.cli.exit_codes import TABLE, overall_exit_code
+from pytps.app.exit_codes import TABLE
 from pytps.cli.report import add_html_argument, check_html_available, write_html
-from pytps.cli.run_args import add_run_arguments, build_config, cell_summary, endpoint_url, results_dir
-from pytps.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
+from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, flag_settings, say
+from pytps.settings.table import TABLE as SETTINGS
 
 EXAMPLES = """examples:
   pytps sweep --concurrency 1,2,4,8,16,32,64 --requests 32 --output-tokens 32
@@ -23,7 +17,7 @@ EXAMPLES = """examples:
   pytps sweep --base-url http://127.0.0.1:8000 --rate 1..32 --duration 30 --price-input 0.5 --price-output 1.5
   pytps sweep --concurrency 1,8,32 --input-tokens 128,1024,8192 --requests 64      # a grid of two axes
 """
-EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.cli.exit_codes)
+EXAMPLES += f"\n{TABLE}"  # what the exit status says (pytps.app.exit_codes)
 
 
 HELP = "run a list or range of concurrencies, rates or lengths, one full run per cell, and find the knee"
@@ -37,182 +31,55 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, sweep=True)
-    sw = p.add_argument_group("sweep")
-    sw.add_argument(
-        "--refine",
-        type=int,
-        default=0,
-        metavar="N",
-        help="add cells halfway between the knee and its neighbours, up to N rounds (default 0)",
-    )
-    sw.add_argument(
-        "--slo-target",
-        type=float,
-        default=0.95,
-        metavar="F",
-        help="share of useful requests a cell needs to count toward the SLO capacity (default 0.95)",
-    )
-    sw.add_argument(
-        "--stop-error-rate",
-        type=float,
-        default=0.5,
-        metavar="F",
-        help="stop the sweep after a cell with a higher error rate (default 0.5)",
-    )
-    sw.add_argument(
-        "--stop-e2e-factor",
-        type=float,
-        default=20.0,
-        metavar="X",
-        help="stop the sweep after a cell whose median E2E is X times the first cell's (default 20)",
-    )
-    se = p.add_argument_group("capacity search (docs/metrics.md, Capacity search)")
-    se.add_argument(
-        "--search",
-        choices=("rate", "concurrency"),
-        help="find the highest load whose --slo-run targets and error rate hold, by bracketing and "
-        "narrowing, instead of running a grid",
-    )
-    se.add_argument(
-        "--search-start",
-        type=float,
-        metavar="LOAD",
-        help="the first probe's load (default: rate, what one request in flight sustains, from a short "
-        "run at concurrency 1; concurrency, 1)",
-    )
-    se.add_argument(
-        "--search-precision",
-        type=float,
-        default=0.05,
-        metavar="F",
-        help="stop when the bracket is narrower than this share of the load (default 0.05)",
-    )
-    se.add_argument("--search-max-probes", type=int, default=10, metavar="N", help="at most N runs in all (default 10)")
-    se.add_argument(
-        "--search-repeats",
-        type=int,
-        default=2,
-        metavar="N",
-        help="run an undecided probe (an interval straddling a limit) up to N more times (default 2)",
-    )
-    se.add_argument(
-        "--search-max-error-rate",
-        type=float,
-        default=0.01,
-        metavar="F",
-        help="a probe fails above this error rate (default 0.01)",
-    )
     add_html_argument(p, "the sweep's curve")
     p.set_defaults(func=cmd_sweep)
 
 
-def sweep_axes(args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str, Any]]:
-    """(the axes swept, the settings every cell shares) from the four sweepable flags."""
-    from pytps.sweep.cells import parse_axis
-
-    axes: dict[str, list[Any]] = {}
-    fixed: dict[str, Any] = {}
-    for name in ("concurrency", "rate", "input_tokens", "output_tokens"):
-        text = getattr(args, name)
-        if text is None:
-            continue
-        try:
-            values = parse_axis(name, str(text))
-        except ConfigError:
-            if name in ("input_tokens", "output_tokens"):
-                fixed[name] = text  # a single length or distribution (512:64, 128-1024) for every cell
-                continue
-            raise
-        if len(values) > 1 or name in ("concurrency", "rate"):
-            axes[name] = values
-        else:
-            fixed[name] = values[0]
-    if not axes:
-        raise ConfigError(
-            "nothing to sweep: give --concurrency or --rate (or a length) as a list, e.g. "
-            "--concurrency 1,2,4,8 or --concurrency 1..64"
-        )
-    return axes, fixed
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pytps.report.sweep_curve import print_curve
-    from pytps.sweep.cells import StopRule, Sweep
 
     if args.config:
-        from pytps.cli.matrix_run import run_matrix
+        from pytps.cli.run import run_matrix_file
 
-        if args.html is not None:
-            raise ConfigError("--html draws one sweep: with -c FILE, use pytps report CELL_DIR --html on a cell")
-        return run_matrix(args, "sweep")
+        return run_matrix_file(args, "sweep")
     if args.html is not None:
         check_html_available()
+    settings = flag_settings(args)
     if args.search:
-        return cmd_search(args)
-    axes, fixed = sweep_axes(args)
-    for name in ("concurrency", "rate"):
-        setattr(args, name, None)  # set per cell
-    out = results_dir(args, "sweep")
-    with ExitStack() as stack:
-        base_url = endpoint_url(args, stack, "sweeping")
-        build_config(args, base_url, **fixed, **{a: v[0] for a, v in axes.items()})  # every flag checked first
+        from pytps.app.search import SearchPlan, capacity_line, search
 
-        codes: list[int] = []  # each cell's exit status (pytps.cli.exit_codes)
-
-        def run_cell(values: dict[str, Any], cell_dir: Path) -> dict[str, Any]:
-            return cell_summary(build_config(args, base_url, **fixed, **values, out=cell_dir), codes)
-
-        sweep = Sweep(
-            axes=axes,
-            out=out,
-            run_cell=run_cell,
-            refine=args.refine,
-            slo_target=args.slo_target,
-            stop=StopRule(args.stop_error_rate, args.stop_e2e_factor),
-            progress=lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
+        found = search(
+            endpoint(args, settings),
+            settings,
+            SearchPlan.of(SETTINGS.from_flags(args, "search")),
+            out=args.out,
+            say=say("sweep"),
+            say_endpoint=emulator_line("searching"),
         )
-        index = sweep.run()
+        if args.json:
+            print(json.dumps(found.index, indent=2))
+        else:
+            print_curve(found.index)
+            print(capacity_line(found.index["search"]))
+        print(f"results: {found.out_dir} (sweep.json indexes the probes)", file=sys.stderr)
+        if args.html is not None:
+            write_html(found.out_dir, args.html)
+        return 0
+    from pytps.app.sweeps import SweepPlan, sweep
+
+    swept = sweep(
+        endpoint(args, settings),
+        settings,
+        plan=SweepPlan.of(SETTINGS.from_flags(args, "sweep")),
+        out=args.out,
+        say=say("sweep"),
+        say_endpoint=emulator_line("sweeping"),
+    )
     if args.json:
-        print(json.dumps(index, indent=2))
+        print(json.dumps(swept.index, indent=2))
     else:
-        print_curve(index)
-    print(f"results: {out} (sweep.json indexes the cells)", file=sys.stderr)
+        print_curve(swept.index)
+    print(f"results: {swept.out_dir} (sweep.json indexes the cells)", file=sys.stderr)
     if args.html is not None:
-        write_html(out, args.html)
-    return overall_exit_code(codes)
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    """`pytps sweep --search AXIS`: probes as cells of a sweep folder, sweep.json's `search` the answer."""
-    from pytps.cli.search_run import search_folder
-    from pytps.measure.slo import parse_slo_run
-    from pytps.report.sweep_curve import print_curve
-    from pytps.sweep.matrix import SEARCH_KEYS
-
-    for name in ("concurrency", "rate"):
-        if getattr(args, name) is not None:
-            raise ConfigError(
-                f"--search {args.search} places the load itself: leave out --{name} (or use --search-start)"
-            )
-    out = results_dir(args, "sweep")
-    with ExitStack() as stack:
-        base_url = endpoint_url(args, stack, "searching")
-        build_config(args, base_url, **{args.search: 1})  # every flag checked first
-        index = search_folder(
-            {k: getattr(args, k) for k in SEARCH_KEYS},
-            parse_slo_run(args.slo_run),
-            out,
-            lambda load, cell_out: build_config(args, base_url, **load, out=cell_out),
-            lambda line: print(f"pytps sweep: {line}", file=sys.stderr, flush=True),
-        )
-    if args.json:
-        print(json.dumps(index, indent=2))
-    else:
-        from pytps.sweep.search import capacity_line
-
-        print_curve(index)
-        print(capacity_line(index["search"]))
-    print(f"results: {out} (sweep.json indexes the probes)", file=sys.stderr)
-    if args.html is not None:
-        write_html(out, args.html)
-    return 0
+        write_html(swept.out_dir, args.html)
+    return swept.exit_code

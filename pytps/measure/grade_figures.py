@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pytps.measure.grade import Grade
+from pytps.grading.grade import Grade
 from pytps.measure.metrics import distribution
 
 #: z for a two-sided 95% interval.

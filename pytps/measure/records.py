@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from pytps.measure.grade import Grade
+from pytps.grading.grade import Grade
 from pytps.measure.usage import implausible_counts
 
 # Error classes, shared by every transport (docs/metrics.md, "Errors").
@@ -73,6 +73,22 @@ def _empty(dtype: str) -> np.ndarray:
     import numpy as np
 
     return np.zeros(0, dtype=dtype)
+
+
+#: A record's absolute times (CLOCK_MONOTONIC ns; the journal keeps those of them it has): what
+#: a worker's clock offset moves when a scaled run is merged (pytps.scale). Everything else is a
+#: duration or a count.
+ABSOLUTE_TIMES = (
+    "t_sched_ns",
+    "t_submit_ns",
+    "t_send_ns",
+    "t_headers_ns",
+    "t_done_ns",
+    "first_output_ns",
+    "first_answer_ns",
+    "last_output_ns",
+    "end_ns",
+)
 
 
 @dataclass(frozen=True)
@@ -152,7 +168,7 @@ class RequestRecord:
     session: int | None = None
     turn: int | None = None
     session_end: str | None = None
-    # Graded answers (pytps.measure.grading): the grader's verdict, set before the record is judged.
+    # Graded answers (pytps.grading.graders): the grader's verdict, set before the record is judged.
     grade: Grade | None = None
     # Whole JSON bodies (pytps.measure.bodies): stream False for a response read as one body (the
     # "json" dialect), whose bytes are kept in `body` until read_body() reads them.

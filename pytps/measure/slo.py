@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.grading.grade import Grade
+from pytps.grading.graders import Grading
 from pytps.measure.cost import Prices
-from pytps.measure.grade import Grade
-from pytps.measure.grading import Grading
 from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
 
@@ -163,7 +163,7 @@ class Judge:
     validation: Validation = field(default_factory=Validation)
     prices: Prices | None = None
     prompt_includes_cached: bool = True  # False for Anthropic (pytps.workload.request_formats)
-    # Graded answers (pytps.measure.grading): a useful answer is also a correct one.
+    # Graded answers (pytps.grading.graders): a useful answer is also a correct one.
     grading: Grading = field(default_factory=Grading)
     keep_text: bool = False  # --keep-text: the answer text goes into the journal
 

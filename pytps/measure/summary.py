@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from pytps._native import _core
+from pytps.grading.grade import Grade
 from pytps.measure.columns import Columns
 from pytps.measure.event_rows import event_rows
-from pytps.measure.grade import Grade
 from pytps.measure.grade_figures import GradeFigures
 from pytps.measure.metrics import (
     NS_PER_S,

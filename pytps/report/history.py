@@ -19,7 +19,8 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import resample
 from pytps.measure.catalogue import of_figure
 from pytps.report.compare import bootstrap_diff, load_run
-from pytps.results.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
+from pytps.results.files import JOURNAL
+from pytps.store.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
 
 SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_METRICS = ("ttft_p50", "tpot_p50", "decode_tps_p50", "output_throughput_tps")
@@ -287,7 +288,7 @@ def _request_metric(metric: str) -> tuple[str, str] | None:
 
 
 def _has_journal(run: StoredRun) -> bool:
-    return os.path.isfile(os.path.join(run.folder, "requests.jsonl"))
+    return os.path.isfile(os.path.join(run.folder, JOURNAL))
 
 
 def check_group(

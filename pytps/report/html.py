@@ -16,6 +16,7 @@ from pytps.report.html_page import bokeh_module, write_page
 from pytps.report.html_run import run_page
 from pytps.report.html_sweep import sweep_page
 from pytps.report.saved_run import load_saved_run
+from pytps.results.files import RESULTS, SWEEP_INDEX
 
 __all__ = ["DEFAULT_NAME", "write_compare", "write_report"]
 
@@ -29,9 +30,9 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     bokeh_module()  # the friendly error before any work
     d = Path(directory)
     target = Path(out) if out else d / DEFAULT_NAME
-    if (d / "sweep.json").is_file() and not (d / "results.json").is_file():
+    if (d / SWEEP_INDEX).is_file() and not (d / RESULTS).is_file():
         try:
-            index = json.loads((d / "sweep.json").read_text())
+            index = json.loads((d / SWEEP_INDEX).read_text())
         except ValueError as exc:
             raise ConfigError(f"{d}/sweep.json is not valid JSON: {exc}") from exc
         return write_page(sweep_page(d, index), target)

@@ -16,7 +16,8 @@ __all__ = ["write_agents_page"]
 
 
 def _ttft_vs_context(agents: Sequence[AgentRow]) -> Any:
-    from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper
+    from bokeh.models import ColumnDataSource, HoverTool, LinearColorMapper
+    from bokeh.models.annotations import ColorBar
     from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
 

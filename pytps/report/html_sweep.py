@@ -12,6 +12,7 @@ from pytps.report.html_page import Page, e, meta_list
 from pytps.report.numbers import fmt
 from pytps.report.saved_run import load_saved_run
 from pytps.report.sweep_curve import optional_columns
+from pytps.results.files import RESULTS
 from pytps.sweep.cells import headline_metric, streamed, table
 from pytps.sweep.search import capacity_line, describe_check
 
@@ -23,7 +24,7 @@ def sweep_page(directory: Path, index: dict[str, Any]) -> Page:
     page = Page(f"pytps sweep: {directory.name}")
     first_meta: dict[str, Any] = {}
     for cell in index.get("cells") or []:
-        if cell.get("status") == "done" and (directory / cell["dir"] / "results.json").is_file():
+        if cell.get("status") == "done" and (directory / cell["dir"] / RESULTS).is_file():
             first_meta = load_saved_run(directory / cell["dir"]).meta
             break
     items = [

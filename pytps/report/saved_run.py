@@ -15,6 +15,7 @@ import numpy as np
 
 from pytps.measure.metrics import NS_PER_S, finish_of, in_flight_at, itl_token_samples_ns, token_layout
 from pytps.results.event_log import load_saved_events
+from pytps.results.files import SCRAPES
 from pytps.results.folder import SavedResults
 from pytps.results.rebuild import load_saved
 
@@ -62,7 +63,7 @@ class SavedRun(SavedResults):
         from pytps.measure.server_metrics.series import build
         from pytps.measure.server_metrics.summary import read_scrapes
 
-        path = self.path / "server_metrics.jsonl"
+        path = self.path / SCRAPES
         t0 = self.t0_ns()
         if t0 is None or not path.is_file():
             return []

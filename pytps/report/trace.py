@@ -31,6 +31,7 @@ import numpy as np
 
 from pytps.errors import ConfigError
 from pytps.results.event_log import load_saved_events
+from pytps.results.files import JOURNAL
 from pytps.results.folder import load_journal
 from pytps.results.rebuild import read_results
 
@@ -218,7 +219,7 @@ def trace_events(
     """The trace's events (in file order: metadata events, then each track's slices and
     instants) and its metadata object."""
     path = Path(directory)
-    if not (path / "requests.jsonl").exists():
+    if not (path / JOURNAL).exists():
         raise ConfigError(f"{path} has no requests.jsonl: name a directory written by pytps run")
     # A run that did not finish (no or a corrupt results.json) still has its journal and events.
     results = read_results(path)[0] or {}

@@ -17,6 +17,7 @@ import numpy as np
 
 from pytps.measure.event_rows import ROW, event_rows
 from pytps.measure.records import RequestRecord
+from pytps.results.files import EVENT_LOG, EVENTS
 
 #: events.npz's arrays: name -> (log column, dtype). t_kernel_ns only when some read had one.
 NPZ_ARRAYS = {
@@ -88,12 +89,12 @@ def write_npz(log_path: Path, npz_path: Path, *, kernel_stamps: bool) -> None:
 def load_saved_events(directory: Path) -> dict[str, np.ndarray] | None:
     """A saved run's events as columns: events.npz's arrays (or, for a killed run, events.log's
     columns); None when neither exists. What reports of saved runs read (trace, html)."""
-    npz = directory / "events.npz"
+    npz = directory / EVENTS
     names = ("request_index", "t_ns", "kind", "tokens", "chars")
     if npz.exists():
         with np.load(npz) as data:
             return {k: np.asarray(data[k]) for k in names}
-    log = directory / "events.log"
+    log = directory / EVENT_LOG
     if log.exists():
         chunks = list(read_chunks(log))
         rows = np.concatenate(chunks) if chunks else np.zeros(0, dtype=ROW)

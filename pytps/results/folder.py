@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pytps.measure.records import RequestRecord
+from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
 SCHEMA_VERSION = 9
@@ -66,9 +68,6 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-RUN_FILES = ("results.json", "requests.jsonl", "events.npz", "events.log")
-
-
 def refuse_used_folder(directory: Path) -> None:
     """A results folder holds one run: a second run into it would mix two (a journal of both
     beside one summary), so it is refused before anything is written, and the folder left as it is."""
@@ -109,22 +108,28 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def load_results(directory: str | Path) -> dict[str, Any]:
-    path = Path(directory) / "results.json"
+    path = Path(directory) / RESULTS
     with open(path, encoding="utf-8") as f:
         data: dict[str, Any] = json.load(f)
     return data
 
 
-def load_journal(directory: str | Path) -> list[dict[str, Any]]:
-    """The journal's lines; a torn last line (the process died mid-write) is skipped."""
-    out = []
-    with open(Path(directory) / "requests.jsonl", encoding="utf-8") as f:
-        for line in f:
+def journal_lines(directory: str | Path) -> Iterator[dict[str, Any]]:
+    """The journal's whole lines, read as iterated (the one reader of requests.jsonl): a torn last
+    line, from a process killed mid-write, is left out."""
+    with open(Path(directory) / JOURNAL, encoding="utf-8") as f:
+        for text in f:
             try:
-                out.append(json.loads(line))
+                line = json.loads(text)
             except json.JSONDecodeError:
                 continue
-    return out
+            if isinstance(line, dict) and "index" in line:
+                yield line
+
+
+def load_journal(directory: str | Path) -> list[dict[str, Any]]:
+    """The journal's whole lines, as a list."""
+    return list(journal_lines(directory))
 
 
 class SavedResults:

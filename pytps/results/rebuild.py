@@ -17,18 +17,16 @@ import numpy as np
 
 from pytps.measure.event_rows import ROW
 from pytps.measure.metrics import token_layout
-from pytps.measure.server_metrics.summary import SCRAPES_FILE
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
-from pytps.results.folder import SCHEMA_VERSION, write_json_atomic
-
-EVENT_LOG = "events.log"
+from pytps.results.files import EVENT_LOG, EVENTS, JOURNAL, RESULTS, SCRAPES
+from pytps.results.folder import SCHEMA_VERSION, journal_lines, write_json_atomic
 
 
 def read_results(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(results.json's content, None), or (None, why it cannot be used) for a missing or corrupt one."""
-    file = path / "results.json"
+    file = path / RESULTS
     if not file.is_file():
         return None, "it has no results.json"
     try:
@@ -39,18 +37,6 @@ def read_results(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(data, dict):
         return None, "its results.json is not a results object"
     return data, None
-
-
-def journal_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The journal's whole lines (a torn last line, from a process killed mid-write, left out)."""
-    with open(path / "requests.jsonl", encoding="utf-8") as f:
-        for text in f:
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and "index" in line:
-                yield line
 
 
 def add_request_rows(summary: RunSummary, rows: np.ndarray) -> None:
@@ -113,7 +99,7 @@ def event_chunks(path: Path, tokens_of: dict[int, int]) -> list[np.ndarray] | It
     log = path / EVENT_LOG
     if log.exists():
         return read_chunks(log)
-    npz = path / "events.npz"
+    npz = path / EVENTS
     if npz.exists():
         return [_npz_rows(npz, tokens_of)]
     return []
@@ -141,7 +127,7 @@ def rebuild_summary(path: Path, metadata: dict[str, Any]) -> tuple[dict[str, Any
     add_token_figures_from_rows(summary, event_chunks(path, tokens_of), counted_arr)
     out = summary.finish(event_chunks(path, tokens_of))
     # The scrapes of --server-metrics, as the run's finish reads them.
-    add_server_metrics(out, path / SCRAPES_FILE, summary.steady_intervals, every_token)
+    add_server_metrics(out, path / SCRAPES, summary.steady_intervals, every_token)
     return out, lines
 
 
@@ -152,7 +138,7 @@ def load_or_rebuild(path: Path) -> tuple[dict[str, Any], str | None]:
     results, why = read_results(path)
     if results is not None and results.get("summary") is not None:
         return results, None
-    if not (path / "requests.jsonl").is_file():
+    if not (path / JOURNAL).is_file():
         raise FileNotFoundError(
             f"{path}: {why or 'its run did not finish'} and it has no requests.jsonl to rebuild from"
         )
@@ -177,8 +163,8 @@ def load_saved(directory: str | Path, need_journal: bool) -> tuple[Path, dict[st
     from pytps.errors import ConfigError
 
     p = Path(directory)
-    has_journal = (p / "requests.jsonl").is_file()
-    if not has_journal and not (p / "results.json").is_file():
+    has_journal = (p / JOURNAL).is_file()
+    if not has_journal and not (p / RESULTS).is_file():
         raise ConfigError(f"{p} has no results.json: name a directory written by pytps run")
     if need_journal and not has_journal:
         raise ConfigError(f"{p} has no requests.jsonl: its per-request figures are needed here")
@@ -197,10 +183,10 @@ def repair(path: Path) -> str:
         return "nothing to repair: the run finished"
     results.pop("rebuilt", None)
     results.setdefault("metadata", {})["repaired"] = note
-    write_json_atomic(path / "results.json", results)
+    write_json_atomic(path / RESULTS, results)
     log = path / EVENT_LOG
     if log.exists():
         kernel = any(bool((rows["t_kernel_ns"] >= 0).any()) for rows in read_chunks(log))
-        write_npz(log, path / "events.npz", kernel_stamps=kernel)
+        write_npz(log, path / EVENTS, kernel_stamps=kernel)
         log.unlink()
     return note

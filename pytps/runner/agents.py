@@ -20,19 +20,20 @@ from typing import Any
 
 from pytps._native import _core
 from pytps.errors import ConfigError
+from pytps.grading.graders import grade_text, parse_reference
 from pytps.measure.agents import AgentRow, AgentSlo, TurnRow, agent_summary
 from pytps.measure.bodies import read_body
-from pytps.measure.grading import grade_text, parse_reference
 from pytps.measure.metrics import request_metrics
 from pytps.measure.records import RequestRecord
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload.agent_requests import AGENT_APIS, agent_request
-from pytps.workload.agent_tools import AgentTask, ToolSpec, check_arguments
+from pytps.workload.agent_sources import agent_trajectories
+from pytps.workload.agent_tools import DEFAULT_TOOLS, AgentTask, ToolSpec, check_arguments, load_tools, task_set
 from pytps.workload.request_formats import auth_headers
 from pytps.workload.sessions import ThinkTime
 from pytps.workload.trajectories import AgentCall, AgentMessage, Trajectory
 
-__all__ = ["AgentRun", "AgentSettings", "run_agents"]
+__all__ = ["AgentRun", "AgentSettings", "agent_work", "parse_tool_time", "run_agents"]
 
 NS = 1_000_000_000
 
@@ -287,3 +288,20 @@ async def run_agents(
     run.agents = [r for r in rows if r is not None]
     run.summary = agent_summary(run.agents, settings.slo)
     return run
+
+
+def agent_work(
+    trajectories: str | None, live: str | None, tools: str | None = None, tool_time: ThinkTime | None = None
+) -> list[Trajectory] | list[AgentTask]:
+    """What the agents run: live tasks (`live`: tasks:NAMES:COUNT or prompts:COUNT, with the mocked
+    `tools` file or the default search tool), or trajectories (`synthetic:...`, `example`, a file)."""
+    if live:
+        if trajectories is not None:
+            raise ConfigError("--live runs tasks, not trajectories: leave the --agents workload out")
+        return task_set(live, load_tools(tools) if tools else list(DEFAULT_TOOLS))
+    return agent_trajectories(trajectories or "example", tool_time.a if tool_time else 0.0)
+
+
+def parse_tool_time(text: str | None) -> ThinkTime | None:
+    """--tool-time: S, S:SD, LO-HI or exp:MEAN seconds (None: the recorded tool times)."""
+    return ThinkTime.parse(text) if text is not None else None

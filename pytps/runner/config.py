@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from pytps.errors import ConfigError, loads_json
+from pytps.errors import ConfigError
+from pytps.grading.graders import Grading, build_grading
 from pytps.measure.cost import Prices
-from pytps.measure.grading import Grading, build_grading
 from pytps.measure.redact import Redactor, secrets_of, url_secrets
 from pytps.measure.slo import Judge, Validation, parse_slo, parse_slo_run
 from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.runner.scrape_settings import ServerMetrics
+from pytps.settings.table import TABLE
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.images import ImageSpec
@@ -94,7 +95,7 @@ class RunConfig:
     tokenizer: TokenCounter | None = None
     # Which requests are useful, and what they cost (pytps.measure.slo, pytps.measure.cost).
     judge: Judge = field(default_factory=Judge)
-    # The results store the finished run is recorded in (pytps.results.store): None is $PYTPS_STORE,
+    # The results store the finished run is recorded in (pytps.store.store): None is $PYTPS_STORE,
     # else $XDG_DATA_HOME/pytps/history.sqlite. store_as is the row's kind; None: not recorded (--no-store).
     store: str | None = None
     store_as: str | None = "run"
@@ -106,6 +107,9 @@ class RunConfig:
     images: ImageSpec = field(default_factory=ImageSpec)
     # --server-metrics: the Prometheus URLs scraped during the run (pytps.runner.scraper); None: off.
     server_metrics: ServerMetrics | None = field(default=None, repr=False)
+    # Every setting of pytps.settings.table as make_config resolved it (the API key left out): a
+    # new setting reaches the run here before it has a field of its own.
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def secrets(self) -> list[str]:
@@ -118,216 +122,165 @@ class RunConfig:
         return found
 
 
-def make_config(
-    base_url: str,
-    *,
-    api: str = "openai-chat",
-    model: str | None = None,
-    api_key: str | None = None,
-    api_key_env: str | None = None,
-    headers: dict[str, str] | None = None,
-    extra_body: dict[str, Any] | None = None,
-    http2: bool = False,
-    transport: str = "auto",
-    kernel_timestamps: bool = False,
-    input_tokens: str | int = "256",
-    output_tokens: str | int | None = None,
-    shared_prefix_tokens: int = 0,
-    dataset: str | os.PathLike[str] | None = None,
-    seed: int = 0,
-    salt: str | None = None,
-    concurrency: int | None = None,
-    rate: float | None = None,
-    arrival: str = "poisson",
-    burstiness: float = 1.0,
-    max_concurrency: int | None = None,
-    requests: int | None = None,
-    duration: float | None = None,
-    warmup: int = 0,
-    max_error_rate: float | None = None,
-    timeout: float = 120.0,
-    ca_bundle: str | os.PathLike[str] | None = None,
-    insecure: bool = False,
-    out: str | os.PathLike[str] | None = None,
-    tokenizer: str | os.PathLike[str] | None = None,
-    slo: str | dict[str, float] | None = None,
-    slo_run: str | dict[str, float] | None = None,
-    expect_regex: str | None = None,
-    expect_json: bool | str | None = None,
-    price_input: float | None = None,
-    price_cached_input: float | None = None,
-    price_output: float | None = None,
-    price_request: float | None = None,
-    currency: str = "USD",
-    bill_failed: bool = True,
-    turns: int | None = None,
-    sessions: int | None = None,
-    max_context_tokens: int | None = None,
-    think_time: str | float | None = None,
-    trace: str | os.PathLike[str] | None = None,
-    trace_format: str | None = None,
-    trace_block_size: int = 512,
-    trace_speedup: float = 1.0,
-    trace_window: str | None = None,
-    max_input_tokens: int | None = None,
-    max_output_tokens: int | None = None,
-    store: str | os.PathLike[str] | bool | None = None,
-    tasks: str | list[str] | None = None,
-    grader: str | None = None,
-    keep_text: bool = False,
-    stream: bool = True,
-    batch_size: int = 1,
-    documents: int = 8,
-    top_n: int | None = None,
-    encoding_format: str | None = None,
-    dimensions: int | None = None,
-    images: int = 0,
-    image_size: str = "512x512",
-    image_format: str = "png",
-    shared_images: bool = False,
-    server_metrics: str | list[str] | bool | None = None,
-    server_metrics_interval: float | None = None,
-    server_metrics_headers: dict[str, str] | None = None,
-    server_metrics_raw: bool = False,
-) -> RunConfig:
-    """A validated RunConfig from the same settings as the CLI flags (ConfigError when unusable).
+class Settings(dict[str, Any]):
+    """A run's settings as make_config resolved them (pytps.settings.table), read as attributes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def make_config(base_url: str, **settings: Any) -> RunConfig:
+    """A validated RunConfig from the same settings as the CLI flags, named as in
+    pytps.settings.table (ConfigError when unusable: an unknown name, a wrong type, a bad value).
     store: the results store to record the run in (a path or URL); False: not recorded."""
     from pytps.workload.synthetic import DEFAULT_OUTPUT_TOKENS, DatasetWorkload, LengthSpec, SyntheticWorkload
     from pytps.workload.tokenizer import LocalTokenizer
 
-    request_formats.check_api(api)
-    inputs = InputShape(batch_size, documents, top_n, encoding_format, dimensions).validate(api)
-    image_spec = ImageSpec(images, image_size, image_format, shared_images, seed).validate()
-    if images and api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
+    s = Settings(TABLE.resolve(settings))
+
+    request_formats.check_api(s.api)
+    inputs = InputShape(s.batch_size, s.documents, s.top_n, s.encoding_format, s.dimensions).validate(s.api)
+    image_spec = ImageSpec(s.images, s.image_size, s.image_format, s.shared_images, s.seed).validate()
+    if s.images and s.api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
         raise ConfigError(
-            f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {api}"
+            f"--images go with chat prompts: use --api openai-chat, openai-responses, anthropic or ollama, not {s.api}"
         )
-    if not stream and api in request_formats.BODY_APIS:
-        raise ConfigError(f"--no-stream is for generation APIs; {api} answers with one body already")
-    if api in request_formats.BODY_APIS and (turns is not None or sessions is not None or tasks is not None):
-        raise ConfigError(f"--api {api} sends single requests: leave out --turns, --sessions and --tasks")
-    if output_tokens is None and (dataset is None or turns is not None or trace is not None):
-        output_tokens = str(DEFAULT_OUTPUT_TOKENS)  # a plain dataset run sends each record's own length
-    output = None if output_tokens is None else LengthSpec.parse(output_tokens, name="output_tokens (--output-tokens)")
+    if not s.stream and s.api in request_formats.BODY_APIS:
+        raise ConfigError(f"--no-stream is for generation APIs; {s.api} answers with one body already")
+    if s.api in request_formats.BODY_APIS and (s.turns is not None or s.sessions is not None or s.tasks is not None):
+        raise ConfigError(f"--api {s.api} sends single requests: leave out --turns, --sessions and --tasks")
+    if s.output_tokens is None and (s.dataset is None or s.turns is not None or s.trace is not None):
+        s.output_tokens = str(DEFAULT_OUTPUT_TOKENS)  # a plain dataset run sends each record's own length
+    output = (
+        None if s.output_tokens is None else LengthSpec.parse(s.output_tokens, name="output_tokens (--output-tokens)")
+    )
     # A fresh salt per run keeps a server's prefix cache from answering a repeated run;
     # it is recorded, so the prompts can be rebuilt.
-    salt = salt if salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    s.salt = s.salt if s.salt is not None else datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     task_set = (
-        _task_workload(tasks, dataset, trace, input_tokens, output_tokens or str(DEFAULT_OUTPUT_TOKENS), seed)
-        if tasks is not None
+        _task_workload(
+            s.tasks, s.dataset, s.trace, s.input_tokens, s.output_tokens or str(DEFAULT_OUTPUT_TOKENS), s.seed
+        )
+        if s.tasks is not None
         else None
     )
     special = _special_workload(
-        dataset=dataset, input_tokens=input_tokens, seed=seed, salt=salt, tasks=task_set,
-        output_tokens=output_tokens if output_tokens is not None else str(DEFAULT_OUTPUT_TOKENS),
-        turns=turns, sessions=sessions, max_context_tokens=max_context_tokens, think_time=think_time,
-        warmup=warmup, trace=trace, trace_format=trace_format, trace_block_size=trace_block_size,
-        trace_speedup=trace_speedup, trace_window=trace_window, max_input_tokens=max_input_tokens,
-        max_output_tokens=max_output_tokens, concurrency=concurrency, rate=rate, requests=requests,
+        dataset=s.dataset, input_tokens=s.input_tokens, seed=s.seed, salt=s.salt, tasks=task_set,
+        output_tokens=s.output_tokens if s.output_tokens is not None else str(DEFAULT_OUTPUT_TOKENS),
+        turns=s.turns, sessions=s.sessions, max_context_tokens=s.max_context_tokens, think_time=s.think_time,
+        warmup=s.warmup, trace=s.trace, trace_format=s.trace_format, trace_block_size=s.trace_block_size,
+        trace_speedup=s.trace_speedup, trace_window=s.trace_window, max_input_tokens=s.max_input_tokens,
+        max_output_tokens=s.max_output_tokens, concurrency=s.concurrency, rate=s.rate, requests=s.requests,
     )  # fmt: skip
     schedule_ns: list[int] | None = None
     if special is not None:
-        workload, schedule_ns, requests = special
+        workload, schedule_ns, s.requests = special
     elif task_set is not None:
         workload = task_set
-    elif dataset is not None:
-        workload = DatasetWorkload.from_file(dataset, output_tokens=output, seed=seed)
+    elif s.dataset is not None:
+        workload = DatasetWorkload.from_file(s.dataset, output_tokens=output, seed=s.seed)
     else:
-        inp = LengthSpec.parse(input_tokens, name="input_tokens (--input-tokens)")
+        inp = LengthSpec.parse(s.input_tokens, name="input_tokens (--input-tokens)")
         assert output is not None  # given, or the default: only a plain dataset run leaves it None
-        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=shared_prefix_tokens, seed=seed, salt=salt)
-    if max_error_rate is not None and not 0 <= max_error_rate <= 1:
-        raise ConfigError(f"max_error_rate (--max-error-rate) {max_error_rate} is outside 0..1")
-    if timeout <= 0:
-        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+        workload = SyntheticWorkload(inp, output, shared_prefix_tokens=s.shared_prefix_tokens, seed=s.seed, salt=s.salt)
+    if s.max_error_rate is not None and not 0 <= s.max_error_rate <= 1:
+        raise ConfigError(f"max_error_rate (--max-error-rate) {s.max_error_rate} is outside 0..1")
+    if s.timeout <= 0:
+        raise ConfigError(f"timeout must be > 0 seconds, got {s.timeout}")
     plan = LoadPlan(
-        concurrency=concurrency,
-        rate_rps=rate,
-        arrival=arrival,
-        burstiness=burstiness,
-        max_concurrency=max_concurrency,
-        requests=requests,
-        duration_s=duration,
-        warmup=warmup,
+        concurrency=s.concurrency,
+        rate_rps=s.rate,
+        arrival=s.arrival,
+        burstiness=s.burstiness,
+        max_concurrency=s.max_concurrency,
+        requests=s.requests,
+        duration_s=s.duration,
+        warmup=s.warmup,
         schedule_ns=schedule_ns,
     )
-    plan.validate()
-    if ca_bundle is not None:
-        if insecure:
+    if s.ca_bundle is not None:
+        if s.insecure:
             raise ConfigError(
                 "ca_bundle (--ca-bundle) and insecure (--insecure) together: --insecure skips "
                 "certificate verification, so the bundle would not be used; pass one of them"
             )
-        if not Path(ca_bundle).is_file():
+        if not Path(s.ca_bundle).is_file():
             raise ConfigError(
-                f"ca_bundle (--ca-bundle) {os.fspath(ca_bundle)}: no such file; pass a PEM file of "
+                f"ca_bundle (--ca-bundle) {os.fspath(s.ca_bundle)}: no such file; pass a PEM file of "
                 "the CA certificates to trust"
             )
-    check_transport(transport)
-    if api_key is None:
-        if api_key_env is not None and api_key_env not in os.environ:
-            raise ConfigError(f"api_key_env {api_key_env}: that environment variable is not set")
-        api_key = os.environ.get(api_key_env or request_formats.default_api_key_env(api)) or None
-    keys = tuple(k.strip() for k in expect_json.split(",") if k.strip()) if isinstance(expect_json, str) else ()
-    priced = any(p is not None for p in (price_input, price_cached_input, price_output, price_request))
+    check_transport(s.transport)
+    if s.api_key is None:
+        if s.api_key_env is not None and s.api_key_env not in os.environ:
+            raise ConfigError(f"api_key_env {s.api_key_env}: that environment variable is not set")
+        s.api_key = os.environ.get(s.api_key_env or request_formats.default_api_key_env(s.api)) or None
+    keys = tuple(k.strip() for k in s.expect_json.split(",") if k.strip()) if isinstance(s.expect_json, str) else ()
+    priced = any(p is not None for p in (s.price_input, s.price_cached_input, s.price_output, s.price_request))
     prices = (
         Prices(
-            input_per_mtok=price_input or 0.0,
-            cached_input_per_mtok=price_cached_input,
-            output_per_mtok=price_output or 0.0,
-            per_request=price_request or 0.0,
-            currency=currency,
-            bill_failed=bill_failed,
+            input_per_mtok=s.price_input or 0.0,
+            cached_input_per_mtok=s.price_cached_input,
+            output_per_mtok=s.price_output or 0.0,
+            per_request=s.price_request or 0.0,
+            currency=s.currency,
+            bill_failed=s.bill_failed,
         )
         if priced
         else None
     )
-    grading = _grading(workload, grader, task_set is not None)
+    grading = _grading(workload, s.grader, task_set is not None)
     judge = Judge(
         grading=grading,
-        keep_text=keep_text,
-        slo=parse_slo(slo),
-        slo_run=parse_slo_run(slo_run),
+        keep_text=s.keep_text,
+        slo=parse_slo(s.slo),
+        slo_run=parse_slo_run(s.slo_run),
         validation=Validation(
-            regex=expect_regex, json=expect_json is not None and expect_json is not False, json_keys=keys
+            regex=s.expect_regex, json=s.expect_json is not None and s.expect_json is not False, json_keys=keys
         ),
         prices=prices,
-        prompt_includes_cached=api != "anthropic",
+        prompt_includes_cached=s.api != "anthropic",
     )
-    if out is not None:
-        refuse_used_folder(Path(out))
+    if s.out is not None:
+        refuse_used_folder(Path(s.out))
     return RunConfig(
         judge=judge,
         base_url=normalize_base_url(base_url),
-        api=api,
-        model=model,
+        api=s.api,
+        model=s.model,
         workload=workload,
         plan=plan,
-        api_key=api_key,
-        headers=dict(headers or {}),
-        extra_body=extra_body,
-        http2=http2,
-        transport=transport,
-        kernel_timestamps=kernel_timestamps,
-        out_dir=check_out_dir(Path(out)) if out is not None else None,
-        max_error_rate=max_error_rate,
-        read_timeout_s=timeout,
-        seed=seed,
-        ca_bundle=os.fspath(ca_bundle) if ca_bundle is not None else None,
-        insecure=insecure,
-        tokenizer=LocalTokenizer(tokenizer) if tokenizer is not None else None,
-        store=None if store is None or isinstance(store, bool) else os.fspath(store),
-        store_as=None if store is False else "run",
-        stream=stream,
+        api_key=s.api_key,
+        headers=dict(s.headers or {}),
+        extra_body=s.extra_body,
+        http2=s.http2,
+        transport=s.transport,
+        kernel_timestamps=s.kernel_timestamps,
+        out_dir=check_out_dir(Path(s.out)) if s.out is not None else None,
+        max_error_rate=s.max_error_rate,
+        read_timeout_s=s.timeout,
+        seed=s.seed,
+        ca_bundle=os.fspath(s.ca_bundle) if s.ca_bundle is not None else None,
+        insecure=s.insecure,
+        tokenizer=LocalTokenizer(s.tokenizer) if s.tokenizer is not None else None,
+        store=None if s.store is None or isinstance(s.store, bool) else os.fspath(s.store),
+        store_as=None if s.store is False else "run",
+        stream=s.stream,
         inputs=inputs,
         images=image_spec,
         server_metrics=ServerMetrics.make(
-            server_metrics,
+            s.server_metrics,
             normalize_base_url(base_url),
-            server_metrics_interval,
-            server_metrics_headers,
-            server_metrics_raw,
+            s.server_metrics_interval,
+            s.server_metrics_headers,
+            s.server_metrics_raw,
         ),
+        settings={k: v for k, v in s.items() if k != "api_key"},
     )
 
 
@@ -359,15 +312,6 @@ def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
     if grader is not None:
         raise ConfigError("grader (--grader) grades the answers of --dataset records or --tasks: give one of them")
     return Grading()
-
-
-def parse_json_object(text: str | None, flag: str) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    value = loads_json(text, flag)
-    if not isinstance(value, dict):
-        raise ConfigError(f"{flag} must be a JSON object, e.g. '{{\"ignore_eos\": true}}'")
-    return value
 
 
 def _special_workload(

@@ -1,5 +1,5 @@
 """The run loop: drives a transport under a load plan, journals every record as it finishes,
-and hands what was measured to pytps.runner.finalize at the end, also when interrupted.
+and hands what was measured to pytps.results.output at the end, also when interrupted.
 
 Send times are taken by the transport; the runner only decides *when* to send. In rate mode
 the schedule is absolute (start + offset_i), so a late send never delays the ones after it,
@@ -27,9 +27,10 @@ from pytps.measure.bodies import read_body
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.measure.saturation import SaturationWatch
+from pytps.results.output import RunOutput, RunResult, default_out_dir, write_results
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
-from pytps.runner.finalize import RunOutput, RunResult, default_out_dir, run_metadata, write_results
+from pytps.runner.metadata import run_metadata
 from pytps.runner.share import Share
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload import request_formats
@@ -429,7 +430,6 @@ class Runner:
         from pytps.transport.registry import make_transport
 
         cfg = self.cfg
-        cfg.plan.validate()
         own_transport = self._given_transport is None
         self._transport = self._given_transport or make_transport(cfg)
         interrupted = False
@@ -437,7 +437,11 @@ class Runner:
             model = await self._resolve_model()
             out_dir = cfg.out_dir or default_out_dir(model)
             output = self._output = self.output_type(
-                out_dir, cfg.plan, judge=cfg.judge, keep_records=self._keep_records
+                out_dir,
+                slots=cfg.plan.max_in_flight,
+                rate_mode=cfg.plan.mode == "rate",
+                judge=cfg.judge,
+                keep_records=self._keep_records,
             )
             metadata = run_metadata(cfg, model, self.transport)
             if cfg.server_metrics is not None:
@@ -508,7 +512,7 @@ class Runner:
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason
         if cfg.store_as is not None:
-            from pytps.runner.store_entry import record_in_store
+            from pytps.store.run_entry import record_in_store
 
             # After the folder is whole: a store that fails costs one warning, never the run.
             record_in_store(cfg.store, {"metadata": metadata, "summary": result.summary}, out_dir, cfg.store_as)

@@ -123,7 +123,7 @@ def _iter_offsets(rate_rps: float, arrival: str, burstiness: float, seed: int, c
 
 @dataclass
 class LoadPlan:
-    """How much load a run offers and when it stops; validate() before use.
+    """How much load a run offers and when it stops; checked when made (ConfigError).
 
     concurrency: closed loop with this many requests in flight. rate_rps: open loop at this many
     requests per second, following `arrival` (and `burstiness` for gamma); max_concurrency caps
@@ -159,8 +159,12 @@ class LoadPlan:
         """The bound on concurrent requests: concurrency, or max_concurrency (None = unbounded)."""
         return self.max_concurrency if self.mode == "rate" else (self.concurrency or 1)
 
+    def __post_init__(self) -> None:
+        self.validate()  # once, where the plan is made
+
     def validate(self) -> LoadPlan:
-        """Check the plan and fill in defaults, in place; returns self. Raises ConfigError."""
+        """Check the plan and fill in defaults, in place; returns self. Raises ConfigError. Run
+        when the plan is made; calling it again changes nothing."""
         if self.concurrency is not None and self.rate_rps is not None:
             raise ConfigError(
                 "concurrency and rate are different load models: give one. To cap the requests in flight "

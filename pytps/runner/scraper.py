@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from pytps._native import _core
 from pytps.measure.redact import Redactor
 from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
-from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
+from pytps.results.files import SCRAPES, SCRAPES_RAW
 
 _ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 
@@ -110,9 +110,9 @@ class Scraper:
         self.targets = [_Target(u, headers or {}, timeout_s, insecure) for u in urls]
         self.redactor = redactor or Redactor(())
         self.warn = warn or (lambda line: print(line, file=sys.stderr))
-        self.path = out_dir / SCRAPES_FILE
+        self.path = out_dir / SCRAPES
         self._out: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open for the run)
-        self._raw: IO[str] | None = open(out_dir / RAW_FILE, "a", encoding="utf-8") if raw else None  # noqa: SIM115
+        self._raw: IO[str] | None = open(out_dir / SCRAPES_RAW, "a", encoding="utf-8") if raw else None  # noqa: SIM115
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.scrapes = 0

@@ -17,8 +17,8 @@ from pytps.workload.synthetic import Prompt
 
 if TYPE_CHECKING:
     from pytps.measure.records import RequestRecord
+    from pytps.results.output import RunOutput
     from pytps.runner.config import RunConfig
-    from pytps.runner.finalize import RunOutput
 
 
 class SessionHost(Protocol):

@@ -36,7 +36,7 @@ class Share:
     def whole(cls, plan: LoadPlan) -> Share:
         """The whole of plan's schedule, for a run in one process (worker 0 of 1)."""
         end = plan.warmup + plan.requests if plan.requests is not None else None
-        slots = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+        slots = plan.max_in_flight
         return cls(worker=0, workers=1, first=0, end=end, warmup=plan.warmup, slots=slots)
 
     @property

@@ -20,10 +20,11 @@ from pytps import errors
 from pytps._native import _core
 from pytps.errors import ConfigError, PytpsError
 from pytps.measure.redact import Redactor
+from pytps.results.files import JOURNAL
 from pytps.results.folder import load_results
+from pytps.results.output import RunResult, default_out_dir
 from pytps.runner.config import RunConfig, make_config
 from pytps.runner.endpoint import Endpoint
-from pytps.runner.finalize import RunResult, default_out_dir
 from pytps.runner.loop import Progress
 from pytps.scale.clock import ClockOffset, measure_offset
 from pytps.scale.handle import WorkerHandle
@@ -386,7 +387,7 @@ class ScaledRun:
         busy = cpu.get("loop_thread_s", 0.0) + (cpu.get("engine_thread_s") or 0.0)
         share = busy / cpu["wall_s"] if cpu.get("wall_s") else 0.0
         cores = os.cpu_count() or 1
-        slots = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+        slots = plan.max_in_flight
         n = auto_workers(share, cores, slots)
         self._auto = {"pilot_cpu_share": share, "busy_share_limit": AUTO_BUSY_SHARE, "cores": cores, "workers": n}
         self._stopping = False
@@ -467,7 +468,7 @@ class ScaledRun:
         merged.interrupted = interrupted
         merged.stopped_reason = stopped
         if self.cfg.store_as is not None:
-            from pytps.runner.store_entry import record_in_store
+            from pytps.store.run_entry import record_in_store
 
             record_in_store(
                 self.cfg.store, {"metadata": merged.metadata, "summary": merged.summary}, out_dir, self.cfg.store_as
@@ -486,7 +487,7 @@ def _saved_metadata(directory: Path) -> dict[str, Any] | None:
 
 def _journal_lines(directory: Path) -> int:
     try:
-        with open(directory / "requests.jsonl", "rb") as f:
+        with open(directory / JOURNAL, "rb") as f:
             return sum(1 for line in f if line.endswith(b"\n"))
     except OSError:
         return 0

@@ -23,26 +23,16 @@ from typing import Any
 import numpy as np
 
 from pytps.measure.metrics import client_cpu_us_per_token
-from pytps.measure.server_metrics.summary import SCRAPES_FILE
+from pytps.measure.records import ABSOLUTE_TIMES
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import read_chunks, write_npz
+from pytps.results.files import EVENT_LOG, EVENTS, JOURNAL, SCRAPES
+from pytps.results.folder import journal_lines
+from pytps.results.output import RunResult, write_results
 from pytps.results.rebuild import add_token_figures_by_request
-from pytps.runner.finalize import EVENT_LOG, RunResult, write_results
 from pytps.runner.schedule import LoadPlan
-
-#: The journal's absolute times (results.Journal): moved by a worker's clock offset.
-JOURNAL_TIMES = (
-    "t_send_ns",
-    "t_done_ns",
-    "t_sched_ns",
-    "t_headers_ns",
-    "first_output_ns",
-    "first_answer_ns",
-    "last_output_ns",
-    "end_ns",
-)
 
 
 @dataclass
@@ -59,22 +49,16 @@ def _journal(part: MergePart, parts: int) -> Iterator[tuple[int, int, dict[str, 
     """(finish on the driver's clock, worker, line) of a worker's journal, in its order (which
     is finish order); a torn last line (the worker died mid-write) is left out. Connection ids,
     numbered by each worker's transport, become unique within the run: id × parts + worker."""
-    path = part.directory / "requests.jsonl"
-    if not path.exists():
+    if not (part.directory / JOURNAL).exists():
         return
-    with open(path, encoding="utf-8") as f:
-        for text in f:
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            for name in JOURNAL_TIMES:
-                if line.get(name) is not None:
-                    line[name] += part.offset_ns
-            if line.get("connection_id") is not None:
-                line["connection_id"] = line["connection_id"] * parts + part.worker
-            done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
-            yield (done if done is not None else line["t_send_ns"]), part.worker, line
+    for line in journal_lines(part.directory):
+        for name in ABSOLUTE_TIMES:
+            if line.get(name) is not None:
+                line[name] += part.offset_ns
+        if line.get("connection_id") is not None:
+            line["connection_id"] = line["connection_id"] * parts + part.worker
+        done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
+        yield (done if done is not None else line["t_send_ns"]), part.worker, line
 
 
 def _shifted_rows(part: MergePart, known: np.ndarray) -> Iterator[np.ndarray]:
@@ -94,14 +78,14 @@ def merge_results(
     out_dir: Path, parts: list[MergePart], *, plan: LoadPlan, judge: Judge, metadata: dict[str, Any]
 ) -> RunResult:
     """results.json, requests.jsonl and events.npz of the whole run in out_dir, from the parts."""
-    target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+    target = plan.max_in_flight
     summary = RunSummary(target_concurrency=target, rate_mode=plan.mode == "rate", judge=judge)
     # Every request's output tokens, warm-up and failures included: what the server metrics' scrapes
     # bracket (the token cross-check, joules per output token), as in one process's run.
     all_output_tokens = 0
     known: dict[int, list[int]] = {p.worker: [] for p in parts}
     counted: dict[int, list[int]] = {p.worker: [] for p in parts}
-    with open(out_dir / "requests.jsonl", "w", encoding="utf-8") as journal:
+    with open(out_dir / JOURNAL, "w", encoding="utf-8") as journal:
         for _, worker, line in heapq.merge(*(_journal(p, len(parts)) for p in parts), key=lambda t: (t[0], t[1])):
             journal.write(json.dumps(line, separators=(",", ":")) + "\n")
             summary.add_journaled(line)
@@ -128,7 +112,7 @@ def merge_results(
     per_token = client_cpu_us_per_token(cpu, summary.tokens_read) if cpu else None
     if per_token is not None:
         result["client_cpu_us_per_token"] = per_token
-    add_server_metrics(result, out_dir / SCRAPES_FILE, summary.steady_intervals, all_output_tokens)
+    add_server_metrics(result, out_dir / SCRAPES, summary.steady_intervals, all_output_tokens)
     from pytps.calibrate.envelope import load_envelope
     from pytps.measure.envelope import run_verdict
 
@@ -136,6 +120,6 @@ def merge_results(
     # run's, not a worker's share: the stricter reading).
     envelope = run_verdict(load_envelope(str(metadata.get("transport"))), metadata, result)
     write_results(out_dir, metadata, result, envelope)
-    write_npz(log, out_dir / "events.npz", kernel_stamps=kernel_stamps)
+    write_npz(log, out_dir / EVENTS, kernel_stamps=kernel_stamps)
     log.unlink()
     return RunResult(out_dir=out_dir, metadata=metadata, summary=result, records=[], envelope=envelope)

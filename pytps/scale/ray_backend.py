@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.results.files import EVENT_LOG, JOURNAL, RESULTS
 from pytps.scale.clock import ClockReading
 from pytps.scale.worker import WorkerCore, WorkerJob, WorkerResult
 
 #: The files an actor's folder holds that the driver copies: appended ones grow, results.json is whole.
-_APPENDED = ("requests.jsonl", "events.log")
-_WHOLE = ("results.json",)
+_APPENDED = (JOURNAL, EVENT_LOG)
+_WHOLE = (RESULTS,)
 _CALL_TIMEOUT_S = 30.0
 #: Set to 0, Ray runs as a single node on 127.0.0.1 (ray._private.ray_constants.ENABLE_RAY_CLUSTER).
 LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"

@@ -14,7 +14,7 @@ def divide(plan: LoadPlan, workers: int, *, first: int = 0, end: int | None = No
     """The run's plan dealt to `workers` workers (ConfigError when a worker would get no slot)."""
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
-    slots = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
+    slots = plan.max_in_flight
     if slots is not None and slots < workers:
         flag = "--concurrency" if plan.mode == "concurrency" else "--max-concurrency"
         raise ConfigError(

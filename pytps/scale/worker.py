@@ -22,26 +22,14 @@ from typing import Any
 
 from pytps.errors import PytpsError
 from pytps.measure.metrics import RequestMetrics
-from pytps.measure.records import RequestRecord
+from pytps.measure.records import ABSOLUTE_TIMES, RequestRecord
 from pytps.results.event_log import read_chunks
+from pytps.results.files import EVENT_LOG
+from pytps.results.output import RunOutput, RunResult, write_results
 from pytps.runner.config import make_config
-from pytps.runner.finalize import EVENT_LOG, RunOutput, RunResult, write_results
 from pytps.runner.loop import Runner
 from pytps.scale.clock import ClockReading, read_clocks
 from pytps.scale.share import Share
-
-# A record's absolute times: what a skewed clock (tests) moves. Everything else is a duration.
-_ABSOLUTE_FIELDS = (
-    "t_sched_ns",
-    "t_submit_ns",
-    "t_send_ns",
-    "t_headers_ns",
-    "t_done_ns",
-    "first_output_ns",
-    "first_answer_ns",
-    "last_output_ns",
-    "end_ns",
-)
 
 
 @dataclass
@@ -68,7 +56,7 @@ class WorkerResult:
 
 def shift_record(rec: RequestRecord, shift_ns: int) -> None:
     """Moves a record's absolute times by shift_ns (durations do not change)."""
-    for name in _ABSOLUTE_FIELDS:
+    for name in ABSOLUTE_TIMES:  # what a skewed clock (tests) moves
         value = getattr(rec, name)
         if value is not None:
             setattr(rec, name, value + shift_ns)

@@ -19,6 +19,8 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.measure.catalogue import Metric, metric
+from pytps.results.files import SWEEP_INDEX
+from pytps.settings.table import AXIS_FORMS
 
 #: sweep.json's layout (docs/results.md); bumped on every change.
 SWEEP_SCHEMA_VERSION = 2
@@ -27,7 +29,6 @@ SWEEP_SCHEMA_VERSION = 2
 AXES: dict[str, type] = {"concurrency": int, "rate": float, "input_tokens": int, "output_tokens": int}
 # Changes of per-user speed within this fraction are noise, not a knee (runs repeat within ~1% here).
 KNEE_NOISE = 0.02
-AXIS_FORMS = "a list (1,2,4), a doubling range (1..64) or a stepped range (8..64+8)"
 _RANGE = re.compile(r"^\s*([0-9.]+)\s*\.\.\s*([0-9.]+)\s*(?:\+\s*([0-9.]+))?\s*$")
 
 #: Headline figures per cell: name -> (summary key, statistic or None).
@@ -343,7 +344,7 @@ class Sweep:
         # Imported here: the flags' help (cli/run_args) reads this module's names, without numpy.
         from pytps.results.folder import write_json_atomic
 
-        write_json_atomic(self.out / "sweep.json", index)
+        write_json_atomic(self.out / SWEEP_INDEX, index)
         return index
 
 

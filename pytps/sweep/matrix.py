@@ -18,45 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
+from pytps.settings.table import TABLE
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-#: Keys of an [[endpoint]] table.
-#: A capacity search's settings, by flag dest: `pytps sweep --search ...` and a [[workload]] with
-#: `search` (pytps.sweep.search places the probes, cli/search_run runs them).
-SEARCH_KEYS = (
-    "search",
-    "search_start",
-    "search_precision",
-    "search_max_probes",
-    "search_repeats",
-    "search_max_error_rate",
-)
-ENDPOINT_KEYS = {
-    "name",
-    "url",
-    "api",
-    "model",
-    "api_key_env",
-    "headers",
-    "extra_body",
-    "transport",
-    "http2",
-    "ca_bundle",
-    "insecure",
-    "prices",
-    "emulator",
-    # Prometheus scraping per endpoint (docs/server-metrics.md): URLs ([] or true: the url's /metrics).
-    "server_metrics",
-    "server_metrics_interval",
-    "server_metrics_headers",
-    "server_metrics_raw",
-}
-#: The endpoint keys that are run settings as they stand (make_config's arguments of the same name).
-ENDPOINT_RUN_KEYS = ENDPOINT_KEYS - {"name", "url", "prices", "emulator"}
+#: A capacity search's settings: `pytps sweep --search ...` and a [[workload]] with `search`
+#: (pytps.sweep.search places the probes, pytps.app.search runs them).
+SEARCH_KEYS = tuple(s.name for s in TABLE.target("search"))
 PRICE_KEYS = {
     "input": "price_input",
     "cached_input": "price_cached_input",
@@ -65,42 +36,18 @@ PRICE_KEYS = {
     "currency": "currency",
     "bill_failed": "bill_failed",
 }
-#: Keys of a [[workload]] table (and of [defaults]): run settings, named as make_config's arguments.
-WORKLOAD_KEYS = {
-    "name",
-    "input_tokens",
-    "output_tokens",
-    "shared_prefix_tokens",
-    "dataset",
-    "seed",
-    "salt",
-    "concurrency",
-    "rate",
-    "arrival",
-    "burstiness",
-    "max_concurrency",
-    "requests",
-    "duration",
-    "warmup",
-    "max_error_rate",
-    "timeout",
-    "tokenizer",
-    "kernel_timestamps",
-    # Multi-turn sessions and trace replays (pytps.workload.sessions, pytps.workload.traces).
-    "turns",
-    "sessions",
-    "max_context_tokens",
-    "think_time",
-    "trace",
-    "trace_format",
-    "trace_block_size",
-    "trace_speedup",
-    "trace_window",
-    "max_input_tokens",
-    "max_output_tokens",
-    # A capacity search instead of a grid (`pytps sweep -c`; pytps.sweep.search).
-    *SEARCH_KEYS,
-}
+
+
+def workload_keys() -> set[str]:
+    """The keys of a [[workload]] table (and of [defaults]), read from the table of settings now."""
+    return {"name"} | TABLE.toml_keys("workload")
+
+
+def endpoint_keys() -> set[str]:
+    """The keys of an [[endpoint]] table, read from the table of settings now."""
+    return {"name", "url", "prices", "emulator"} | TABLE.toml_keys("endpoint")
+
+
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
 #: Workload keys a sweep may give as lists (its axes).
 AXIS_KEYS = ("concurrency", "rate", "input_tokens", "output_tokens")
@@ -169,7 +116,7 @@ class Matrix:
         if not endpoints or not workloads:
             raise ConfigError(f"{path}: needs at least one [[endpoint]] and one [[workload]] table")
         defaults = data.get("defaults", {})
-        self._check_keys(defaults, WORKLOAD_KEYS - {"name"}, "[defaults]", "defaults")
+        self._check_keys(defaults, workload_keys() - {"name"}, "[defaults]", "defaults")
         slo = data.get("slo", {})
         self._check_keys(slo, SLO_KEYS, "[slo]", "slo")
         judged = {
@@ -180,15 +127,15 @@ class Matrix:
         }
         self.cells: list[Cell] = []
         for e_index, e in enumerate(endpoints):
-            self._check_keys(e, ENDPOINT_KEYS, f"[[endpoint]] {e.get('name', e_index + 1)}", "endpoint", e_index)
+            self._check_keys(e, endpoint_keys(), f"[[endpoint]] {e.get('name', e_index + 1)}", "endpoint", e_index)
             prices = e.get("prices", {})
             self._check_keys(prices, set(PRICE_KEYS), "prices", "endpoint", e_index)
             for w_index, w in enumerate(workloads):
-                self._check_keys(w, WORKLOAD_KEYS, f"[[workload]] {w.get('name', w_index + 1)}", "workload", w_index)
+                self._check_keys(w, workload_keys(), f"[[workload]] {w.get('name', w_index + 1)}", "workload", w_index)
                 settings: dict[str, Any] = {k: v for k, v in judged.items() if v is not None}
                 settings.update(defaults)
                 settings.update({k: v for k, v in w.items() if k != "name"})
-                settings.update({k: v for k, v in e.items() if k in ENDPOINT_RUN_KEYS})
+                settings.update({k: v for k, v in e.items() if k in TABLE.toml_keys("endpoint")})
                 settings.update({PRICE_KEYS[k]: v for k, v in prices.items()})
                 where = {k: self.line_of("workload", w_index, k) for k in w}
                 where.update({k: self.line_of("endpoint", e_index, k) for k in e})

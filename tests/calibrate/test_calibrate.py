@@ -70,7 +70,7 @@ def test_calibrate_quick_end_to_end(tmp_path):
     assert len(env["cells"]) == len(data["cells"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Recorded in the results store (this test's own, tests/conftest.py): one row per transport.
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     with Store() as store:
         (row,) = store.runs(kinds=["calibrate"])

@@ -18,7 +18,7 @@ def test_run_writes_rows_and_trace(tmp_path, capsys):
                      "--slo", "ttft=1", "--out", str(tmp_path), "--html", str(tmp_path / "a.html"),
                      "--store", str(tmp_path / "h.sqlite")])  # fmt: skip
     assert code == 0
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     with Store(str(tmp_path / "h.sqlite")) as store:
         [row] = store.runs()

@@ -1,4 +1,4 @@
-"""Exit statuses CI can use (pytps.cli.exit_codes), and SIGTERM / SIGHUP finishing a run as
+"""Exit statuses CI can use (pytps.app.exit_codes), and SIGTERM / SIGHUP finishing a run as
 Ctrl-C does: stop sending, keep what was measured, write the summary."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fault_servers import FaultServer
 from folder_checks import check_results_folder
 from hostile import answer
 
-from pytps.cli.exit_codes import TABLE
+from pytps.app.exit_codes import TABLE
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def _chat_body(tokens: int = 16) -> dict:
 
 
 def test_exports_are_typed_and_lazy():
-    from pytps.runner.finalize import RunResult
+    from pytps.results.output import RunResult
     from pytps.transport.base import Transport
 
     assert pytps.RunResult is RunResult and pytps.Transport is Transport

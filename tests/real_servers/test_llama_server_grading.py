@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import pytps
-from pytps.measure.grading import grade_text, parse_reference
+from pytps.grading.graders import grade_text, parse_reference
 from pytps.results.folder import load_journal
 from pytps.workload.tasks import TaskWorkload
 

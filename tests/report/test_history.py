@@ -18,7 +18,7 @@ from store_specs import store_spec  # noqa: F401 - the fixture
 import pytps
 from pytps.report.history import Group, check_group, group_runs, parse_limit, sparkline, trend
 from pytps.results.folder import load_results
-from pytps.results.store import Store
+from pytps.store.store import Store
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)  # a nightly run at 02:00 UTC
 BASE_TTFT_MS = 50.0

@@ -185,7 +185,7 @@ def test_the_history_trend_page_loads_clean_with_every_plot_drawn(browser: Any, 
     from pytps.report.history import group_runs, trend
     from pytps.report.html_history import write_history
     from pytps.results.folder import load_results
-    from pytps.results.store import Store
+    from pytps.store.store import Store
 
     start = datetime(2026, 11, 1, 2, 0, tzinfo=timezone.utc)
     with pytps.Emulator(ttft_ms=5, itl_us=300) as emu, Store(str(tmp_path / "h.sqlite")) as store:

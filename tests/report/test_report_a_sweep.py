@@ -36,7 +36,7 @@ def test_report_help_names_sweep_folders_as_sweeps_write_them(tmp_path):
 
 
 def test_a_missing_knee_is_said_in_words():
-    from pytps.cli import matrix_run
+    from pytps.report import matrix_lines as matrix_run
     from pytps.report.sweep_curve import _or_none
 
     assert _or_none(None) == matrix_run._or_none(None) == "none in this range"

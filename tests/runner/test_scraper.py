@@ -17,7 +17,8 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.measure.server_metrics.summary import RAW_FILE, SCRAPES_FILE
+from pytps.results.files import SCRAPES as SCRAPES_FILE
+from pytps.results.files import SCRAPES_RAW as RAW_FILE
 
 BODY = b"# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total 5\n"
 

@@ -20,8 +20,6 @@ from pytps.measure.server_metrics.series import Hist, Series, build, increase
 
 NS_PER_S = 1_000_000_000
 #: The scrapes file and the raw bodies' file in the results folder (docs/results.md).
-SCRAPES_FILE = "server_metrics.jsonl"
-RAW_FILE = "server_metrics_raw.jsonl"
 QUANTILES = (0.5, 0.9, 0.99)
 Intervals = Sequence[tuple[int, int]]
 

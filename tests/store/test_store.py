@@ -1,4 +1,4 @@
-"""pytps.results.store: the results store on SQLite and, when PYTPS_TEST_POSTGRES_URL is set, on a real
+"""pytps.store.store: the results store on SQLite and, when PYTPS_TEST_POSTGRES_URL is set, on a real
 PostgreSQL (.ci/steps/55-postgres.sh): records, fingerprints, the schema's version, concurrent writers,
 SIGKILL mid-write, and no secrets."""
 
@@ -23,9 +23,9 @@ from store_specs import store_spec  # noqa: F401 - the fixture
 
 import pytps
 from pytps.errors import StoreError
-from pytps.results.fingerprint import fingerprint
+from pytps.store.fingerprint import fingerprint
 from pytps.results.folder import load_results
-from pytps.results.store import STORE_SCHEMA_VERSION, Store, default_store_path, figures_of, resolve_store
+from pytps.store.store import STORE_SCHEMA_VERSION, Store, default_store_path, figures_of, resolve_store
 
 CANARY = "sk-test-DO-NOT-LEAK-1234567890"
 
@@ -168,7 +168,7 @@ def test_writers_that_create_the_store_together_all_land(store_spec: str, real_r
 
 KILLED_WRITER = """
 import json, sys
-from pytps.results.store import Store
+from pytps.store.store import Store
 spec, results = sys.argv[1], json.load(open(sys.argv[2]))
 with Store(spec) as store:
     print("ready", flush=True)
@@ -265,7 +265,7 @@ def test_no_secret_reaches_the_store(store_spec: str, tmp_path: Path, monkeypatc
 
 
 def test_a_postgres_url_is_printed_without_its_password() -> None:
-    from pytps.results.store_backends import safe_url
+    from pytps.store.backends import safe_url
 
     assert safe_url(f"postgresql://bench:{CANARY}@db.example:5432/runs?password={CANARY}") == (
         "postgresql://db.example:5432/runs"

@@ -14,9 +14,9 @@ import pytest
 
 import pytps
 from pytps.errors import ConfigError
-from pytps.measure.answers import EXTRACTORS
+from pytps.grading.answers import EXTRACTORS
 from pytps.measure.grade_figures import wilson_interval
-from pytps.measure.grading import build_grading, grade_text, parse_reference
+from pytps.grading.graders import build_grading, grade_text, parse_reference
 from pytps.results.folder import load_journal, load_results
 from pytps.runner.config import make_config
 from pytps.runner.event_loop import run_coroutine

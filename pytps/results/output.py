@@ -5,39 +5,26 @@ schema: docs/results.md), and the RunResult handed back to the caller.
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from pytps._native import _core
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
-from pytps.measure.server_metrics.summary import SCRAPES_FILE
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
+from pytps.results.files import EVENT_LOG, EVENTS, JOURNAL, RESULTS, SCRAPES, SPILL
 from pytps.results.folder import SCHEMA_VERSION, Journal, write_json_atomic
-from pytps.runner.schedule import LoadPlan
-
-#: The event log's name in the results folder, while the run goes (pytps.results.event_log).
-EVENT_LOG = "events.log"
-#: The summary's per-request columns while the run goes (scratch: removed at the finish).
-SPILL = "summary.columns"
 
 if TYPE_CHECKING:
     from pytps.results.record import Record
-    from pytps.runner.config import RunConfig
-    from pytps.transport.base import Transport
 
 
 @dataclass(repr=False)
@@ -59,15 +46,11 @@ class RunResult:
     def requests(self) -> Iterator[Record]:
         """Each request's line of requests.jsonl as a pytps.Record (attributes, as_dict()), read
         from the journal as iterated: a long run's requests are never all in memory."""
+        from pytps.results.folder import journal_lines
         from pytps.results.record import Record
 
-        with open(self.out_dir / "requests.jsonl", encoding="utf-8") as f:
-            for line in f:
-                try:
-                    fields = json.loads(line)
-                except json.JSONDecodeError:  # a torn last line (the process died mid-write)
-                    continue
-                yield Record(fields=fields)
+        for fields in journal_lines(self.out_dir):
+            yield Record(fields=fields)
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Copies the results folder (results.json, requests.jsonl, events.npz) to `directory`,
@@ -84,55 +67,13 @@ def default_out_dir(model: str) -> Path:
     return Path("results") / f"{stamp}-{safe}"
 
 
-def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, Any]:
-    """What results.json records about a run before it starts: what was measured, how and when."""
-    from pytps import __version__
-    from pytps.runner.event_loop import event_loop_name
-
-    url = urlsplit(cfg.base_url)
-    tls = None
-    if url.scheme == "https":
-        tls = {"library": transport.tls_library, "verify": not cfg.insecure, "ca_bundle": cfg.ca_bundle}
-    return {
-        "pytps_version": __version__,
-        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path or "/"},
-        "api": cfg.api,
-        "model": model,
-        "transport": transport.name,
-        "tls": tls,
-        "event_loop": event_loop_name(),
-        "kernel_timestamps": cfg.kernel_timestamps,
-        "http2": cfg.http2,
-        "workload": cfg.workload.describe(),
-        "prompt_calibration": cfg.workload.prompt_calibration(),
-        "load": cfg.plan.describe(),
-        "seed": cfg.seed,
-        "tokenizer": cfg.tokenizer.path if cfg.tokenizer is not None else None,
-        "extra_body": cfg.extra_body,
-        "header_names": sorted(cfg.headers),  # values may hold secrets
-        "slo": cfg.judge.describe(),
-        "client": {
-            "host": platform.node(),
-            "cpu_count": os.cpu_count(),
-            "os": platform.platform(),
-            "python": platform.python_version(),
-        },
-        "clock": {
-            "source": "CLOCK_MONOTONIC",
-            "unit": "ns",
-            "wall_minus_monotonic_ns": time.time_ns() - _core.now_ns(),
-        },
-    }
-
-
 def write_results(
     out_dir: Path, metadata: dict[str, Any], summary: dict[str, Any] | None, envelope: dict[str, Any] | None = None
 ) -> None:
     """results.json, whole or not at all (docs/results.md). envelope: the trust envelope with this
     run's verdict (pytps.calibrate.run_verdict), None without a saved one."""
     write_json_atomic(
-        out_dir / "results.json",
+        out_dir / RESULTS,
         {"schema_version": SCHEMA_VERSION, "metadata": metadata, "summary": summary, "envelope": envelope},
     )
 
@@ -144,18 +85,25 @@ class RunOutput:
     unless keep_records asks for the records themselves (a library user who wants them)."""
 
     def __init__(
-        self, out_dir: Path, plan: LoadPlan, *, judge: Judge | None = None, keep_records: bool = False
+        self,
+        out_dir: Path,
+        *,
+        slots: int | None,
+        rate_mode: bool,
+        judge: Judge | None = None,
+        keep_records: bool = False,
     ) -> None:
+        """slots: the load plan's number of requests in flight (LoadPlan.max_in_flight, None:
+        unbounded); rate_mode: an open loop (the summary's target concurrency reads both)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
-        self.journal = Journal(out_dir / "requests.jsonl")
+        self.journal = Journal(out_dir / JOURNAL)
         self.events = EventLog(out_dir / EVENT_LOG)
-        target = plan.concurrency if plan.mode == "concurrency" else plan.max_concurrency
         self.judge = judge or Judge()
         # The summary's per-request columns go to a scratch file beside the event log, a block at a
         # time, so memory does not grow with the run (pytps.measure.columns).
         self.summary = RunSummary(
-            target_concurrency=target, rate_mode=plan.mode == "rate", judge=self.judge, spill_path=out_dir / SPILL
+            target_concurrency=slots, rate_mode=rate_mode, judge=self.judge, spill_path=out_dir / SPILL
         )
         self.records: list[RequestRecord] | None = [] if keep_records else None
         self.finished = 0
@@ -193,11 +141,11 @@ class RunOutput:
         per_token = client_cpu_us_per_token(cpu, self.summary.tokens_read) if cpu else None
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
-        scrapes = self.out_dir / SCRAPES_FILE
+        scrapes = self.out_dir / SCRAPES
         add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
-        write_npz(log, self.out_dir / "events.npz", kernel_stamps=self.events.kernel_stamps)
+        write_npz(log, self.out_dir / EVENTS, kernel_stamps=self.events.kernel_stamps)
         log.unlink()
         return RunResult(
             out_dir=self.out_dir, metadata=metadata, summary=summary, records=self.records or [], envelope=verdict

@@ -1,4 +1,4 @@
-"""A finished run records itself in the results store (pytps.results.store). The store never costs
+"""A finished run records itself in the results store (pytps.store.store). The store never costs
 the run: its folder is already written, and a store that cannot be opened or written (read-only,
 locked past the timeout, a newer schema, no driver) gives one warning line and nothing else."""
 
@@ -28,8 +28,8 @@ def record_in_store(
     figures: dict[str, float] | None = None,
 ) -> int | None:
     """Records the run; its row id, None when it was there already or the store failed (warned)."""
-    from pytps.results.store import Store, resolve_store
-    from pytps.results.store_backends import safe_url
+    from pytps.store.backends import safe_url
+    from pytps.store.store import Store, resolve_store
 
     where = resolve_store(spec)
     where = safe_url(where) if "://" in where else where

@@ -4,7 +4,7 @@ store"). It is an index and a trend source, not a copy: the raw events stay in t
 whose path the row keeps.
 
 A row holds when (UTC), the endpoint (URL without secrets), model, API, transport, pytps version,
-host, the workload fingerprint (pytps.results.fingerprint: equal exactly when two runs are
+host, the workload fingerprint (pytps.store.fingerprint: equal exactly when two runs are
 comparable), the summary's figures (table `figures`, one row per figure) and the folder's path.
 Headers and keys are never stored: the endpoint is rebuilt from results.json's parts, which never
 held userinfo or a query.
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pytps.errors import StoreError
-from pytps.results.fingerprint import comparable_fields, fingerprint_of
-from pytps.results.store_backends import DEFAULT_BUSY_TIMEOUT_S, Database, open_database, safe_url
+from pytps.store.backends import DEFAULT_BUSY_TIMEOUT_S, Database, open_database, safe_url
+from pytps.store.fingerprint import comparable_fields, fingerprint_of
 
 #: The store's schema version (docs/results.md); the code migrates older stores forward and refuses newer ones.
 STORE_SCHEMA_VERSION = 1

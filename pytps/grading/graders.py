@@ -16,12 +16,37 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pytps.errors import ConfigError, loads_json
-from pytps.measure.answers import EXTRACTORS
-from pytps.measure.grade import Grade
-from pytps.measure.records import RequestRecord
+from pytps.grading.answers import EXTRACTORS
+from pytps.grading.grade import Grade
+
+
+class Answered(Protocol):
+    """What grading reads of a finished request (pytps.measure.records.RequestRecord is one)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def reasoning_text(self) -> str: ...
+
 
 #: The built-in graders and the extraction rule each uses unless the record names another.
 DEFAULT_EXTRACT = {
@@ -330,7 +355,7 @@ class Grading:
             )
         return ref
 
-    async def grade(self, rec: RequestRecord, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
+    async def grade(self, rec: Answered, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
         """The grade of a finished request whose prompt was `item` (raw: its reference fields);
         None when it has no reference or failed (a failed request is not graded: its error says
         what happened)."""

@@ -3,43 +3,66 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytps.cli.exit_codes import overall_exit_code, run_exit_code
+from pytps.app.endpoint import Endpoint
+from pytps.app.exit_codes import overall_exit_code, run_exit_code
+from pytps.app.runs import results_folder
+from pytps.app.search import SearchPlan, search_folder
+from pytps.app.sweeps import SweepPlan, sweep_folder
 from pytps.errors import ConfigError
+from pytps.results.files import MATRIX_INDEX
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
 MATRIX_SCHEMA_VERSION = 2
 
 
-def run_matrix(args: argparse.Namespace, kind: str) -> int:
-    """kind: "run" (each cell one run; a list-valued key, one run per value) or "sweep" (each cell
-    a sweep over its list-valued keys)."""
+@dataclass(frozen=True)
+class MatrixOutcome:
+    """A finished (or failed) matrix: its folder, matrix.json's index, and its exit status."""
+
+    out_dir: Path
+    index: dict[str, Any]
+    exit_code: int
+
+
+def matrix(
+    config: str | Path,
+    kind: str = "run",
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    out: str | Path | None = None,
+    sweep_plan: SweepPlan | None = None,
+    search_defaults: Mapping[str, Any] | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> MatrixOutcome:
+    """Every endpoint x workload cell of the TOML matrix `config` into one folder (default
+    results/<UTC time>-<kind>-matrix/), indexed by matrix.json. kind: "run" (each cell one run; a
+    list-valued key, one run per value) or "sweep" (each cell a sweep over its list-valued keys,
+    or a capacity search). overrides: run settings that replace the file's in every cell;
+    base_url: every cell's endpoint; search_defaults: the search settings a workload leaves out."""
     from pytps.calibrate.envelope import envelope_for
-    from pytps.cli.run_args import cell_summary, explicit_settings, results_dir
-    from pytps.cli.search_run import search_folder
     from pytps.measure.slo import parse_slo_run
     from pytps.results.folder import write_json_atomic
     from pytps.runner.config import make_config
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
-    from pytps.sweep.cells import AXES, StopRule, Sweep, headline
+    from pytps.sweep.cells import AXES, headline
     from pytps.sweep.matrix import SEARCH_KEYS, Matrix
 
-    matrix = Matrix(args.config)
-    overrides = explicit_settings(args, args.parser_defaults)
+    matrix = Matrix(config)
+    overrides = dict(overrides or {})
     overrides.pop("out", None)
     for axis in AXES:
         if kind == "sweep" and isinstance(overrides.get(axis), str):
             overrides.pop(axis)  # a sweep's list flags are axes, handled with the file's
-    base_override = args.base_url
-    out = results_dir(args, f"{kind}-matrix")
+    base_override = base_url
+    out = results_folder(out, f"{kind}-matrix")
     cells = matrix.cells
     if kind == "run":
         # A flag given on the command line replaces the file's list; a list left is one run per value.
@@ -68,11 +91,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
         "cells": [],
     }
     for n, cell in enumerate(cells, start=1):
-        print(
-            f"pytps {kind} -c: cell {n}/{len(cells)}: {cell.endpoint} x {cell.workload}{_values_label(cell.values)}",
-            file=sys.stderr,
-            flush=True,
-        )
+        say(f"cell {n}/{len(cells)}: {cell.endpoint} x {cell.workload}{_values_label(cell.values)}")
         entry: dict[str, Any] = {
             "endpoint": cell.endpoint,
             "workload": cell.workload,
@@ -83,17 +102,12 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
             "headline": None,
             "analysis": None,
             "capacity": None,
-            "exit_code": None,  # the cell's exit status (pytps.cli.exit_codes); null when it did not run
+            "exit_code": None,  # the cell's exit status (pytps.app.exit_codes); null when it did not run
         }
         sweep_codes: list[int] = []
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
-            base_url = base_override or cell.base_url
-            if base_url is None:
-                from pytps.emulator import Emulator
-
-                emu_settings = {"keep_truth": False, **cell.emulator}
-                base_url = stack.enter_context(Emulator(**emu_settings)).base_url
+            base_url = Endpoint(base_override or cell.base_url, cell.emulator).open(stack)
             try:
                 if kind == "run":
                     cfg = make_config(base_url, out=out / cell.dir, **settings)
@@ -103,7 +117,7 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         raise KeyboardInterrupt
                     entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 elif settings.get("search"):
-                    options = {k: settings.pop(k, getattr(args, k)) for k in SEARCH_KEYS}
+                    plan = SearchPlan.of({k: settings.pop(k, None) for k in SEARCH_KEYS}, search_defaults)
                     search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
 
                     def make_probe(
@@ -115,11 +129,11 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         return make_config(url, **fixed, **load, out=cell_out)
 
                     found = search_folder(
-                        options,
+                        plan,
                         parse_slo_run(settings.get("slo_run")),
                         out / cell.dir,
                         make_probe,
-                        lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+                        lambda line: say(f"  {line}"),
                     )
                     entry["analysis"], entry["capacity"] = found["analysis"], found["search"]["capacity"]
                 else:
@@ -131,82 +145,36 @@ def run_matrix(args: argparse.Namespace, kind: str) -> int:
                         )
                     fixed = {k: v for k, v in settings.items() if k not in axes}
 
-                    def run_cell(
-                        values: dict[str, Any],
-                        cell_dir: Path,
-                        fixed: dict[str, Any] = fixed,
-                        base_url: str = base_url,
-                        sweep_codes: list[int] = sweep_codes,
-                    ) -> dict[str, Any]:
-                        return cell_summary(make_config(base_url, **fixed, **values, out=cell_dir), sweep_codes)
+                    def make_cell(
+                        values: dict[str, Any], cell_dir: Path, fixed: dict[str, Any] = fixed, url: str = base_url
+                    ) -> Any:
+                        return make_config(url, **fixed, **values, out=cell_dir)
 
-                    sweep = Sweep(
-                        axes=axes,
-                        out=out / cell.dir,
-                        run_cell=run_cell,
-                        refine=args.refine,
-                        slo_target=args.slo_target,
-                        stop=StopRule(args.stop_error_rate, args.stop_e2e_factor),
-                        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+                    index_of = sweep_folder(
+                        axes,
+                        out / cell.dir,
+                        make_cell,
+                        sweep_plan or SweepPlan(),
+                        lambda line: say(f"  {line}"),
+                        sweep_codes,
                     )
-                    entry["analysis"] = sweep.run()["analysis"]
+                    entry["analysis"] = index_of["analysis"]
                     entry["exit_code"] = overall_exit_code(sweep_codes)
             except ConfigError as exc:
                 raise matrix.locate(cell, exc) from None
             except KeyboardInterrupt:
                 entry["status"] = "interrupted"
                 index["cells"].append(entry)
-                write_json_atomic(out / "matrix.json", index)
+                write_json_atomic(out / MATRIX_INDEX, index)
                 raise
             except Exception as exc:
                 entry["status"], entry["error"] = "failed", f"{type(exc).__name__}: {exc}"
         index["cells"].append(entry)
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / "matrix.json", index)
-    if args.json:
-        print(json.dumps(index, indent=2))
-    else:
-        print_matrix(index)
-    print(f"results: {out} (matrix.json indexes the cells)", file=sys.stderr)
-    return overall_exit_code([c["exit_code"] for c in index["cells"] if c["exit_code"] is not None])
+        write_json_atomic(out / MATRIX_INDEX, index)
+    code = overall_exit_code([c["exit_code"] for c in index["cells"] if c["exit_code"] is not None])
+    return MatrixOutcome(out, index, code)
 
 
 def _values_label(values: dict[str, Any]) -> str:
     return "".join(f" {k}={v}" for k, v in values.items())
-
-
-def _fmt(headline: dict[str, Any], key: str, scale: float, fmt: str) -> str:
-    v = headline.get(key)
-    return "-" if v is None else format(v * scale, fmt)
-
-
-def print_matrix(index: dict[str, Any]) -> None:
-    for c in index["cells"]:
-        h = c["headline"] or {}
-        name = f"{c['endpoint']} x {c['workload']}{_values_label(c.get('values') or {})}"
-        if c["status"] != "done":
-            print(f"{name}: {c['status']} {c['error'] or ''}")
-        elif index["kind"] == "run":
-            print(
-                f"{name}: p50 TTFT {_fmt(h, 'ttft_p50_s', 1e3, '.1f')} ms · "
-                f"p50 TPOT {_fmt(h, 'tpot_p50_s', 1e3, '.2f')} ms · "
-                f"{_fmt(h, 'output_throughput_tps', 1, ',.0f')} tok/s (all users) · goodput "
-                f"{_fmt(h, 'goodput_rps', 1, ',.2f')} req/s · errors {_fmt(h, 'error_rate', 100, '.1f')}%"
-            )
-        else:
-            if c.get("capacity"):
-                cap = c["capacity"]
-                low, high = (f"{v:.4g}" if v is not None else "?" for v in (cap["low"], cap["high"]))
-                print(f"{name}: capacity {low}–{high} (the cell's sweep.json has the probes)")
-                continue
-            for a in c["analysis"] or []:
-                best = (a["max_goodput"] or {}).get("value")
-                print(
-                    f"{name}: knee {_or_none(a['knee'])} · max goodput at {_or_none(best)} · "
-                    f"SLO capacity {_or_none(a['slo_capacity'])}"
-                )
-
-
-def _or_none(value: Any) -> str:
-    """A sweep's figure that was not found (no knee within the range) says so, not `None`."""
-    return "none in this range" if value is None else str(value)

@@ -1,4 +1,4 @@
-"""`pytps calibrate` records itself in the results store (pytps.results.store): one row per transport
+"""`pytps calibrate` records itself in the results store (pytps.store.store): one row per transport
 measured, with the calibration's headline figures, so how exact pytps is on a host can be trended
 like any endpoint. Like a run, a store that fails costs one warning, never the calibration."""
 
@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytps.runner.store_entry import record_in_store
+from pytps.store.run_entry import record_in_store
 
 
 def calibration_figures(cells: list[dict[str, Any]]) -> dict[str, float]:

@@ -1,0 +1,4 @@
+"""Graded answers (docs/grading.md): `grade` (`Grade`: a grader's verdict on one answer),
+`answers` (the named extraction rules), `graders` (references checked before the run, the
+built-in graders, a user's `module:function`). Below `measure/`: it reads a finished request
+through the `Answered` protocol, never the record model itself."""

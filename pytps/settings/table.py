@@ -1,0 +1,459 @@
+"""The one table of settings. Each setting is one `Setting`: its name (make_config's keyword, the
+TOML key, the flag's dest), the values it takes, its default and unit, its help, the group its
+flag is shown in, and where it applies (run, sweep, toml). From the table come:
+
+- the flags of `pytps run` and `pytps sweep` (`add_arguments`; a sweep's axes take lists),
+- the settings of parsed flags (`from_flags`) and those given explicitly (`explicit`),
+- the keys a TOML matrix's [[workload]] and [[endpoint]] tables take (`toml_keys`),
+- make_config's keyword arguments, checked once (`resolve`: unknown names and wrong types are one
+  ConfigError that starts with the setting's name, so a matrix error finds its line),
+- the docs' flag check (tests/docs/test_help_vs_docs.py reads `flags`).
+
+A new setting is one entry here plus the code that uses it (docs/architecture.md, Where things go).
+"""
+
+from __future__ import annotations
+
+import argparse
+import numbers
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
+from pytps.errors import ConfigError
+from pytps.transport.registry import TRANSPORT_NAMES
+from pytps.workload.request_formats import ALL_APIS
+
+#: How a sweep's axis is written (pytps.sweep.cells.parse_axis reads it).
+AXIS_FORMS = "a list (1,2,4), a doubling range (1..64) or a stepped range (8..64+8)"
+
+RUN = frozenset({"run"})
+SWEEP = frozenset({"sweep"})
+BOTH = frozenset({"run", "sweep"})
+
+#: What a setting is for: a run's make_config keyword ("config"), the built-in emulator's
+#: (`emulator`, its keyword is the name less "emu_"), a sweep's or a capacity search's own, or the
+#: command line's alone ("cli": where the endpoint is, what is printed).
+TARGETS = ("config", "emulator", "sweep", "search", "cli")
+
+#: The values a setting takes, by kind: what make_config accepts (None too, when the default is None).
+KINDS: dict[str, tuple[type, ...]] = {
+    "int": (numbers.Integral,),
+    "float": (numbers.Real,),
+    "str": (str,),
+    "bool": (bool,),
+    "length": (str, numbers.Integral),  # N, N:sd or lo-hi
+    "path": (str, os.PathLike),
+    "mapping": (Mapping,),
+    "store": (str, os.PathLike, bool),
+    "slo": (str, Mapping),
+    "names": (str, list, tuple),
+    "seconds": (str, numbers.Real),
+    "urls": (str, list, tuple, bool),
+    "keys": (bool, str),
+}
+_KIND_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "length": "a length (N, N:sd or lo-hi)",
+    "path": "a path",
+    "mapping": "a table of names to values",
+    "store": "a path or URL, or false",
+    "slo": "NAME=S,... or a table",
+    "names": "a name, a comma-separated list or a list",
+    "seconds": "seconds (S, S:SD, LO-HI or exp:M)",
+    "urls": "a URL, a list of URLs, or true",
+    "keys": "true or KEY,...",
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A setting's flag as `pytps sweep` shows it, when it differs: an axis takes a list."""
+
+    metavar: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: str
+    default: Any = None
+    help: str | None = None
+    group: str = "endpoint"
+    unit: str | None = None
+    applies: frozenset[str] = BOTH  # the commands with this flag: run, sweep
+    toml: str | None = None  # the matrix table that takes it as a key: "workload" or "endpoint"
+    target: str = "config"
+    # The flag: its name (None: no flag; "": --name with dashes), and argparse's spelling of it.
+    flag: str | None = ""
+    short: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    action: str | None = None  # store_true, store_false, append
+    nargs: str | None = None
+    const: Any = None
+    dest: str | None = None  # argparse's dest, when not the name (--header: header)
+    flag_default: Any = field(default=None)  # argparse's default, when it differs (append: [])
+    typed_flag: bool = True  # int/float kinds: argparse converts the flag's text
+    sweep: Sweep | None = None
+    # The setting's value from the parsed flags, when it is not the flag's value as it stands.
+    from_args: Callable[[argparse.Namespace], Any] | None = None
+    reads: tuple[str, ...] = ()  # the flag dests from_args reads (explicit(): what was given)
+
+    @property
+    def flag_name(self) -> str | None:
+        if self.flag is None:
+            return None
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def arg_dest(self) -> str:
+        return self.dest or self.name
+
+    @property
+    def dests(self) -> tuple[str, ...]:
+        return self.reads or (self.arg_dest,)
+
+    def check(self, value: Any) -> None:
+        """ConfigError naming the setting when value is not of its kind."""
+        if value is None and self.default is None:
+            return
+        kinds = KINDS[self.kind]
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if not ok:
+            flag = f" ({self.flag_name})" if self.flag_name else ""
+            raise ConfigError(
+                f"{self.name}{flag} must be {_KIND_WORDS[self.kind]}, got {value!r} ({type(value).__name__})"
+            )
+
+
+def parse_headers(items: list[str], flag: str = "--header") -> dict[str, str]:
+    headers = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} {item!r} is not K:V; write it like {flag} 'X-Team: bench'")
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def _extra_body(args: argparse.Namespace) -> Any:
+    from pytps.errors import loads_json
+
+    text = args.extra_body
+    if text is None:
+        return None
+    value = loads_json(text, "--extra-body")
+    if not isinstance(value, dict):
+        raise ConfigError("--extra-body must be a JSON object, e.g. '{\"ignore_eos\": true}'")
+    return value
+
+
+# Group titles, in the order `--help` shows them.
+ENDPOINT = "endpoint"
+WORKLOAD = "workload"
+EMBED = "embeddings and rerank (--api openai-embeddings, ollama-embed, rerank)"
+IMAGES = "image prompts (chat APIs; needs Pillow)"
+SESSIONS = "multi-turn sessions (docs/metrics.md, Workloads)"
+TRACE = "trace replay (docs/run-inputs.md)"
+LOAD = "load"
+GOODPUT = "goodput and cost (docs/metrics.md)"
+GRADED = "graded answers (docs/grading.md)"
+OUTPUT = "output"
+SERVER_METRICS = "server metrics (docs/server-metrics.md)"
+EMULATOR = "built-in emulator (when no --base-url)"
+SWEEPING = "sweep"
+SEARCH = "capacity search (docs/metrics.md, Capacity search)"
+GROUPS: tuple[str, ...] = (ENDPOINT, WORKLOAD, EMBED, IMAGES, SESSIONS, TRACE, LOAD, GOODPUT, GRADED, OUTPUT)
+GROUPS += (SERVER_METRICS, EMULATOR, SWEEPING, SEARCH)
+
+S = Setting
+W, E = "workload", "endpoint"
+
+SETTINGS: tuple[Setting, ...] = (
+    # ---- endpoint ----
+    S("base_url", "str", target="cli", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)"),
+    S("api_key", "str", None, "the API key itself (the library's; the CLI reads --api-key-env)", flag=None,
+      applies=frozenset()),
+    S("api", "str", "openai-chat", "API dialect (default: openai-chat)", choices=ALL_APIS, toml=E),
+    S("stream", "bool", True, 'generation requests ask for one JSON body ("stream": false): TTFB and E2E, no '
+      "TTFT/TPOT/ITL", flag="--no-stream", action="store_false"),
+    S("model", "str", None, "model name (default: the first of /v1/models)", toml=E),
+    S("api_key_env", "str", None, "environment variable holding the API key (default: OPENAI_API_KEY, or "
+      "ANTHROPIC_API_KEY for --api anthropic)", metavar="VAR", toml=E),
+    S("headers", "mapping", None, "extra request header", flag="--header", dest="header", action="append",
+      flag_default=[], metavar="K:V", toml=E, from_args=lambda a: parse_headers(a.header)),
+    S("extra_body", "mapping", None, "merged into each request body, e.g. '{\"ignore_eos\": true}'",
+      metavar="JSON", toml=E, from_args=_extra_body),
+    S("http2", "bool", False, "use HTTP/2 (HTTP/1.1 by default; implies httpx)", action="store_true", toml=E),
+    S("transport", "str", "auto", "native: HTTP/1.1 on a C++ engine thread that stamps and parses every read "
+      "with no Python (auto's choice for http://, and https:// when built with OpenSSL, without a proxy); "
+      "httpx: HTTP/2, proxies; asyncio: http:// HTTP/1.1 on asyncio protocols, one native call per read",
+      choices=TRANSPORT_NAMES, toml=E),
+    S("kernel_timestamps", "bool", False, "native transport: also keep the kernel's receive stamp of every read "
+      "(SO_TIMESTAMPING) and report kernel_read_lag_s, the time from the kernel's receipt to pytps's stamp",
+      action="store_true", toml=W),
+    S("ca_bundle", "path", None, "https://: trust the CA certificates in this PEM file instead of the system's "
+      "(for a server with a private CA)", metavar="PATH", toml=E),
+    S("insecure", "bool", False, "https://: do not verify the server's certificate or host name (test setups "
+      "only)", action="store_true", toml=E),
+    # ---- workload ----
+    S("input_tokens", "length", "256", "prompt length (default 256)", WORKLOAD, "tokens", metavar="N|N:sd|lo-hi",
+      toml=W, sweep=Sweep("LIST", f"prompt lengths: {AXIS_FORMS}")),
+    S("output_tokens", "length", None, "max output tokens (default 128; with --dataset, each record's own "
+      "max_tokens or reply length)", WORKLOAD, "tokens", metavar="N|N:sd|lo-hi", toml=W,
+      sweep=Sweep("LIST", f"output lengths: {AXIS_FORMS} (default 128; with --dataset, each record's own)")),
+    S("shared_prefix_tokens", "int", 0, "share a prefix of this many tokens", WORKLOAD, "tokens", toml=W),
+    S("dataset", "path", None, "JSONL (prompt or messages, optional max_tokens) or ShareGPT JSON", WORKLOAD,
+      metavar="FILE", toml=W),
+    S("tokenizer", "path", None, "tokenizer.json to count output tokens when the server reports no usage "
+      "(needs: pip install tokenizers)", WORKLOAD, metavar="PATH", toml=W),
+    # ---- embeddings and rerank ----
+    S("batch_size", "int", 1, "texts per embeddings request (default 1)", EMBED, metavar="N"),
+    S("documents", "int", 8, "documents per rerank query (default 8)", EMBED, metavar="N"),
+    S("top_n", "int", None, "rerank: results asked for (default: every document)", EMBED, metavar="N"),
+    S("encoding_format", "str", None, "openai-embeddings: passed through", EMBED, choices=("float", "base64")),
+    S("dimensions", "int", None, "embeddings: vector length asked for, passed through", EMBED, metavar="N"),
+    # ---- images ----
+    S("images", "int", 0, "generated images per chat prompt (default 0)", IMAGES, metavar="N"),
+    S("image_size", "str", "512x512", "image size, or each side's range", IMAGES, metavar="WxH|LO-HI"),
+    S("image_format", "str", "png", "encoding (default png)", IMAGES, choices=("png", "jpeg")),
+    S("shared_images", "bool", False, "every request sends the same images", IMAGES, action="store_true"),
+    # (the workload group's last two: after the image flags on the usage line, as they always were)
+    S("seed", "int", 0, None, WORKLOAD, toml=W),
+    S("salt", "str", None, "prompt salt (default: the run's UTC time, so runs do not share prefixes)", WORKLOAD,
+      toml=W),
+    # ---- multi-turn sessions ----
+    S("turns", "int", None, "multi-turn sessions of K turns, each resending the history", SESSIONS, metavar="K",
+      toml=W),
+    S("sessions", "int", None, "sessions to run (default 10; --concurrency sets those in flight)", SESSIONS,
+      metavar="N", toml=W),
+    S("max_context_tokens", "int", None, "drop a session's oldest turns beyond N tokens of history", SESSIONS,
+      "tokens", metavar="N", toml=W),
+    S("think_time", "seconds", None, "seconds a session waits between turns: fixed, normal, uniform or "
+      "exponential (default 0)", SESSIONS, "s", metavar="S|S:SD|LO-HI|exp:M", toml=W),
+    # ---- trace replay ----
+    S("trace", "path", None, "replay a production trace's requests at its timestamps (not report's --trace, a "
+      "Chrome trace)", TRACE, metavar="FILE", toml=W),
+    S("trace_format", "str", None, "the trace file's format", TRACE, choices=("mooncake", "azure", "burstgpt"),
+      toml=W),
+    S("trace_block_size", "int", 512, "mooncake: tokens per hash id (default 512)", TRACE, "tokens", metavar="N",
+      toml=W),
+    S("trace_speedup", "float", 1.0, "replay X times faster (default 1)", TRACE, metavar="X", toml=W),
+    S("trace_window", "str", None, "replay only this slice, in seconds from the trace's start", TRACE, "s",
+      metavar="START:END", toml=W),
+    S("max_input_tokens", "int", None, "clip the trace's prompts to N tokens (counted)", TRACE, "tokens",
+      metavar="N", toml=W),
+    S("max_output_tokens", "int", None, "clip the trace's outputs to N tokens (counted)", TRACE, "tokens",
+      metavar="N", toml=W),
+    # ---- load ----
+    S("concurrency", "int", None, "closed loop with N users (default 1)", LOAD, "requests in flight", toml=W,
+      sweep=Sweep("LIST", f"sweep these concurrencies: {AXIS_FORMS}")),
+    S("rate", "float", None, "open loop: R requests per second", LOAD, "requests/s", metavar="R", toml=W,
+      sweep=Sweep("LIST", f"sweep these rates in requests per second: {AXIS_FORMS}")),
+    S("arrival", "str", "poisson", None, LOAD, choices=("poisson", "constant", "gamma"), toml=W),
+    S("burstiness", "float", 1.0, "gamma shape (1 = poisson)", LOAD, toml=W),
+    S("max_concurrency", "int", None, "cap on in-flight requests in rate mode", LOAD, "requests in flight", toml=W),
+    S("requests", "int", None, "measured requests (default 100 unless --duration)", LOAD, toml=W),
+    S("duration", "float", None, "stop sending after S seconds", LOAD, "s", metavar="S", toml=W),
+    S("warmup", "int", 0, "requests measured but left out of the results", LOAD, "requests", toml=W),
+    S("max_error_rate", "float", None, "stop early above this error rate (0..1)", LOAD, metavar="F", toml=W),
+    S("timeout", "float", 120.0, "read (idle) timeout in seconds", LOAD, "s", metavar="S", toml=W),
+    # ---- goodput and cost ([slo] and an endpoint's prices in a matrix: pytps.sweep.matrix) ----
+    S("slo", "slo", None, "per-request limits in seconds that make a request useful, e.g. "
+      "ttft=0.5,tpot=0.02,e2e=10 (names: ttft, ttfat, tpot, e2e, e2e_500)", GOODPUT, "s", metavar="NAME=S,..."),
+    S("slo_run", "slo", None, "run-level targets reported beside goodput, e.g. ttft:p90=0.5,e2e:p99=10", GOODPUT,
+      "s", metavar="NAME:STAT=S,..."),
+    S("expect_regex", "str", None, "a useful answer contains a match of this regular expression", GOODPUT,
+      metavar="RE"),
+    S("expect_json", "keys", None, "a useful answer is JSON (an object with these keys, when given)", GOODPUT,
+      nargs="?", const="", metavar="KEY,..."),
+    S("price_input", "float", None, "price per million input tokens", GOODPUT, "per Mtok", metavar="P"),
+    S("price_cached_input", "float", None, "price per million cached input tokens (default: the input price)",
+      GOODPUT, "per Mtok", metavar="P"),
+    S("price_output", "float", None, "price per million output tokens", GOODPUT, "per Mtok", metavar="P"),
+    S("price_request", "float", None, "fee per request", GOODPUT, "per request", metavar="P"),
+    S("currency", "str", "USD", "currency label of the prices (default USD)", GOODPUT),
+    S("bill_failed", "bool", True, "failed requests cost nothing (default: billed for the tokens the server "
+      "reported)", GOODPUT, flag="--no-bill-failed", action="store_false"),
+    # ---- graded answers ----
+    S("tasks", "names", None, "a built-in graded task set, generated from --seed: arithmetic, choice, "
+      "json-extract (--input-tokens pads the prompts, --output-tokens sets max_tokens)", GRADED,
+      metavar="NAME,..."),
+    S("grader", "str", None, "the grader of --dataset records that name none: exact, contains, regex, number, "
+      "choice, json, json-schema, or your own function (sync or async)", GRADED, metavar="NAME|module:function"),
+    S("keep_text", "bool", False, "keep each answer's text (and reasoning) in requests.jsonl: what the grader "
+      "saw", GRADED, action="store_true"),
+    # ---- output ----
+    S("config", "path", None, "a TOML matrix of endpoints x workloads (examples/bench.toml, docs/matrix.md): "
+      "every cell is run into one results folder; flags given here override the file", OUTPUT, short="-c",
+      metavar="FILE", target="cli"),
+    S("out", "path", None, "results directory (default results/<UTC time>-<model>/)", OUTPUT, metavar="DIR"),
+    S("json", "bool", False, "print the summary as JSON instead of a table", OUTPUT, action="store_true",
+      target="cli"),
+    S("store", "store", None, "the results store the run is recorded in: a SQLite file, sqlite:///FILE or "
+      "postgresql://... (default: $PYTPS_STORE, else $XDG_DATA_HOME/pytps/history.sqlite; see pytps history)",
+      OUTPUT, metavar="PATH|URL", reads=("store", "no_store"),
+      from_args=lambda a: False if a.no_store else a.store),
+    S("no_store", "bool", False, "do not record the run in the results store", OUTPUT, action="store_true",
+      target="cli"),
+    # ---- server metrics ----
+    S("server_metrics", "urls", None, "scrape Prometheus metrics during the run (default URL: the base URL's "
+      "origin + /metrics; several allowed, e.g. a DCGM exporter on :9400) into server_metrics.jsonl",
+      SERVER_METRICS, nargs="*", metavar="URL", toml=E),
+    S("server_metrics_interval", "float", None, "seconds between scrapes (default 0.5)", SERVER_METRICS, "s",
+      metavar="S", toml=E),
+    S("server_metrics_headers", "mapping", None, "a header sent to the metrics URLs (the API key is never sent to "
+      "them unless given here)", SERVER_METRICS, flag="--server-metrics-header", dest="server_metrics_header",
+      action="append", flag_default=[], metavar="K:V", toml=E,
+      from_args=lambda a: parse_headers(a.server_metrics_header, "--server-metrics-header") or None),
+    S("server_metrics_raw", "bool", False, "also keep each scrape's text (server_metrics_raw.jsonl)",
+      SERVER_METRICS, action="store_true", toml=E),
+    # ---- the built-in emulator (its keyword arguments: the names less "emu_") ----
+    S("emu_ttft_ms", "float", DEFAULT_TTFT_MS, "TTFT in ms (default %(default)s)", EMULATOR, "ms", metavar="MS",
+      target="emulator"),
+    S("emu_itl_us", "float", DEFAULT_ITL_US, "µs between tokens (default %(default)s)", EMULATOR, "µs",
+      metavar="US", target="emulator"),
+    S("emu_prefill_us_per_token", "float", 0.0, "TTFT per uncached prompt token", EMULATOR, "µs", metavar="US",
+      target="emulator"),
+    S("emu_prefix_cache_tokens", "int", 0, "the emulator's prefix cache (0: none)", EMULATOR, "tokens",
+      metavar="N", target="emulator"),
+    S("emu_answer_accuracy", "float", None, "the emulator knows the --tasks / --dataset references and answers "
+      "right with chance P", EMULATOR, metavar="P", target="emulator"),
+    S("emu_answer_accuracy_drop", "float", 0.0, "the chance falls by D per request decoding beside it (quality "
+      "under load)", EMULATOR, metavar="D", target="emulator"),
+    # ---- a sweep's own ----
+    S("refine", "int", 0, "add cells halfway between the knee and its neighbours, up to N rounds (default 0)",
+      SWEEPING, metavar="N", applies=SWEEP, target="sweep"),
+    S("slo_target", "float", 0.95, "share of useful requests a cell needs to count toward the SLO capacity "
+      "(default 0.95)", SWEEPING, metavar="F", applies=SWEEP, target="sweep"),
+    S("stop_error_rate", "float", 0.5, "stop the sweep after a cell with a higher error rate (default 0.5)",
+      SWEEPING, metavar="F", applies=SWEEP, target="sweep"),
+    S("stop_e2e_factor", "float", 20.0, "stop the sweep after a cell whose median E2E is X times the first "
+      "cell's (default 20)", SWEEPING, metavar="X", applies=SWEEP, target="sweep"),
+    # ---- a capacity search's (`pytps sweep --search`, a matrix workload's `search`) ----
+    S("search", "str", None, "find the highest load whose --slo-run targets and error rate hold, by bracketing "
+      "and narrowing, instead of running a grid", SEARCH, choices=("rate", "concurrency"), applies=SWEEP, toml=W,
+      target="search"),
+    S("search_start", "float", None, "the first probe's load (default: rate, what one request in flight "
+      "sustains, from a short run at concurrency 1; concurrency, 1)", SEARCH, metavar="LOAD", applies=SWEEP,
+      toml=W, target="search"),
+    S("search_precision", "float", 0.05, "stop when the bracket is narrower than this share of the load "
+      "(default 0.05)", SEARCH, metavar="F", applies=SWEEP, toml=W, target="search"),
+    S("search_max_probes", "int", 10, "at most N runs in all (default 10)", SEARCH, metavar="N", applies=SWEEP,
+      toml=W, target="search"),
+    S("search_repeats", "int", 2, "run an undecided probe (an interval straddling a limit) up to N more times "
+      "(default 2)", SEARCH, metavar="N", applies=SWEEP, toml=W, target="search"),
+    S("search_max_error_rate", "float", 0.01, "a probe fails above this error rate (default 0.01)", SEARCH,
+      metavar="F", applies=SWEEP, toml=W, target="search"),
+)  # fmt: skip
+
+
+class Table:
+    """The settings, by name, with what is made from them."""
+
+    def __init__(self, settings: Iterable[Setting]) -> None:
+        self.settings = tuple(settings)
+        self.by_name = {s.name: s for s in self.settings}
+        if len(self.by_name) != len(self.settings):
+            raise ValueError("two settings share a name")
+        for s in self.settings:
+            if s.target not in TARGETS or s.kind not in KINDS or s.group not in GROUPS:
+                raise ValueError(f"setting {s.name}: unknown target, kind or group")
+
+    def target(self, target: str) -> tuple[Setting, ...]:
+        return tuple(s for s in self.settings if s.target == target)
+
+    def with_setting(self, setting: Setting) -> Table:
+        """This table and one more entry (a test's new setting)."""
+        return Table((*self.settings, setting))
+
+    # ---- flags ----
+
+    def flags(self, command: str) -> list[str]:
+        """Every flag `pytps <command>` takes from the table."""
+        return [s.flag_name for s in self.settings if command in s.applies and s.flag_name]
+
+    def add_arguments(self, p: argparse.ArgumentParser, command: str) -> None:
+        """The table's flags of `command` (run or sweep), in their groups."""
+        sweep = command == "sweep"
+        groups: dict[str, Any] = {}
+        for title in GROUPS:
+            if any(s.group == title and command in s.applies and s.flag_name for s in self.settings):
+                groups[title] = p.add_argument_group(title)
+        for s in self.settings:
+            if command not in s.applies or not s.flag_name:
+                continue
+            names = [s.short, s.flag_name] if s.short else [s.flag_name]
+            kw: dict[str, Any] = {}
+            if s.arg_dest != s.flag_name[2:].replace("-", "_"):
+                kw["dest"] = s.arg_dest
+            if s.action:
+                kw["action"] = s.action
+            if s.action == "append":
+                kw["default"] = s.flag_default
+            elif s.action is None and s.default is not None:
+                kw["default"] = s.default
+            form = s.sweep if sweep else None
+            if s.action is None and form is None and s.typed_flag and s.kind in ("int", "float"):
+                kw["type"] = int if s.kind == "int" else float
+            if s.nargs is not None:
+                kw["nargs"] = s.nargs
+            if s.const is not None:
+                kw["const"] = s.const
+            if s.choices is not None:
+                kw["choices"] = s.choices
+            metavar = form.metavar if form else s.metavar
+            if metavar is not None:
+                kw["metavar"] = metavar
+            text = form.help if form else s.help
+            if text is not None:
+                kw["help"] = text
+            groups[s.group].add_argument(*names, **kw)
+        # What the flags default to, so that a matrix file is overridden only by flags actually given.
+        p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
+
+    def from_flags(self, args: argparse.Namespace, target: str = "config") -> dict[str, Any]:
+        """The settings of `target` from parsed flags: make_config's keyword arguments by default."""
+        out: dict[str, Any] = {}
+        for s in self.target(target):
+            if not hasattr(args, s.arg_dest) and s.from_args is None:
+                continue  # a flag of another command (a sweep's, in a run)
+            out[s.name] = s.from_args(args) if s.from_args is not None else getattr(args, s.arg_dest)
+        return out
+
+    def explicit(self, args: argparse.Namespace, parser_defaults: Mapping[str, Any]) -> dict[str, Any]:
+        """The run settings of the flags given on the command line (those that differ from their
+        defaults): what overrides a matrix file."""
+        given = {dest for dest, default in parser_defaults.items() if getattr(args, dest, default) != default}
+        return {k: v for k, v in self.from_flags(args).items() if given & set(self.by_name[k].dests)}
+
+    # ---- TOML ----
+
+    def toml_keys(self, table: str) -> set[str]:
+        """The keys a matrix's [[workload]] (also [defaults]) or [[endpoint]] table takes as settings."""
+        return {s.name for s in self.settings if s.toml == table}
+
+    # ---- make_config ----
+
+    def resolve(self, given: Mapping[str, Any], target: str = "config") -> dict[str, Any]:
+        """Every setting of `target` (make_config's by default), each checked once: the given
+        ones, the defaults for the rest. ConfigError naming an unknown setting or a wrong type."""
+        known = {s.name: s for s in self.target(target)}
+        for name, value in given.items():
+            s = known.get(name)
+            if s is None:
+                raise ConfigError(
+                    f"{name}: not a setting of a run; known settings: {', '.join(sorted(known))} (docs/library.md)"
+                )
+            s.check(value)
+        return {name: given.get(name, s.default) for name, s in known.items()}
+
+
+TABLE = Table(SETTINGS)
