@@ -51,12 +51,26 @@ def test_bad_settings_are_one_line(argv, word, capsys):
     assert word in err and len(err.strip().splitlines()) == 1
 
 
+def test_search_says_its_probes_and_writes_them(tmp_path, capsys):
+    with pytps.Emulator(ttft_ms=5.0, itl_us=200.0) as emu:
+        code = main(["agents", emu.base_url, "--agents", "synthetic:turns=2-3,context=2000,count=4,tool_s=0.001,output=20",
+                     "--search", "--slo-run", "ttft:p99=30", "--search-max-probes", "3", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [line for line in out if line.startswith("probe ")][:3]
+    assert out[0].startswith("probe 1: agents 1: pass") and out[-1].startswith("capacity: above 4 concurrent agents")
+    search = json.loads((tmp_path / "agents_search.json").read_text())
+    assert [p["load"] for p in search["probes"]] == [1, 2, 4]
+
+
+@pytest.mark.timing  # a busy machine moves TTFT by tens of ms: the bracket needs a quiet one
 def test_search_finds_the_load_models_capacity(tmp_path, capsys):
-    # A turn is ~140 ms (60 tokens, 2 ms apart): past 8 agents one waits about that long for a
-    # slot, so TTFT p99 jumps from 20 ms to > 100 ms; 80 ms leaves a busy machine room at 8.
-    with pytps.Emulator(ttft_ms=20.0, itl_us=2000.0, max_batch=8, prefix_cache_tokens=10_000_000) as emu:
+    # A turn is ~350 ms (TTFT 50 ms, then 60 tokens 5 ms apart): past 8 agents a turn waits for a
+    # slot, up to a whole turn, so TTFT p99 jumps from 50 ms to hundreds; 150 ms leaves a busy
+    # machine ample room at 8 and below.
+    with pytps.Emulator(ttft_ms=50.0, itl_us=5000.0, max_batch=8, prefix_cache_tokens=10_000_000) as emu:
         code = main(["agents", emu.base_url, "--agents", "synthetic:turns=4-6,context=4000,count=8,tool_s=0.005,output=60",
-                     "--search", "--slo-run", "ttft:p99=0.08", "--search-max-probes", "8", "--out", str(tmp_path)])  # fmt: skip
+                     "--search", "--slo-run", "ttft:p99=0.15", "--search-max-probes", "10", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
     assert "probe 1: agents 1: pass" in out and "concurrent agents" in out
