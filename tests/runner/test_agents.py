@@ -30,7 +30,7 @@ def _replay(api: str = "openai-chat", trajs=TRAJS, **emu_kw):
     kw = dict(ttft_ms=5.0, itl_us=200.0, prefix_cache_tokens=2_000_000, prefill_us_per_token=0.5)
     kw.update(emu_kw)
     with pytps.Emulator(**kw) as emu:
-        run = asyncio.run(run_agents(AgentSettings(emu.base_url, api=api, agents=8, slo=AgentSlo(ttft_s=0.5)), trajs))
+        run = asyncio.run(run_agents(AgentSettings(emu.base_url, api=api, agents=8, slo=AgentSlo(ttft_s=2.0)), trajs))
         truth = {t["id"]: t for t in emu.wait_truth(len(run.turn_rows()))}
     return run, truth
 
