@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pytps.emulator import Emulator
     from pytps.library import arun, rank, run
     from pytps.measure.metrics import RequestMetrics, request_metrics
-    from pytps.measure.records import RequestRecord
+    from pytps.measure.records import RequestRecord, ToolCall
     from pytps.measure.summary import summarize
     from pytps.results.output import RunResult
     from pytps.results.record import Record
@@ -56,6 +56,7 @@ _LAZY = {
     "RunConfig": ("runner.config", "RunConfig"),
     "RunResult": ("results.output", "RunResult"),
     "RequestRecord": ("measure.records", "RequestRecord"),
+    "ToolCall": ("measure.records", "ToolCall"),
     "RequestMetrics": ("measure.metrics", "RequestMetrics"),
     "request_metrics": ("measure.metrics", "request_metrics"),
     "summarize": ("measure.summary", "summarize"),
@@ -133,6 +134,7 @@ __all__ = [
     "SSEParser",
     "StreamRecorder",
     "StreamTimer",
+    "ToolCall",
     "Transport",
     "__version__",
     "arun",

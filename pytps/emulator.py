@@ -296,6 +296,13 @@ class Emulator:
     prompt and generation token counters, prefix-cache hits and queries, a TTFT histogram); with
     ``power_idle_w`` / ``power_per_stream_w`` (W, and W per request holding a batch slot) also
     DCGM's power gauge and energy counter (mJ), so a run's energy is known in closed form.
+
+    Agents: ``agent_turns`` K > 0 makes a request that offers ``tools`` an agent's turn: while the
+    conversation holds fewer than K assistant turns with tool calls, the answer is
+    ``agent_calls`` parallel tool calls (tools drawn from the request's, arguments fit to their
+    JSON Schema, each invalid with chance ``agent_invalid``), else the final answer (graded when
+    the answer book knows the task's first user message). The truth records the ``turn``, the
+    ``tool_results`` received (call ids) and the ``tool_calls`` sent (docs/emulator.md, "Agents").
     """
 
     def __init__(
@@ -323,6 +330,9 @@ class Emulator:
         coalesce: int = 1,
         reasoning_tokens: int = 0,
         tool_calls: bool = False,
+        agent_turns: int = 0,
+        agent_calls: int = 1,
+        agent_invalid: float = 0.0,
         keepalive_ms: float | None = None,
         max_output_tokens: int = 4096,
         default_output_tokens: int = 64,
@@ -383,6 +393,10 @@ class Emulator:
         _int(coalesce, "coalesce", 0)
         _int(reasoning_tokens, "reasoning_tokens", 0)
         _int(max_output_tokens, "max_output_tokens", 1)
+        _int(agent_turns, "agent_turns", 0)
+        _int(agent_calls, "agent_calls", 1)
+        if agent_calls > 64:
+            raise ValueError(f"agent_calls must be within 1..64, got {agent_calls}")
         _int(default_output_tokens, "default_output_tokens", 1)
         _int(seed, "seed", 0)
         if not isinstance(model, str) or not model:
@@ -416,6 +430,9 @@ class Emulator:
             "coalesce": coalesce,
             "reasoning_tokens": reasoning_tokens,
             "tool_calls": bool(tool_calls),
+            "agent_turns": agent_turns,
+            "agent_calls": agent_calls,
+            "agent_invalid": _ratio(agent_invalid, "agent_invalid", 1.0),
             "keepalive_ns": 0 if keepalive_ms is None else _ns(keepalive_ms, "keepalive_ms", 1e6, 0.001),
             "max_output_tokens": max_output_tokens,
             "default_output_tokens": default_output_tokens,
@@ -494,7 +511,10 @@ class Emulator:
         slot; 0 if it never held one) and ``queued_ns`` (how long it waited for one),
         ``prompt_tokens``, ``output_tokens``, ``reasoning_tokens``, ``planned_events``, ``keepalives``,
         ``answer`` (graded answers: ``"right"``, ``"wrong"``, or None for a prompt not in ``answers``)
-        and ``answer_sent`` (the content token carrying it was written)
+        and ``answer_sent`` (the content token carrying it was written), the agent model's ``turn``
+        (None: not an agent request), ``tool_results`` (``{"id", "chars"}`` per tool result the
+        request carried for the last tool-call turn) and ``tool_calls`` (``{"id", "name",
+        "arguments", "valid"}`` per call sent)
         and numpy arrays, one entry per event written: ``scheduled_ns`` and ``sent_ns`` (int64,
         CLOCK_MONOTONIC ns; sent is when the write returned), ``tokens`` (int32), ``kinds`` (uint8,
         the codes of ``pytps.KIND_*``: 0 content, 1 reasoning, 2 tool-call arguments) and ``batch``

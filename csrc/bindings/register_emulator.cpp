@@ -56,6 +56,9 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "coalesce") c.coalesce = v.cast<int>();
         else if (k == "reasoning_tokens") c.reasoning_tokens = v.cast<int>();
         else if (k == "tool_calls") c.tool_calls = v.cast<bool>();
+        else if (k == "agent_turns") c.agent.turns = v.cast<int64_t>();
+        else if (k == "agent_calls") c.agent.calls = v.cast<int64_t>();
+        else if (k == "agent_invalid") c.agent.invalid = v.cast<double>();
         else if (k == "keepalive_ns") c.keepalive_ns = v.cast<int64_t>();
         else if (k == "max_output_tokens") c.max_output_tokens = v.cast<int>();
         else if (k == "default_output_tokens") c.default_output_tokens = v.cast<int>();
@@ -117,6 +120,9 @@ EmulatorConfig config_from(const py::dict& d) {
     if (c.prefix_cache_block_tokens < 1) bad("prefix_cache_block_tokens must be at least 1");
     if (!(c.answers.accuracy >= 0.0 && c.answers.accuracy <= 1.0)) bad("answer_accuracy must be within [0, 1]");
     if (!(c.answers.accuracy_drop >= 0.0 && c.answers.accuracy_drop <= 1.0)) bad("answer_accuracy_drop must be within [0, 1]");
+    if (c.agent.turns < 0) bad("agent_turns must be 0 (not an agent) or more");
+    if (c.agent.calls < 1 || c.agent.calls > 64) bad("agent_calls must be within [1, 64]");
+    if (!(c.agent.invalid >= 0.0 && c.agent.invalid <= 1.0)) bad("agent_invalid must be within [0, 1]");
     if (c.max_batch < 0) bad("max_batch must be 0 (no limit) or at least 1");
     if (!(c.batch_slowdown >= 0.0 && c.batch_slowdown <= 100.0)) bad("batch_slowdown must be within [0, 100]");
     if (!(c.power_idle_w >= 0.0 && c.power_per_stream_w >= 0.0 && c.power_idle_w < 1e7 && c.power_per_stream_w < 1e7))
@@ -158,6 +164,26 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["images"] = r.images;
     d["image_tokens"] = r.image_tokens;
     d["cached_tokens"] = r.cached_tokens;
+    // The agent model: the turn (None: not an agent request), the tool results the request
+    // carried (call id, content bytes) and the calls sent.
+    d["turn"] = r.turn >= 0 ? py::object(py::int_(r.turn)) : py::object(py::none());
+    py::list results, calls;
+    for (size_t i = 0; i < r.tool_results.size(); ++i) {
+        py::dict t;
+        t["id"] = r.tool_results[i];
+        t["chars"] = r.tool_result_chars[i];
+        results.append(t);
+    }
+    for (const auto& c : r.tool_calls) {
+        py::dict t;
+        t["id"] = c.id;
+        t["name"] = c.name;
+        t["arguments"] = c.arguments;
+        t["valid"] = c.valid;
+        calls.append(t);
+    }
+    d["tool_results"] = results;
+    d["tool_calls"] = calls;
     d["output_tokens"] = r.output_tokens;
     d["reasoning_tokens"] = r.reasoning_tokens;
     d["planned_events"] = r.planned_events;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emulator/agent.hpp"
 #include "emulator/answers.hpp"
 
 namespace pytps {
@@ -87,6 +88,7 @@ struct EmulatorConfig {
                                  // 0: every event already due when a write is made
     int reasoning_tokens = 0;    // taken from the output budget before the answer
     bool tool_calls = false;     // the answer is one tool call whose arguments stream as deltas
+    AgentSettings agent;         // the agent model (agent.hpp); turns 0: off
     int64_t keepalive_ns = 0;    // 0: none; else an SSE comment after this much write silence
     int max_output_tokens = 4096;
     int default_output_tokens = 64;

@@ -34,6 +34,23 @@ public:
 
     void tokens(std::string& out, TokKind kind, int64_t count) override {
         const int k = static_cast<int>(kind);
+        if (kind == TokKind::tool) {
+            // Each call is a tool_use block of its own, opened by its first piece.
+            for (const ToolRun& run : next_tool(count)) {
+                if (run.starts || open_ != 2) {
+                    if (open_ >= 0) close_block(out);
+                    call_ = run.call;
+                    open_block(out, 2);
+                    if (index_ == 0) ping(out);
+                }
+                out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+                json_int(out, index_);
+                out += ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":";
+                json_str(out, run.text);
+                out += "}}\n\n";
+            }
+            return;
+        }
         if (open_ != k) {
             if (open_ >= 0) close_block(out);
             open_block(out, k);
@@ -96,13 +113,16 @@ public:
         if (a > 0) {
             if (comma) out += ",";
             if (p_.tool_call) {
-                out += "{\"type\":\"tool_use\",\"id\":";
-                json_str(out, tool_id());
-                out += ",\"name\":";
-                json_str(out, p_.tool_name);
-                out += ",\"input\":";
-                out += whole_text(TokKind::tool, a);  // the arguments are a JSON object already
-                out += "}";
+                for (size_t i = 0; i < p_.calls.size(); ++i) {
+                    if (i) out += ",";
+                    out += "{\"type\":\"tool_use\",\"id\":";
+                    json_str(out, p_.calls[i].id);
+                    out += ",\"name\":";
+                    json_str(out, p_.calls[i].name);
+                    out += ",\"input\":";
+                    out += p_.calls[i].arguments;  // the arguments are JSON already
+                    out += "}";
+                }
             } else {
                 out += "{\"type\":\"text\",\"text\":";
                 json_str(out, whole_text(TokKind::content, a));
@@ -123,8 +143,8 @@ public:
 private:
     int open_ = -1;
     int64_t index_ = -1;
+    size_t call_ = 0;  // the call of the open tool_use block
 
-    std::string tool_id() const { return "toolu_" + std::to_string(p_.seq); }
     std::string signature() const { return "sig_" + std::to_string(p_.seq); }
     const char* stop_reason() const {
         if (p_.hit_limit) return "max_tokens";
@@ -144,9 +164,9 @@ private:
             out += ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
         } else {
             out += ",\"content_block\":{\"type\":\"tool_use\",\"id\":";
-            json_str(out, tool_id());
+            json_str(out, p_.calls[call_].id);
             out += ",\"name\":";
-            json_str(out, p_.tool_name);
+            json_str(out, p_.calls[call_].name);
             out += ",\"input\":{}}}\n\n";
         }
     }

@@ -126,29 +126,34 @@ public:
     }
 
     void tokens(std::string& out, TokKind kind, int64_t count) override {
-        const bool first_tool = kind == TokKind::tool && emitted(TokKind::tool) == 0;
-        std::string text = next_text(kind, count);
         head(out);
-        if (kind == TokKind::content) {
-            out += "{\"content\":";
-            json_str(out, text);
-            out += "}";
-        } else if (kind == TokKind::reasoning) {
-            out += "{\"reasoning_content\":";
-            json_str(out, text);
-            out += "}";
-        } else if (first_tool) {
-            out += "{\"tool_calls\":[{\"index\":0,\"id\":";
-            json_str(out, "call_" + std::to_string(p_.seq));
-            out += ",\"type\":\"function\",\"function\":{\"name\":";
-            json_str(out, p_.tool_name);
-            out += ",\"arguments\":";
-            json_str(out, text);
-            out += "}}]}";
+        if (kind == TokKind::tool) {
+            // One entry per call the event reaches; a call's first entry names it.
+            out += "{\"tool_calls\":[";
+            bool comma = false;
+            for (const ToolRun& run : next_tool(count)) {
+                if (comma) out += ",";
+                comma = true;
+                out += "{\"index\":";
+                json_int(out, static_cast<int64_t>(run.call));
+                if (run.starts) {
+                    out += ",\"id\":";
+                    json_str(out, p_.calls[run.call].id);
+                    out += ",\"type\":\"function\",\"function\":{\"name\":";
+                    json_str(out, p_.calls[run.call].name);
+                    out += ",\"arguments\":";
+                } else {
+                    out += ",\"function\":{\"arguments\":";
+                }
+                json_str(out, run.text);
+                out += "}}";
+            }
+            out += "]}";
         } else {
-            out += "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":";
+            std::string text = next_text(kind, count);
+            out += kind == TokKind::content ? "{\"content\":" : "{\"reasoning_content\":";
             json_str(out, text);
-            out += "}}]}";
+            out += "}";
         }
         out += ",\"logprobs\":null,\"finish_reason\":null}]";
         chunk_usage(out);
@@ -191,13 +196,18 @@ public:
             json_str(out, whole_text(TokKind::reasoning, r));
         }
         if (p_.tool_call) {
-            out += ",\"tool_calls\":[{\"id\":";
-            json_str(out, "call_" + std::to_string(p_.seq));
-            out += ",\"type\":\"function\",\"function\":{\"name\":";
-            json_str(out, p_.tool_name);
-            out += ",\"arguments\":";
-            json_str(out, whole_text(TokKind::tool, a));
-            out += "}}]";
+            out += ",\"tool_calls\":[";
+            for (size_t i = 0; i < p_.calls.size(); ++i) {
+                if (i) out += ",";
+                out += "{\"id\":";
+                json_str(out, p_.calls[i].id);
+                out += ",\"type\":\"function\",\"function\":{\"name\":";
+                json_str(out, p_.calls[i].name);
+                out += ",\"arguments\":";
+                json_str(out, p_.calls[i].arguments);
+                out += "}}";
+            }
+            out += "]";
         }
         out += "},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();

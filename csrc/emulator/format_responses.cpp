@@ -16,8 +16,6 @@ public:
         const std::string n = std::to_string(plan.seq);
         item_id_[0] = "rs_" + n;
         item_id_[1] = "msg_" + n;
-        item_id_[2] = "fc_" + n;
-        call_id_ = "call_" + n;
     }
 
     void begin(std::string& out) override {
@@ -29,6 +27,20 @@ public:
 
     void tokens(std::string& out, TokKind kind, int64_t count) override {
         const int k = static_cast<int>(kind);
+        if (kind == TokKind::tool) {
+            // Each call is an output item of its own, opened by its first piece.
+            for (const ToolRun& run : next_tool(count)) {
+                if (run.starts || open_ != 2) {
+                    if (open_ >= 0) close_item(out);
+                    call_ = run.call;
+                    open_item(out, 2);
+                }
+                std::string body = item_ref(2, false) + ",\"delta\":";
+                json_str(body, run.text);
+                event(out, "response.function_call_arguments.delta", body);
+            }
+            return;
+        }
         if (open_ != k) {
             if (open_ >= 0) close_item(out);
             open_item(out, k);
@@ -64,9 +76,13 @@ public:
         emitted_[0] = p_.reasoning_tokens;
         emitted_[p_.tool_call ? 2 : 1] = p_.answer_tokens;
         acc_[0] = whole_text(TokKind::reasoning, p_.reasoning_tokens);
-        acc_[p_.tool_call ? 2 : 1] = whole_text(p_.tool_call ? TokKind::tool : TokKind::content, p_.answer_tokens);
-        if (p_.reasoning_tokens > 0) done_items_.push_back(0);
-        if (p_.answer_tokens > 0) done_items_.push_back(p_.tool_call ? 2 : 1);
+        if (!p_.tool_call) acc_[1] = whole_text(TokKind::content, p_.answer_tokens);
+        if (p_.reasoning_tokens > 0) done_items_.emplace_back(0, 0);
+        if (p_.tool_call) {
+            for (size_t i = 0; i < p_.calls.size(); ++i) done_items_.emplace_back(2, i);
+        } else if (p_.answer_tokens > 0) {
+            done_items_.emplace_back(1, 0);
+        }
         response_object(out, p_.hit_limit ? "incomplete" : "completed", true);
     }
 
@@ -74,9 +90,9 @@ private:
     int64_t seqno_ = 0;
     int open_ = -1;
     int64_t output_index_ = -1;
-    std::vector<int> done_items_;
-    std::string item_id_[3];
-    std::string call_id_;
+    std::vector<std::pair<int, size_t>> done_items_;  // kind, and the call of a function_call
+    std::string item_id_[2];
+    size_t call_ = 0;  // the call of the open function_call item
 
     void event(std::string& out, const char* type, const std::string& body) {
         out += "event: ";
@@ -92,7 +108,7 @@ private:
 
     std::string item_ref(int k, bool with_content_index) const {
         std::string s = "\"item_id\":";
-        json_str(s, item_id_[k]);
+        json_str(s, k == 2 ? p_.calls[call_].item_id : item_id_[k]);
         s += ",\"output_index\":";
         json_int(s, output_index_);
         if (with_content_index && k != 2) s += ",\"content_index\":0";
@@ -100,7 +116,7 @@ private:
     }
 
     // The item as output_item.added (in progress) or output_item.done / the final response.
-    void item_json(std::string& s, int k, bool done) const {
+    void item_json(std::string& s, int k, bool done, size_t call = 0) const {
         const std::string& text = acc_[k];
         if (k == 0) {
             s += "{\"id\":";
@@ -125,16 +141,17 @@ private:
             }
             s += "],\"role\":\"assistant\"}";
         } else {
+            const PlannedCall& c = p_.calls[call];
             s += "{\"id\":";
-            json_str(s, item_id_[2]);
+            json_str(s, c.item_id);
             s += ",\"type\":\"function_call\",\"status\":\"";
             s += !done ? "in_progress" : p_.hit_limit ? "incomplete" : "completed";
             s += "\",\"arguments\":";
-            json_str(s, done ? text : std::string());
+            json_str(s, done ? c.arguments : std::string());
             s += ",\"call_id\":";
-            json_str(s, call_id_);
+            json_str(s, c.id);
             s += ",\"name\":";
-            json_str(s, p_.tool_name);
+            json_str(s, c.name);
             s += "}";
         }
     }
@@ -155,7 +172,7 @@ private:
         std::string body = "\"output_index\":";
         json_int(body, output_index_);
         body += ",\"item\":";
-        item_json(body, k, false);
+        item_json(body, k, false, call_);
         event(out, "response.output_item.added", body);
         if (k != 2) {
             body = item_ref(k, true) + ",\"part\":";
@@ -169,7 +186,7 @@ private:
         std::string body;
         if (k == 2) {
             body = item_ref(k, false) + ",\"arguments\":";
-            json_str(body, acc_[k]);
+            json_str(body, p_.calls[call_].arguments);
             event(out, "response.function_call_arguments.done", body);
         } else {
             body = item_ref(k, true) + ",\"text\":";
@@ -183,9 +200,9 @@ private:
         body = "\"output_index\":";
         json_int(body, output_index_);
         body += ",\"item\":";
-        item_json(body, k, true);
+        item_json(body, k, true, call_);
         event(out, "response.output_item.done", body);
-        done_items_.push_back(k);
+        done_items_.emplace_back(k, call_);
         open_ = -1;
     }
 
@@ -210,7 +227,7 @@ private:
         if (final) {
             for (size_t i = 0; i < done_items_.size(); ++i) {
                 if (i) s += ",";
-                item_json(s, done_items_[i], true);
+                item_json(s, done_items_[i].first, true, done_items_[i].second);
             }
         }
         s += "],\"parallel_tool_calls\":true,\"previous_response_id\":null,\"temperature\":1.0,"

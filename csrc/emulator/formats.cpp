@@ -71,6 +71,21 @@ std::string Formatter::next_text(TokKind kind, int64_t count) {
     return s;
 }
 
+std::vector<Formatter::ToolRun> Formatter::next_tool(int64_t count) {
+    std::vector<ToolRun> runs;
+    for (int64_t j = 0; j < count && tool_call_ < p_.calls.size(); ++j) {
+        const PlannedCall& c = p_.calls[tool_call_];
+        if (runs.empty() || runs.back().call != tool_call_) runs.push_back(ToolRun{tool_call_, tool_piece_ == 0, {}});
+        runs.back().text += c.piece(tool_piece_);
+        if (++tool_piece_ == c.pieces()) {
+            ++tool_call_;
+            tool_piece_ = 0;
+        }
+    }
+    emitted_[2] += count;
+    return runs;
+}
+
 std::string Formatter::whole_text(TokKind kind, int64_t n) const {
     std::string s;
     for (int64_t j = 0; j < n; ++j) s += piece(kind, j, n);

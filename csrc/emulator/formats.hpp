@@ -7,6 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
+#include "emulator/agent.hpp"
 #include "emulator/chat_request.hpp"
 
 namespace pytps {
@@ -27,8 +30,8 @@ struct ResponsePlan {
     int64_t cached_tokens = -1;  // of prompt_tokens, served by the prefix cache; -1: no cache
     int64_t reasoning_tokens = 0;
     int64_t answer_tokens = 0;  // content or tool-argument tokens after the reasoning
-    bool tool_call = false;
-    std::string tool_name;
+    bool tool_call = false;     // the answer is `calls` (their pieces sum to answer_tokens)
+    std::vector<PlannedCall> calls;
     int64_t max_tokens = -1;    // as requested (-1: none); echoed where the provider echoes it
     bool hit_limit = false;     // the output stopped at the request's limit: finish "length"
 };
@@ -77,6 +80,15 @@ public:
     explicit Formatter(const ResponsePlan& plan) : p_(plan) {}
 
 protected:
+    // The next `count` tool-argument tokens, as runs of one call each (a run starts the call when
+    // it carries its first piece).
+    struct ToolRun {
+        size_t call = 0;
+        bool starts = false;
+        std::string text;
+    };
+    std::vector<ToolRun> next_tool(int64_t count);
+
     // Appends the text of the next `count` tokens of `kind` (unescaped) and counts them.
     std::string next_text(TokKind kind, int64_t count);
     // The full text of `n` tokens of `kind`, as the stream would have carried it.
@@ -91,6 +103,8 @@ protected:
     std::string answer_;      // set_answer()
 
 private:
+    size_t tool_call_ = 0;    // next_tool(): the call and piece next to be emitted
+    int64_t tool_piece_ = 0;
     std::string piece(TokKind kind, int64_t i, int64_t n) const;
 };
 

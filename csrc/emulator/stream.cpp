@@ -148,10 +148,36 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     const bool tools_ok = d == Dialect::OpenAIChat || d == Dialect::OpenAIResponses || d == Dialect::Anthropic;
     p.reasoning_tokens = reasoning_ok ? std::min<int64_t>(cfg_.reasoning_tokens, n) : 0;
     p.answer_tokens = n - p.reasoning_tokens;
-    p.tool_call = cfg_.tool_calls && tools_ok && p.answer_tokens > 0;
-    p.tool_name = cr.tool_name.empty() ? "get_weather" : cr.tool_name;
+    const AnswerKey* book_key = nullptr;
+    if (cfg_.agent.turns > 0 && tools_ok && !cr.tool_name.empty() && p.answer_tokens > 0) {
+        // The agent model (agent.hpp): tool calls for K turns, then the final answer.
+        AgentView v = read_agent_view(api, req.body);
+        rec.turn = v.turn;
+        rec.tool_results = std::move(v.result_ids);
+        rec.tool_result_chars = std::move(v.result_chars);
+        if (v.turn < cfg_.agent.turns) {
+            const int64_t per_call = std::max<int64_t>(1, p.answer_tokens / cfg_.agent.calls);
+            p.calls = plan_agent_calls(cfg_.agent, v.tools, cfg_.seed, seq, d == Dialect::Anthropic, per_call);
+            p.tool_call = true;
+            p.hit_limit = false;
+            p.answer_tokens = 0;
+            for (const PlannedCall& call : p.calls) {
+                p.answer_tokens += call.pieces();
+                rec.tool_calls.push_back(TruthToolCall{call.id, call.name, call.arguments, call.valid});
+            }
+        } else {
+            book_key = cfg_.answers.find(cr.last_text);
+            if (!book_key && !v.task_text.empty()) book_key = cfg_.answers.find(v.task_text);
+        }
+    } else if (cfg_.tool_calls && tools_ok && p.answer_tokens > 0) {
+        p.tool_call = true;
+        p.calls.push_back(legacy_call(cr.tool_name.empty() ? "get_weather" : cr.tool_name, seq, d == Dialect::Anthropic,
+                                      p.answer_tokens));
+    } else if (p.answer_tokens > 0) {
+        book_key = cfg_.answers.find(cr.last_text);
+    }
     s->fmt = Formatter::make(p);
-    if (!p.tool_call && p.answer_tokens > 0) s->answer = cfg_.answers.find(cr.last_text);
+    s->answer = book_key;
 
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
@@ -178,7 +204,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
         rec.planned_events = static_cast<int64_t>(ne);
     } else {
         // One body carrying every token, due when the last token would have been.
-        rec.tokens = {static_cast<int32_t>(n)};
+        rec.tokens = {static_cast<int32_t>(p.reasoning_tokens + p.answer_tokens)};
         rec.kinds = {truth_kind(p.answer_tokens > 0 ? (p.tool_call ? TokKind::tool : TokKind::content) : TokKind::reasoning)};
         rec.sent_ns = {0};
         rec.planned_events = 1;

@@ -86,6 +86,32 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.transcript_words);
     s += ",\"planted_errors\":";
     json_int(s, r.planted_errors);
+    if (r.turn >= 0) {
+        s += ",\"turn\":";
+        json_int(s, r.turn);
+        s += ",\"tool_results\":[";
+        for (size_t i = 0; i < r.tool_results.size(); ++i) {
+            if (i) s += ",";
+            s += "{\"id\":";
+            json_str(s, r.tool_results[i]);
+            s += ",\"chars\":";
+            json_int(s, r.tool_result_chars[i]);
+            s += "}";
+        }
+        s += "],\"tool_calls\":[";
+        for (size_t i = 0; i < r.tool_calls.size(); ++i) {
+            const TruthToolCall& c = r.tool_calls[i];
+            if (i) s += ",";
+            s += "{\"id\":";
+            json_str(s, c.id);
+            s += ",\"name\":";
+            json_str(s, c.name);
+            s += ",\"arguments\":";
+            json_str(s, c.arguments);
+            s += c.valid ? ",\"valid\":true}" : ",\"valid\":false}";
+        }
+        s += "]";
+    }
     s += ",\"output_tokens\":";
     json_int(s, r.output_tokens);
     s += ",\"reasoning_tokens\":";

@@ -13,6 +13,14 @@
 
 namespace pytps {
 
+// A tool call the agent model sent (agent.hpp).
+struct TruthToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;
+    bool valid = true;  // false: planted invalid against the tool's schema
+};
+
 struct TruthRecord {
     uint64_t seq = 0;            // 1-based count of generation requests
     std::string id;              // the response id the stream carries (also the x-request-id header)
@@ -61,6 +69,13 @@ struct TruthRecord {
     std::string transcript;
     int64_t transcript_words = 0;
     int64_t planted_errors = 0;
+    // The agent model (agent.hpp): the request's turn (tool-call turns before it; -1: not an
+    // agent request), the tool results it carried for the last of them (call ids, content bytes)
+    // and the calls the response made (none on the final answer).
+    int64_t turn = -1;
+    std::vector<std::string> tool_results;
+    std::vector<int64_t> tool_result_chars;
+    std::vector<TruthToolCall> tool_calls;
     // One entry per token event written, in order (events never written are not listed).
     std::vector<int64_t> scheduled_ns;
     std::vector<int64_t> sent_ns;

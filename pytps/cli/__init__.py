@@ -16,7 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pytps import __version__
     from pytps.app.exit_codes import TABLE
-    from pytps.cli import calibrate, clock, compare, history, rank, report, run, serve, sweep
+    from pytps.cli import agents, calibrate, clock, compare, history, rank, report, run, serve, sweep
     from pytps.cli._help import add_command
 
     parser = argparse.ArgumentParser(
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (run, sweep, rank, report, compare, history, serve, clock, calibrate):
+    for command in (run, sweep, rank, agents, report, compare, history, serve, clock, calibrate):
         add_command(sub, command)
     return parser
 

@@ -105,6 +105,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coalesce", type=int, default=1, help="events per write (default 1; 0: all events already due)")
     p.add_argument("--reasoning-tokens", type=int, default=0, help="reasoning tokens before the answer")
     p.add_argument("--tool-calls", action="store_true", help="answer with one streamed tool call")
+    # ---- agents (issue 35): the emulator plays an agent model ----
+    p.add_argument(
+        "--agent-turns",
+        type=int,
+        default=0,
+        metavar="K",
+        help="a request with tools gets tool calls for K turns, then a final answer (default 0: off)",
+    )
+    p.add_argument(
+        "--agent-calls", type=int, default=1, metavar="N", help="parallel tool calls per agent turn (default 1)"
+    )
+    p.add_argument(
+        "--agent-invalid",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="chance that a tool call's arguments break its schema (default 0)",
+    )
     p.add_argument("--keepalive-ms", type=float, default=None, help="SSE keep-alive after this much silence")
     p.add_argument("--max-output-tokens", type=int, default=4096, help="cap on any request's output")
     p.add_argument("--default-output-tokens", type=int, default=64, help="output when the request sets no limit")
@@ -180,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
             coalesce=args.coalesce,
             reasoning_tokens=args.reasoning_tokens,
             tool_calls=args.tool_calls,
+            agent_turns=args.agent_turns,
+            agent_calls=args.agent_calls,
+            agent_invalid=args.agent_invalid,
             keepalive_ms=args.keepalive_ms,
             max_output_tokens=args.max_output_tokens,
             default_output_tokens=args.default_output_tokens,

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pytps.measure.records import ERROR_PROTOCOL, RequestRecord
+from pytps.measure.records import ERROR_PROTOCOL, RequestRecord, ToolCall
 from pytps.measure.usage import implausible_counts
 
 __all__ = ["read_body", "usage_of"]
@@ -149,6 +149,50 @@ def _rerank(rec: RequestRecord, obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _tool_calls(obj: Mapping[str, Any], api: str) -> list[ToolCall]:
+    """The tool calls of a whole generation body: chat ``message.tool_calls``, Responses
+    ``function_call`` output items, Anthropic ``tool_use`` blocks (Ollama: ``message.tool_calls``,
+    whose arguments are an object)."""
+    calls: list[ToolCall] = []
+    if api == "openai-responses":
+        items = [i for i in obj.get("output") or [] if isinstance(i, Mapping) and i.get("type") == "function_call"]
+        for n, item in enumerate(items):
+            calls.append(
+                ToolCall(n, _str(item.get("call_id")) or None, _str(item.get("name")), _str(item.get("arguments")))
+            )
+    elif api == "anthropic":
+        blocks = [b for b in obj.get("content") or [] if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+        for n, block in enumerate(blocks):
+            calls.append(
+                ToolCall(n, _str(block.get("id")) or None, _str(block.get("name")), json.dumps(block.get("input")))
+            )
+    else:
+        choices = obj.get("choices")
+        message = (
+            choices[0].get("message")
+            if isinstance(choices, list) and choices and isinstance(choices[0], Mapping)
+            else obj.get("message")
+        )
+        entries = message.get("tool_calls") if isinstance(message, Mapping) else None
+        for n, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, Mapping):
+                continue
+            inner = entry.get("function")
+            fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else {}
+            args = fn.get("arguments")
+            arguments = args if isinstance(args, str) else json.dumps(args) if args is not None else ""
+            index = entry.get("index")
+            calls.append(
+                ToolCall(
+                    index if isinstance(index, int) else n,
+                    _str(entry.get("id")) or None,
+                    _str(fn.get("name")),
+                    arguments,
+                )
+            )
+    return calls
+
+
 def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | None:
     text, reasoning, finish = "", "", None
     if api in ("openai-chat", "openai-completions"):
@@ -188,6 +232,7 @@ def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
         if isinstance(obj.get(key), Mapping):  # the server's own timings, as a stream's last chunk has them
             rec.server_timings = (source, json.dumps(obj[key]))
     rec.text, rec.reasoning_text = text, reasoning
+    rec.tool_calls = _tool_calls(obj, api)
     rec.text_chars = len(text) + len(reasoning)
     rec.finish_reason = finish if isinstance(finish, str) else None
     return None

@@ -94,6 +94,20 @@ ABSOLUTE_TIMES = (
 )
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model made, as the response carried it: ``index`` (the stream's index:
+    chat ``tool_calls[].index``, Responses ``output_index``, Anthropic content block index; the
+    position in a whole body), the call ``id`` (None when the server sent none), the tool
+    ``name`` and its ``arguments`` as the JSON text sent (Anthropic: the streamed
+    ``partial_json`` concatenated, or a whole body's ``input`` re-serialized)."""
+
+    index: int
+    id: str | None
+    name: str
+    arguments: str
+
+
 @dataclass(repr=False)
 class RequestRecord:
     index: int
@@ -149,6 +163,9 @@ class RequestRecord:
     # and counted (a local tokenizer).
     text: str = ""
     reasoning_text: str = ""
+    # The model's tool calls (streams: parsed by the C++ dialects; whole bodies: pytps.measure.bodies),
+    # in index order; kept after the text is dropped (an agent loop answers them).
+    tool_calls: list[ToolCall] = field(default_factory=list)
     # Multi-turn sessions (pytps.workload.sessions): the session and turn this request was, and, when it
     # ended its session early (a failed turn), why.
     session: int | None = None
@@ -209,6 +226,7 @@ class RequestRecord:
         self.end_ns = rec.end_ns
         self.text = rec.text
         self.reasoning_text = rec.reasoning_text
+        self.tool_calls = [ToolCall(c["index"], c["id"], c["name"], c["arguments"]) for c in rec.tool_calls]
         self.body = rec.body
         self.audio_format = getattr(rec, "audio_format", None)
         self.first_body_ns = getattr(rec, "first_body_ns", None)

@@ -24,5 +24,11 @@ MATRIX_INDEX = "matrix.json"
 SERVER_LOG = "server.log"
 SERVER_FACTS = "server.json"
 TUNING_INDEX = "tuning.json"
+#: `pytps agents` (docs/agents.md): the summary and each agent's row, one line per turn, the
+#: Chrome trace of the agents' turns and tool waits, and a search for sustained agents.
+AGENTS = "agents.json"
+AGENT_TURNS = "turns.jsonl"
+AGENT_TRACE = "agents_trace.json"
+AGENT_SEARCH = "agents_search.json"
 #: The files that make a folder a run's (a used --out folder is refused: pytps.results.folder).
 RUN_FILES = (RESULTS, JOURNAL, EVENTS, EVENT_LOG)

@@ -13,6 +13,7 @@ COMMANDS = [
     "run",
     "sweep",
     "rank",
+    "agents",
     "report",
     "compare",
     "serve",

@@ -1,0 +1,145 @@
+"""An agent's turn in each API's own shape (docs/agents.md, "Each API's shape"): Chat Completions
+``tool`` messages after an assistant message with ``tool_calls``; Responses ``function_call`` and
+``function_call_output`` items; Anthropic ``tool_use`` blocks in the assistant message and
+``tool_result`` blocks in the next user message (consecutive messages of one role merged, as
+the Messages API requires alternation)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytps.errors import ConfigError
+from pytps.workload.trajectories import AgentMessage
+
+__all__ = ["AGENT_APIS", "agent_request", "tools_for"]
+
+AGENT_APIS = ("openai-chat", "openai-responses", "anthropic")
+_PATHS = {"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages"}
+
+
+def tools_for(api: str, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool specs ({name, description?, parameters}) in the API's form."""
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        params = dict(t.get("parameters") or {"type": "object", "properties": {}})
+        desc = t.get("description")
+        if api == "anthropic":
+            d: dict[str, Any] = {"name": t["name"], "input_schema": params}
+        elif api == "openai-responses":
+            d = {"type": "function", "name": t["name"], "parameters": params}
+        else:
+            fn: dict[str, Any] = {"name": t["name"], "parameters": params}
+            if desc:
+                fn["description"] = desc
+            out.append({"type": "function", "function": fn})
+            continue
+        if desc:
+            d["description"] = desc
+        out.append(d)
+    return out
+
+
+def _chat(messages: Sequence[AgentMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        elif m.tool_calls:
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": calls})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def _responses(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
+            continue
+        if m.content or not m.tool_calls:
+            items.append({"role": m.role, "content": m.content})
+        for c in m.tool_calls:
+            items.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments})
+    return system, items
+
+
+def _input_of(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return {"raw": arguments}  # a model's broken arguments still go back as an object
+
+
+def _anthropic(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks: list[dict[str, Any]] = []
+        if m.role == "tool":
+            blocks.append({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content})
+        else:
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            for c in m.tool_calls:
+                blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input_of(c.arguments)})
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += blocks
+        else:
+            out.append({"role": role, "content": blocks})
+    return system, out
+
+
+def agent_request(
+    api: str,
+    model: str,
+    messages: Sequence[AgentMessage],
+    tools: Sequence[Mapping[str, Any]],
+    max_tokens: int,
+    *,
+    stream: bool = True,
+    extra_body: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(path, body) of one agent turn: the conversation so far and the tools, asking for
+    max_tokens (chat with a final usage chunk, so cached tokens are known per turn)."""
+    if api not in AGENT_APIS:
+        raise ConfigError(f"agents speak {', '.join(AGENT_APIS)}, not {api!r}")
+    body: dict[str, Any] = {"model": model}
+    if api == "openai-chat":
+        body["messages"] = _chat(messages)
+        body["max_tokens"] = max_tokens
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+    elif api == "openai-responses":
+        system, items = _responses(messages)
+        if system:
+            body["instructions"] = system
+        body["input"] = items
+        body["max_output_tokens"] = max_tokens
+    else:
+        system, msgs = _anthropic(messages)
+        if system:
+            body["system"] = system
+        body["messages"] = msgs
+        body["max_tokens"] = max_tokens
+    if tools:
+        body["tools"] = tools_for(api, tools)
+    body["stream"] = stream
+    for k, v in (extra_body or {}).items():
+        if v is None:
+            body.pop(k, None)
+        else:
+            body[k] = v
+    return _PATHS[api], body
