@@ -230,6 +230,12 @@ def _ns(value: float, name: str, scale: float, minimum: float = 0.0) -> int:
     return round(v * scale)
 
 
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)
+
+
 def _ratio(value: Any, name: str, maximum: float = 100.0) -> float:
     try:
         v = float(value)
@@ -297,6 +303,7 @@ class Emulator:
         ttft_ms: float = DEFAULT_TTFT_MS,
         ttft_dist: str = "fixed",
         ttft_sd_ms: float = 0.0,
+        ttft_ramp_ms_per_s: float = 0.0,
         itl_us: float = DEFAULT_ITL_US,
         itl_dist: str = "fixed",
         itl_sd_us: float = 0.0,
@@ -328,6 +335,15 @@ class Emulator:
         answer_accuracy_drop: float = 0.0,
         power_idle_w: float = 0.0,
         power_per_stream_w: float = 0.0,
+        speech_rtf: float = 0.5,
+        speech_chunk_ms: float = 40.0,
+        speech_words_per_s: float = 2.5,
+        speech_sample_rate: int = 24000,
+        stt_rtfx: float = 20.0,
+        stt_word_error_rate: float = 0.0,
+        stt_words_per_event: int = 1,
+        stt_vllm_shape: bool = False,
+        transcripts: Iterable[tuple[bytes, str]] | None = None,
     ) -> None:
         if host != "127.0.0.1":
             raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
@@ -378,6 +394,7 @@ class Emulator:
             "ttft_ns": _ns(ttft_ms, "ttft_ms", 1e6),
             "ttft_dist": ttft_dist,
             "ttft_sd_ns": _ns(ttft_sd_ms, "ttft_sd_ms", 1e6),
+            "ttft_ramp_ns_per_s": _ns(ttft_ramp_ms_per_s, "ttft_ramp_ms_per_s", 1e6),
             "itl_ns": _ns(itl_us, "itl_us", 1e3),
             "itl_dist": itl_dist,
             "itl_sd_ns": _ns(itl_sd_us, "itl_sd_us", 1e3),
@@ -408,9 +425,21 @@ class Emulator:
             "keep_truth": bool(keep_truth),
             "answer_accuracy": accuracy,
             "answer_accuracy_drop": accuracy_drop,
+            # The audio routes (docs/voice.md): speech's real-time factor, chunk and pace, and
+            # speech to text's processing speed, planted word errors and stream shape.
+            "speech_rtf": _positive(speech_rtf, "speech_rtf"),
+            "speech_chunk_ms": _positive(speech_chunk_ms, "speech_chunk_ms"),
+            "speech_words_per_s": _positive(speech_words_per_s, "speech_words_per_s"),
+            "speech_sample_rate": _int(speech_sample_rate, "speech_sample_rate", 1000),
+            "stt_rtfx": _positive(stt_rtfx, "stt_rtfx"),
+            "stt_word_error_rate": _ratio(stt_word_error_rate, "stt_word_error_rate", 1.0),
+            "stt_words_per_event": _int(stt_words_per_event, "stt_words_per_event", 1),
+            "stt_vllm_shape": bool(stt_vllm_shape),
         }
+        # Transcripts of known audio files (the route knows a file by a hash of its bytes).
+        book_of_transcripts = {bytes(audio): str(text) for audio, text in (transcripts or ())}
         self.answers = len(book)  # prompts whose reference the emulator knows
-        self._native = _core.Emulator({**self._config, "answers": book})
+        self._native = _core.Emulator({**self._config, "answers": book, "transcripts": book_of_transcripts})
 
     # ---- lifecycle ----
     def start(self) -> Emulator:

@@ -24,6 +24,16 @@ class EndpointError(PytpsError):
     """The endpoint cannot be benchmarked as asked: unreachable, refusing the key, unknown path or model."""
 
 
+class ServerStartError(PytpsError):
+    """A server pytps launched (`--serve`) exited before it was ready, was not ready in time, or
+    ignored SIGTERM (killed after the grace period).
+    The message is one line; `log_tail` holds the last lines of its output (secrets redacted)."""
+
+    def __init__(self, message: str, log_tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.log_tail = list(log_tail or [])
+
+
 class StoreError(PytpsError):
     """The results store cannot be used: it cannot be opened, its schema is newer than this pytps
     knows, or its backend is not installed. A run that meets it still writes its folder."""

@@ -27,6 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     # tell right from wrong; neither room imports the emulator.
     "emulator": BASE | {"grading", "measure", "workload"},
     "grading": BASE,
+    # Realtime transcription's emulator (a WebSocket server): run as its own process, imported by none.
+    "realtime_emulator": BASE,
     "measure": BASE | {"grading"},
     "workload": BASE,
     "transport": BASE | {"measure", "workload"},
@@ -40,8 +42,13 @@ ALLOWED: dict[str, set[str]] = {
     "embed": BASE | {"measure", "results", "transport", "workload"},
     "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
     "scale": BASE | {"measure", "results", "store", "transport", "workload", "runner", "calibrate"},
+    # Launching the server under test (--serve): its processes, readiness, facts and hooks.
+    "serve_process": BASE,
     # The application layer: every job the CLI and the library run, with typed settings.
-    "app": BASE | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator"},
+    # (workload: the voice jobs make their utterances and texts, pytps.app.voice)
+    "app": BASE
+    | {"measure", "results", "runner", "settings", "store", "sweep", "scale", "calibrate", "emulator", "workload"}
+    | {"serve_process"},
     "library": BASE | {"app", "runner", "scale", "calibrate", "emulator", "results"},
     "cli": BASE
     | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}

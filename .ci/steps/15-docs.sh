@@ -2,4 +2,12 @@
 # The docs run (docs/docs-tests.md): every ```sh and ```python block of README.md and docs/*.md,
 # from a folder outside the checkout, against a `pytps serve` on 127.0.0.1 (about 4 minutes).
 set -euo pipefail
+# docs/voice.md makes speech to transcribe with espeak-ng (Debian's): installed when missing.
+if ! command -v espeak-ng >/dev/null; then
+    SUDO=""
+    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends espeak-ng
+fi
+python -c 'import jiwer' 2>/dev/null || pip install -q "jiwer>=3"
 pytest tests/docs -q

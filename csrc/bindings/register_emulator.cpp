@@ -36,6 +36,7 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "port") c.port = v.cast<int>();
         else if (k == "ttft_ns") c.ttft_ns = v.cast<int64_t>();
         else if (k == "ttft_sd_ns") c.ttft_sd_ns = v.cast<int64_t>();
+        else if (k == "ttft_ramp_ns_per_s") c.ttft_ramp_ns_per_s = v.cast<int64_t>();
         else if (k == "ttft_dist") c.ttft_dist = dist_from(v.cast<std::string>(), "ttft_dist", false);
         else if (k == "itl_ns") c.itl_ns = v.cast<int64_t>();
         else if (k == "itl_sd_ns") c.itl_sd_ns = v.cast<int64_t>();
@@ -65,6 +66,19 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "truth_log") c.truth_log = v.cast<std::string>();
         else if (k == "keep_truth") c.keep_truth = v.cast<bool>();
         else if (k == "answer_accuracy") c.answers.accuracy = v.cast<double>();
+        else if (k == "speech_sample_rate") c.speech_sample_rate = v.cast<int64_t>();
+        else if (k == "speech_words_per_s") c.speech_words_per_s = v.cast<double>();
+        else if (k == "speech_chunk_ms") c.speech_chunk_ms = v.cast<double>();
+        else if (k == "speech_rtf") c.speech_rtf = v.cast<double>();
+        else if (k == "stt_rtfx") c.stt_rtfx = v.cast<double>();
+        else if (k == "stt_word_error_rate") c.stt_word_error_rate = v.cast<double>();
+        else if (k == "stt_words_per_event") c.stt_words_per_event = v.cast<int>();
+        else if (k == "stt_vllm_shape") c.stt_vllm_shape = v.cast<bool>();
+        else if (k == "transcripts") {
+            // {audio file bytes: transcript}, kept by the file's key.
+            for (auto t : v.cast<py::dict>())
+                c.transcripts[pytps::audio_key(t.first.cast<std::string>())] = t.second.cast<std::string>();
+        }
         else if (k == "answer_accuracy_drop") c.answers.accuracy_drop = v.cast<double>();
         else if (k == "answers") {
             // {prompt's last text: (right, wrong)}
@@ -148,6 +162,11 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["reasoning_tokens"] = r.reasoning_tokens;
     d["planned_events"] = r.planned_events;
     d["keepalives"] = r.keepalives;
+    d["audio_bytes_per_s"] = r.audio_bytes_per_s;
+    d["input_audio_s"] = r.input_audio_s;
+    d["transcript"] = r.transcript;
+    d["transcript_words"] = r.transcript_words;
+    d["planted_errors"] = r.planted_errors;
     d["scheduled_ns"] = to_array(r.scheduled_ns);
     d["sent_ns"] = to_array(r.sent_ns);
     d["tokens"] = to_array(r.tokens);
@@ -232,6 +251,8 @@ void register_emulator(py::module_& m) {
                 d["spins"] = s.spins;
                 d["sleeps"] = s.sleeps;
                 d["parse_bytes"] = s.parse_bytes;
+                d["first_accept_ns"] = s.first_accept_ns;
+                d["prefix_cache_resets"] = s.prefix_cache_resets;
                 return d;
             },
             "stats() -> dict\n\nCounters: connections, requests, events and bytes written, blocked writes,\n"

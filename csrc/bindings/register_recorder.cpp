@@ -60,6 +60,10 @@ void register_recorder(py::module_& m) {
     py::dict body_paths;
     for (const pytps::BodyApiPath& a : pytps::kBodyApiPaths) body_paths[a.name] = a.path;
     m.attr("BODY_API_PATHS") = body_paths;
+    // The audio APIs (core/dialect_table.hpp, kAudioApiPaths): name -> path.
+    py::dict audio_paths;
+    for (const pytps::AudioApiPath& a : pytps::kAudioApiPaths) audio_paths[a.name] = a.path;
+    m.attr("AUDIO_API_PATHS") = audio_paths;
 
     py::class_<StreamRecorder>(
         m, "StreamRecorder",
@@ -153,6 +157,22 @@ void register_recorder(py::module_& m) {
             },
             "(source, JSON object text) of the server's own timing report (llama.cpp timings, Ollama's durations, "
             "...), the last one the stream carried; None when it carried none.")
+        .def_property_readonly(
+            "audio_format",
+            [](const StreamRecorder& r) -> py::object {
+                const pytps::AudioFormat& f = r.audio_format();
+                if (f.sample_rate == 0) return py::none();
+                py::dict d;
+                d["sample_rate"] = f.sample_rate;
+                d["channels"] = f.channels;
+                d["bits_per_sample"] = f.bits_per_sample;
+                d["format_tag"] = f.format_tag;
+                return d;
+            },
+            "speech-wav: {sample_rate, channels, bits_per_sample, format_tag} from the WAV header; None otherwise "
+            "(PCM's format is the request's).")
+        .def_property_readonly("first_body_ns", [](const StreamRecorder& r) { return time_or_none(r.first_body_ns()); },
+                               "speech-pcm / speech-wav: the first read carrying any byte of the body, else None.")
         .def_property_readonly("done", [](const StreamRecorder& r) { return r.state().done; })
         .def_property_readonly("events", &StreamRecorder::events)
         .def_property_readonly("output_events", [](const StreamRecorder& r) { return r.output_times_ns().size(); })

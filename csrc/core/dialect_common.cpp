@@ -12,6 +12,10 @@ const char* dialect_name(Dialect d) {
         case Dialect::Anthropic: return "anthropic";
         case Dialect::Ollama: return "ollama";
         case Dialect::Json: return "json";
+        case Dialect::SpeechPcm: return "speech-pcm";
+        case Dialect::SpeechWav: return "speech-wav";
+        case Dialect::SpeechSse: return "speech-sse";
+        case Dialect::Transcription: return "transcription";
     }
     return "?";
 }
@@ -20,6 +24,10 @@ std::string dialect_list() {
     std::string s;
     for (Dialect d : kAllDialects) {
         if (!s.empty()) s += ", ";
+        s += dialect_name(d);
+    }
+    for (Dialect d : kAudioDialects) {
+        s += ", ";
         s += dialect_name(d);
     }
     return s + ", json (a whole JSON body)";
@@ -36,7 +44,19 @@ bool parse_dialect(std::string_view name, Dialect& out) {
             return true;
         }
     }
+    for (Dialect d : kAudioDialects) {
+        if (name == dialect_name(d)) {
+            out = d;
+            return true;
+        }
+    }
     return false;
+}
+
+const AudioApiPath* find_audio_api_path(std::string_view path) {
+    for (const AudioApiPath& a : kAudioApiPaths)
+        if (path == a.path) return &a;
+    return nullptr;
 }
 
 const ApiPath* find_api_path(std::string_view path) {

@@ -12,7 +12,28 @@ namespace pytps {
 // Json is not a stream: the whole body is one JSON document (embeddings, rerank, "stream":
 // false), kept by the recorder for Python to read once it has ended. It is not a generation API,
 // so it is not in kAllDialects.
-enum class Dialect { OpenAIChat, OpenAICompletions, OpenAIResponses, Anthropic, Ollama, Json };
+//
+// The audio dialects (core/audio_body.hpp, dialect_audio.cpp) are not generation APIs either:
+// SpeechPcm and SpeechWav read a raw audio body, every read one event carrying its audio bytes
+// (a WAV header's bytes are not audio); SpeechSse reads OpenAI's speech.audio.delta events;
+// Transcription reads OpenAI's transcript.text.delta/done events and vLLM's chat-style deltas.
+enum class Dialect {
+    OpenAIChat,
+    OpenAICompletions,
+    OpenAIResponses,
+    Anthropic,
+    Ollama,
+    Json,
+    SpeechPcm,
+    SpeechWav,
+    SpeechSse,
+    Transcription
+};
+
+constexpr Dialect kAudioDialects[] = {Dialect::SpeechPcm, Dialect::SpeechWav, Dialect::SpeechSse,
+                                      Dialect::Transcription};
+// A raw body whose every read is audio (after a WAV header): no framing at all.
+inline bool dialect_is_raw_audio(Dialect d) { return d == Dialect::SpeechPcm || d == Dialect::SpeechWav; }
 
 constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
                                     Dialect::Anthropic, Dialect::Ollama};
@@ -22,7 +43,9 @@ const char* dialect_name(Dialect d);
 std::string dialect_list();
 bool parse_dialect(std::string_view name, Dialect& out);
 // True for dialects framed as Server-Sent Events; Ollama is newline-delimited JSON.
-inline bool dialect_uses_sse(Dialect d) { return d != Dialect::Ollama && d != Dialect::Json; }
+inline bool dialect_uses_sse(Dialect d) {
+    return d != Dialect::Ollama && d != Dialect::Json && !dialect_is_raw_audio(d);
+}
 
 // Where each dialect's generation requests go, below the server's root. A dialect's first path
 // is its default (pytps's requests); Ollama has two, /api/chat and /api/generate, whose streams
@@ -63,5 +86,23 @@ constexpr BodyApiPath kBodyApiPaths[] = {
 
 // The entry of exactly this path, or null.
 const BodyApiPath* find_body_api_path(std::string_view path);
+
+// The audio APIs (pytps's --api): text to speech and speech to text, for the client
+// (_core.AUDIO_API_PATHS) and the emulator's routes.
+enum class AudioApi { Speech, Transcriptions };
+
+struct AudioApiPath {
+    const char* name;
+    const char* path;
+    AudioApi api;
+};
+
+constexpr AudioApiPath kAudioApiPaths[] = {
+    {"openai-speech", "/v1/audio/speech", AudioApi::Speech},
+    {"openai-transcriptions", "/v1/audio/transcriptions", AudioApi::Transcriptions},
+};
+
+// The entry of exactly this path, or null.
+const AudioApiPath* find_audio_api_path(std::string_view path);
 
 }  // namespace pytps

@@ -22,6 +22,9 @@ void extract_openai_completions(std::string_view event_type, std::string_view da
 void extract_openai_responses(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
 void extract_anthropic(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
 void extract_ollama(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+// The audio APIs (dialect_audio.cpp): speech deltas count decoded audio bytes as content chars.
+void extract_speech_sse(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
+void extract_transcription(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r);
 
 // Shared by the extractors (dialect_common.cpp).
 namespace dialect_util {

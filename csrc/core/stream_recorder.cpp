@@ -16,6 +16,10 @@ Extractor extractor_for(Dialect d) {
         case Dialect::Anthropic: return &extract_anthropic;
         case Dialect::Ollama: return &extract_ollama;
         case Dialect::Json: return nullptr;  // never called: the body is kept whole
+        case Dialect::SpeechPcm:
+        case Dialect::SpeechWav: return nullptr;  // never called: every read is audio
+        case Dialect::SpeechSse: return &extract_speech_sse;
+        case Dialect::Transcription: return &extract_transcription;
     }
     return &extract_openai_chat;
 }
@@ -29,7 +33,31 @@ bool is_blank(std::string_view line) {
 }  // namespace
 
 StreamRecorder::StreamRecorder(Dialect dialect, size_t max_line_bytes)
-    : dialect_(dialect), extract_(extractor_for(dialect)), sse_(max_line_bytes), ndjson_(max_line_bytes) {}
+    : dialect_(dialect),
+      extract_(extractor_for(dialect)),
+      sse_(max_line_bytes),
+      ndjson_(max_line_bytes),
+      audio_(dialect == Dialect::SpeechWav) {}
+
+void StreamRecorder::feed_raw_audio(const char* data, size_t n) {
+    if (n == 0) return;
+    if (first_body_ns_ == kNoTime) first_body_ns_ = now_ns_;
+    const bool had_error = audio_.error() != nullptr;
+    size_t bytes = audio_.feed(data, n);
+    if (!had_error && audio_.error()) record_protocol_error(audio_.error());
+    // One event per read: the audio it carried (int32 per event; a larger read is split into
+    // events of the same stamp, which never happens with socket-sized reads).
+    while (bytes > 0) {
+        const size_t part = bytes > static_cast<size_t>(INT32_MAX) ? static_cast<size_t>(INT32_MAX) : bytes;
+        ++events_;
+        times_.push_back(now_ns_);
+        kinds_.push_back(kContent);
+        chars_.push_back(static_cast<int32_t>(part));
+        tokens_.push_back(-1);
+        if (first_answer_ns_ == kNoTime) first_answer_ns_ = now_ns_;
+        bytes -= part;
+    }
+}
 
 size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
     if (closed_) return 0;
@@ -37,6 +65,8 @@ size_t StreamRecorder::feed(const char* data, size_t n, int64_t t_ns) {
     const size_t before = times_.size();
     if (dialect_ == Dialect::Json) {
         body_.append(data, n);
+    } else if (dialect_is_raw_audio(dialect_)) {
+        feed_raw_audio(data, n);
     } else if (dialect_uses_sse(dialect_)) {
         sse_.feed(data, n, *this);
     } else {
@@ -126,6 +156,13 @@ void StreamRecorder::close(int64_t t_ns) {
         end_ns_ = t_ns;
         return;
     }
+    if (dialect_is_raw_audio(dialect_)) {
+        // A raw body ends when HTTP says so (a body cut short is the HTTP parser's error): whole
+        // when some audio came and the header, if any, could be read.
+        state_.done = !times_.empty() && audio_.error() == nullptr;
+        end_ns_ = t_ns;
+        return;
+    }
     if (dialect_uses_sse(dialect_)) {
         if (sse_.close()) record_protocol_error("the stream ended inside an event");
     } else {
@@ -140,6 +177,8 @@ void StreamRecorder::close(int64_t t_ns) {
 
 void StreamRecorder::reset() {
     body_.clear();
+    audio_.reset();
+    first_body_ns_ = kNoTime;
     sse_.close();
     ndjson_.reset();
     now_ns_ = kNoTime;

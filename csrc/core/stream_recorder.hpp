@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/audio_body.hpp"
 #include "core/dialects.hpp"
 #include "core/line_splitter.hpp"
 #include "core/sse_parser.hpp"
@@ -51,6 +52,10 @@ public:
     int64_t protocol_errors() const { return protocol_errors_; }
     // Dialect::Json: the whole body as it came (empty for the stream dialects).
     const std::string& body() const { return body_; }
+    // The raw audio dialects: the format a WAV header stated (zeros for PCM), and the stamp of
+    // the first read that carried any byte of the body (header included).
+    const AudioFormat& audio_format() const { return audio_.format(); }
+    int64_t first_body_ns() const { return first_body_ns_; }
 
     // SSE parser sink.
     void on_event(const SSEEventView& ev) { handle_event(ev.type, ev.data); }
@@ -81,6 +86,10 @@ private:
     int64_t last_completion_tokens_ = 0;  // for per-event token counts from cumulative usage
     bool closed_ = false;
     std::string body_;  // Dialect::Json only
+    AudioBodyScanner audio_;  // the raw audio dialects only
+    int64_t first_body_ns_ = kNoTime;
+
+    void feed_raw_audio(const char* data, size_t n);
 };
 
 }  // namespace pytps

@@ -42,7 +42,11 @@ const char* api_name(const ApiPath& api) {
         case Dialect::OpenAIResponses: return "responses";
         case Dialect::Anthropic: return "messages";
         case Dialect::Ollama: return api.takes_prompt ? "ollama_generate" : "ollama_chat";
-        case Dialect::Json: break;
+        case Dialect::Json:
+        case Dialect::SpeechPcm:
+        case Dialect::SpeechWav:
+        case Dialect::SpeechSse:
+        case Dialect::Transcription: break;
     }
     return "?";
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "emulator/answers.hpp"
@@ -37,6 +38,16 @@ struct FaultSpec {
     int64_t retry_after_s = 1; // http_429's Retry-After
 };
 
+// The key of an uploaded audio file in EmulatorConfig::transcripts: FNV-1a 64 of its bytes.
+inline uint64_t audio_key(const std::string& bytes) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char c : bytes) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 struct EmulatorConfig {
     std::string host = "127.0.0.1";
     int port = 0;
@@ -44,6 +55,10 @@ struct EmulatorConfig {
     Dist ttft_dist = Dist::fixed;
     int64_t ttft_ns = 50'000'000;
     int64_t ttft_sd_ns = 0;
+    // A drifting server: every request's TTFT grows by this many ns per second since the server
+    // started (0: none). Models a server that slows down during a benchmark (thermal throttling,
+    // a neighbour's load, a growing cache), which a capacity search must report as unstable.
+    int64_t ttft_ramp_ns_per_s = 0;
     Dist itl_dist = Dist::fixed;
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;
@@ -76,6 +91,23 @@ struct EmulatorConfig {
     int max_output_tokens = 4096;
     int default_output_tokens = 64;
     std::string model = "pytps-emulator";
+
+    // The audio routes (emulator/audio_route.cpp). Speech: 16-bit mono PCM at speech_sample_rate,
+    // speech_words_per_s words of input per second of audio, written in chunks of speech_chunk_ms
+    // audio each, one every speech_chunk_ms x speech_rtf after the first (due at TTFT). Speech to
+    // text: the transcript of a known audio file (by its bytes' FNV-1a hash) or seeded words, one
+    // word in stt_word_error_rate replaced by a word no reference has, streamed over
+    // audio seconds / stt_rtfx after TTFT; stt_vllm_shape: vLLM's chat-style chunks, not OpenAI's
+    // transcript.text.delta events.
+    int64_t speech_sample_rate = 24000;
+    double speech_words_per_s = 2.5;
+    double speech_chunk_ms = 40.0;
+    double speech_rtf = 0.5;
+    double stt_rtfx = 20.0;
+    double stt_word_error_rate = 0.0;
+    int stt_words_per_event = 1;
+    bool stt_vllm_shape = false;
+    std::unordered_map<uint64_t, std::string> transcripts;
 
     std::vector<FaultSpec> faults;
     AnswerBook answers;          // graded answers (answers.hpp); empty: content is words only

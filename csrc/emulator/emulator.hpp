@@ -27,6 +27,8 @@ struct EmulatorStats {
     uint64_t spins = 0;                // deadlines met by busy-waiting
     uint64_t sleeps = 0;               // kernel waits with a timeout (about one per deadline)
     uint64_t parse_bytes = 0;          // bytes the request parser examined (about one pass per request)
+    int64_t first_accept_ns = 0;       // CLOCK_MONOTONIC when the first connection was accepted (0: none yet)
+    uint64_t prefix_cache_resets = 0;  // POST /reset_prefix_cache calls
 };
 
 class Server;

@@ -41,6 +41,10 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
         case Dialect::Anthropic: return make_anthropic(plan);
         case Dialect::Ollama: return make_ollama(plan);
         case Dialect::Json: break;  // never a generation route
+        case Dialect::SpeechPcm:
+        case Dialect::SpeechWav:
+        case Dialect::SpeechSse:
+        case Dialect::Transcription: break;  // made by their route (audio_route.cpp)
     }
     return nullptr;
 }
@@ -48,6 +52,8 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
 bool Formatter::is_sse() const { return dialect_uses_sse(p_.api.dialect); }
 
 const char* Formatter::stream_content_type() const {
+    if (p_.api.dialect == Dialect::SpeechPcm) return "audio/pcm";
+    if (p_.api.dialect == Dialect::SpeechWav) return "audio/wav";
     return is_sse() ? "text/event-stream; charset=utf-8" : "application/x-ndjson";
 }
 

@@ -41,4 +41,11 @@ inline void json_int(std::string& out, int64_t v) {
     out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
+// A finite double, shortest round-trip form.
+inline void json_double(std::string& out, double v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
 }  // namespace pytps

@@ -25,6 +25,12 @@ public:
 
     int64_t blocks() const { return static_cast<int64_t>(lru_.size()); }
 
+    // Forgets every block (POST /reset_prefix_cache, as vLLM's): the next prompts start cold.
+    void clear() {
+        lru_.clear();
+        where_.clear();
+    }
+
 private:
     int64_t capacity_blocks_;
     int64_t block_tokens_;

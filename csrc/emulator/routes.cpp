@@ -83,8 +83,29 @@ void Server::handle_request(Conn& c, HttpRequest& req, int64_t received_ns) {
         start_body_api(c, *api, req, received_ns);
         return;
     }
+    if (const AudioApiPath* api = find_audio_api_path(req.path)) {
+        if (req.method != "POST") {
+            send_simple(c, 405, error_body(ErrorFamily::openai, 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
+                        "Allow: POST\r\n", req.keep_alive);
+            return;
+        }
+        start_audio(c, *api, req, received_ns);
+        return;
+    }
     if (req.path == "/metrics") {
         serve_metrics(c, req);
+        return;
+    }
+    if (req.path == "/reset_prefix_cache") {
+        // vLLM's route: every cached prompt block is forgotten, so the next prompts start cold.
+        if (req.method != "POST") {
+            send_simple(c, 405, error_body(ErrorFamily::openai, 405, "Method " + req.method + " is not allowed on " + req.path + "; use POST."),
+                        "Allow: POST\r\n", req.keep_alive);
+            return;
+        }
+        prefix_cache_.clear();
+        n_prefix_resets_.fetch_add(1, std::memory_order_relaxed);
+        send_simple(c, 200, "{\"status\":\"ok\"}", "", req.keep_alive);
         return;
     }
     if (req.path == "/health" || req.path == "/v1/models") {

@@ -18,6 +18,14 @@ std::mt19937_64 request_rng(uint64_t seed, uint64_t seq) {
     return std::mt19937_64(splitmix64(splitmix64(seed) ^ seq));
 }
 
+int64_t ttft_ramp_ns(int64_t ramp_ns_per_s, int64_t since_start_ns) {
+    if (ramp_ns_per_s <= 0 || since_start_ns <= 0) return 0;
+    const long double extra = static_cast<long double>(ramp_ns_per_s) * static_cast<long double>(since_start_ns) / 1e9L;
+    // A day's worth of TTFT is already no server; the cap keeps the due times far from overflow.
+    constexpr long double cap = 86'400'000'000'000.0L;
+    return static_cast<int64_t>(extra < cap ? extra : cap);
+}
+
 int64_t draw_ns(Dist dist, int64_t mean_ns, int64_t sd_ns, std::mt19937_64& rng) {
     if (mean_ns <= 0) return 0;
     if (sd_ns <= 0 || dist == Dist::fixed || dist == Dist::replay) return mean_ns;

@@ -18,6 +18,10 @@ std::mt19937_64 request_rng(uint64_t seed, uint64_t seq);
 // (lognormal: of the duration itself, not of its log), never negative.
 int64_t draw_ns(Dist dist, int64_t mean_ns, int64_t sd_ns, std::mt19937_64& rng);
 
+// A drifting server's extra TTFT: `ramp_ns_per_s` for each second of `since_start_ns` (0 before
+// the start or without a ramp; saturating instead of overflowing).
+int64_t ttft_ramp_ns(int64_t ramp_ns_per_s, int64_t since_start_ns);
+
 struct TokenEvent {
     int64_t due_ns;
     int32_t tokens;

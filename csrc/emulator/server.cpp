@@ -83,7 +83,8 @@ int Server::start() {
             fail(e.what());
         }
     }
-    metrics_.start(now_ns());  // the power model's energy counts from here
+    start_ns_ = now_ns();
+    metrics_.start(start_ns_);  // the power model's energy counts from here
     running_ = true;
     thread_ = std::thread(&Server::loop_main, this);
     if (cfg_.realtime) {
@@ -160,6 +161,9 @@ void Server::loop_main() {
 void Server::on_accept() {
     for (;;) {
         int fd = accept_socket(listen_fd_, true);
+        // Stamped at the accept, before anything else: a launcher's readiness is checked against it.
+        if (fd >= 0 && first_accept_ns_.load(std::memory_order_relaxed) == 0)
+            first_accept_ns_.store(now_ns(), std::memory_order_relaxed);
         if (fd < 0) {
             if (errno == ECONNABORTED) continue;  // this one is gone; take the next
             return;  // EAGAIN, or a transient error (EMFILE...): the next readiness retries
@@ -331,6 +335,8 @@ void Server::after_output(Conn& c) {
 EmulatorStats Server::stats() const {
     EmulatorStats s;
     s.connections_accepted = n_accepted_.load();
+    s.first_accept_ns = first_accept_ns_.load();
+    s.prefix_cache_resets = n_prefix_resets_.load();
     s.connections_open = n_open_.load();
     s.requests = n_requests_.load();
     s.generation_requests = n_gen_.load();

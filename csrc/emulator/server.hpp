@@ -104,6 +104,7 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<bool> stopping_{false};
     bool started_ = false;
+    int64_t start_ns_ = 0;  // when start() ran: the TTFT ramp counts from here
     int listen_fd_ = -1;
     int stamp_keeper_fd_ = -1;  // keeps the kernel's RX stamping on (io/rx_stamps.hpp)
     RealtimeOffset realtime_;   // moves kernel stamps onto CLOCK_MONOTONIC; re-measured each second
@@ -115,6 +116,8 @@ private:
     std::string frame_;
 
     // Counters, written by the loop thread only, read by stats() from any thread.
+    std::atomic<int64_t> first_accept_ns_{0};  // stamped once, at the first accept (startup timing)
+    std::atomic<uint64_t> n_prefix_resets_{0};
     std::atomic<uint64_t> n_accepted_{0}, n_requests_{0}, n_gen_{0}, n_streams_{0}, n_events_{0},
         n_writes_{0}, n_bytes_{0}, n_blocked_{0}, n_faults_{0}, n_open_{0}, n_parse_bytes_{0};
 
@@ -157,6 +160,8 @@ private:
     void start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns);
     // Embeddings and rerank (body_route.cpp): one JSON body, timed by the same load model.
     void start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns);
+    // Text to speech and speech to text (audio_route.cpp): timed by the same load model.
+    void start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int64_t received_ns);
     void on_stream_timer(Conn& c);
     void write_group(Conn& c, int64_t now);
     void end_stream_bytes(Conn& c, std::string& payload);

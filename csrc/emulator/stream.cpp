@@ -18,6 +18,10 @@ const char* id_prefix(Dialect d) {
         case Dialect::Anthropic: return "msg_";
         case Dialect::Ollama: return "ollama-";
         case Dialect::Json: break;
+        case Dialect::SpeechPcm:
+        case Dialect::SpeechWav:
+        case Dialect::SpeechSse: return "speech-";
+        case Dialect::Transcription: return "trsc-";
     }
     return "?";
 }
@@ -152,7 +156,8 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
-    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens);
+    const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens) +
+                         ttft_ramp_ns(cfg_.ttft_ramp_ns_per_s, received_ns - start_ns_);
     s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
     const size_t ne = s->events.size();
     LoadState& load = s->load;

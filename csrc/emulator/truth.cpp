@@ -76,6 +76,16 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.image_tokens);
     s += ",\"cached_tokens\":";
     json_int(s, r.cached_tokens);
+    s += ",\"audio_bytes_per_s\":";
+    json_int(s, r.audio_bytes_per_s);
+    s += ",\"input_audio_s\":";
+    json_double(s, r.input_audio_s);
+    s += ",\"transcript\":";
+    json_str(s, r.transcript);
+    s += ",\"transcript_words\":";
+    json_int(s, r.transcript_words);
+    s += ",\"planted_errors\":";
+    json_int(s, r.planted_errors);
     s += ",\"output_tokens\":";
     json_int(s, r.output_tokens);
     s += ",\"reasoning_tokens\":";

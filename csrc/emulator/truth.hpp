@@ -53,6 +53,14 @@ struct TruthRecord {
     // otherwise; answer_sent: the content's last token, which carries it, was written.
     std::string answer;
     bool answer_sent = false;
+    // The audio routes: speech's bytes per second of audio (tokens[i] are then the audio bytes of
+    // write i: tokens[i] / audio_bytes_per_s seconds), the input audio's seconds of a
+    // transcription, the transcript sent and how many of its words were planted errors.
+    int64_t audio_bytes_per_s = 0;
+    double input_audio_s = 0.0;
+    std::string transcript;
+    int64_t transcript_words = 0;
+    int64_t planted_errors = 0;
     // One entry per token event written, in order (events never written are not listed).
     std::vector<int64_t> scheduled_ns;
     std::vector<int64_t> sent_ns;

@@ -53,6 +53,9 @@ from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,
 )
 from pytps._core.recorder import (
+    AUDIO_API_PATHS as AUDIO_API_PATHS,
+)
+from pytps._core.recorder import (
     BODY_API_PATHS as BODY_API_PATHS,
 )
 from pytps._core.recorder import (

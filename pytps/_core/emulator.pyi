@@ -31,4 +31,5 @@ class Emulator:
     def stats(self) -> dict[str, int]:
         """Counters: connections_accepted, connections_open, requests, generation_requests,
         streams_active (queued ones included), decoding, queued, events_sent, writes, bytes_sent, write_blocked, faults,
-        spins, sleeps, parse_bytes."""
+        spins, sleeps, parse_bytes, first_accept_ns (CLOCK_MONOTONIC of the first accepted
+        connection, 0 before it), prefix_cache_resets."""

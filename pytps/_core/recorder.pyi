@@ -15,6 +15,8 @@ DIALECTS: tuple[str, ...]  # ("openai-chat", "openai-completions", "openai-respo
 DIALECT_PATHS: dict[str, tuple[str, ...]]
 #: The APIs answered by one JSON body (read with the "json" dialect): name -> path.
 BODY_API_PATHS: dict[str, str]
+# The audio APIs (text to speech, speech to text): name -> path.
+AUDIO_API_PATHS: dict[str, str]
 
 class StreamRecorder:
     """The per-request hot path: frames one response stream and records what each event generated.
@@ -50,6 +52,9 @@ class StreamRecorder:
     """Tokens in each output-bearing event when the server reports per-chunk usage
     (vLLM continuous_usage_stats: the increase of usage.completion_tokens), else -1."""
     first_output_ns: Final[int | None]
+    # speech-wav: the header's format; the raw audio dialects: the first read with any body byte.
+    audio_format: Final[dict[str, int] | None]
+    first_body_ns: Final[int | None]
     first_answer_ns: Final[int | None]
     """First output-bearing event that is not reasoning (content or tool)."""
     last_output_ns: Final[int | None]

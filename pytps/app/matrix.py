@@ -14,7 +14,7 @@ from pytps.app.exit_codes import overall_exit_code, run_exit_code
 from pytps.app.runs import results_folder
 from pytps.app.search import SearchPlan, search_folder
 from pytps.app.sweeps import SweepPlan, sweep_folder
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, PytpsError
 from pytps.results.files import MATRIX_INDEX
 
 #: matrix.json's layout (docs/results.md); bumped on every change.
@@ -40,12 +40,14 @@ def matrix(
     sweep_plan: SweepPlan | None = None,
     search_defaults: Mapping[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: None,
+    serve_settings: Mapping[str, Any] | None = None,
 ) -> MatrixOutcome:
     """Every endpoint x workload cell of the TOML matrix `config` into one folder (default
     results/<UTC time>-<kind>-matrix/), indexed by matrix.json. kind: "run" (each cell one run; a
     list-valued key, one run per value) or "sweep" (each cell a sweep over its list-valued keys,
     or a capacity search). overrides: run settings that replace the file's in every cell;
-    base_url: every cell's endpoint; search_defaults: the search settings a workload leaves out."""
+    base_url: every cell's endpoint; search_defaults: the search settings a workload leaves out;
+    serve_settings: the table's `serve` settings (--serve-ready, …) for endpoints with `serve`."""
     from pytps.calibrate.envelope import envelope_for
     from pytps.measure.slo import parse_slo_run
     from pytps.results.folder import write_json_atomic
@@ -82,6 +84,12 @@ def matrix(
             checked[settings["search"]] = 1  # the search places the load: any one checks the rest
         try:
             make_config(base_override or cell.base_url or "http://127.0.0.1:9", **checked)
+            if cell.serve is not None:
+                from pytps.serve_process.grid import configurations
+
+                if not isinstance(cell.serve, str) or cell.base_url is not None:
+                    raise ConfigError("serve is a command (a string with {port}) used instead of url: give one")
+                configurations(cell.serve, [])
         except ConfigError as exc:
             raise matrix.locate(cell, exc) from None
     index: dict[str, Any] = {
@@ -107,7 +115,21 @@ def matrix(
         sweep_codes: list[int] = []
         settings = {**cell.settings, **overrides}
         with ExitStack() as stack:
-            base_url = Endpoint(base_override or cell.base_url, cell.emulator).open(stack)
+            if base_override is None and cell.serve is not None:
+                from pytps.app.served import served_cell
+
+                try:  # a server that fails fails its cell, with its line; the matrix goes on
+                    base_url = stack.enter_context(
+                        served_cell(cell.serve, out / cell.dir, serve_settings or {}, settings)
+                    )
+                except PytpsError as exc:
+                    entry["status"], entry["error"] = "failed", str(exc)
+                    say(f"failed: {exc}")
+                    index["cells"].append(entry)
+                    write_json_atomic(out / MATRIX_INDEX, index)
+                    continue
+            else:
+                base_url = Endpoint(base_override or cell.base_url, cell.emulator).open(stack)
             try:
                 if kind == "run":
                     cfg = make_config(base_url, out=out / cell.dir, **settings)
@@ -118,7 +140,9 @@ def matrix(
                     entry["exit_code"] = run_exit_code(result.summary, result.metadata)
                 elif settings.get("search"):
                     plan = SearchPlan.of({k: settings.pop(k, None) for k in SEARCH_KEYS}, search_defaults)
-                    search_settings = {k: v for k, v in settings.items() if k not in ("concurrency", "rate")}
+                    # The search places the load and bounds each probe in time (search_probe_s).
+                    placed = ("concurrency", "rate", "duration", "requests")
+                    search_settings = {k: v for k, v in settings.items() if k not in placed}
 
                     def make_probe(
                         load: dict[str, Any],
@@ -126,7 +150,7 @@ def matrix(
                         fixed: dict[str, Any] = search_settings,
                         url: str = base_url,
                     ) -> Any:
-                        return make_config(url, **fixed, **load, out=cell_out)
+                        return make_config(url, **{**fixed, **load}, out=cell_out)
 
                     found = search_folder(
                         plan,

@@ -17,6 +17,7 @@ from pytps.runner.loop import Progress as Progress  # what a live display implem
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytps.app.served import CellHooks
     from pytps.results.output import RunResult
     from pytps.runner.config import RunConfig
     from pytps.scale import ScaleOptions as ScaleOptions
@@ -96,6 +97,7 @@ def run_to_folder(
     progress: Progress | None = None,
     scale: ScaleOptions | None = None,
     say: Callable[[str], None] | None = None,
+    between: CellHooks | None = None,
 ) -> RunOutcome:
     """One run of `settings` (a scaled one with `scale`) into its results folder; a Ctrl-C ends
     it with what finished saved. say(the emulator's URL) when one is started."""
@@ -103,6 +105,9 @@ def run_to_folder(
 
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say)
+        if between is not None:  # --before-cell now, --after-cell when the run is over
+            between.start(base_url)
+            stack.callback(between.finish)
         out_dir: Path | None
         if scale is not None:
             from pytps.scale import run_scaled

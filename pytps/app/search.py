@@ -15,6 +15,7 @@ from pytps.errors import ConfigError
 from pytps.sweep.search import capacity_line as capacity_line  # the answer in one line, for the CLI
 
 if TYPE_CHECKING:
+    from pytps.app.served import CellHooks
     from pytps.runner.config import RunConfig
 
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 class SearchPlan:
     """A capacity search's settings (the table's `search` ones, less the "search_" prefix): the
     axis it searches ("rate" or "concurrency"), its first probe's load (None: found), the
-    bracket's precision, the probes' budget, the repeats of an undecided probe, and the error
-    rate a probe fails above."""
+    bracket's precision, the probes' budget, the repeats of an undecided probe, the error
+    rate a probe fails above, each probe's sending time and the whole search's time budget."""
 
     axis: str
     start: float | None = None
@@ -31,6 +32,8 @@ class SearchPlan:
     max_probes: int = 10
     repeats: int = 2
     max_error_rate: float = 0.01
+    probe_s: float = 10.0
+    budget_s: float = 300.0
 
     @classmethod
     def of(cls, settings: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SearchPlan:
@@ -56,9 +59,11 @@ def search(
     out: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
     say_endpoint: Callable[[str], None] | None = None,
+    between: CellHooks | None = None,
 ) -> SearchOutcome:
     """The highest load of plan.axis whose slo_run targets and error rate hold, probe by probe,
-    each a full run of `settings` into `out` (default results/<UTC time>-sweep/)."""
+    each a full run of `settings` into `out` (default results/<UTC time>-sweep/); `between`: hooks
+    run around each probe (--before-cell, --after-cell)."""
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 
@@ -67,18 +72,28 @@ def search(
             raise ConfigError(
                 f"--search {plan.axis} places the load itself: leave out --{name} (or use --search-start)"
             )
-    base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "out")}
+    for name in ("duration", "requests"):
+        if settings.get(name) is not None:
+            raise ConfigError(
+                f"--search {plan.axis} bounds each probe in time: leave out --{name} (use --search-probe-s)"
+            )
+    base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
     folder = results_folder(out, "sweep")
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say_endpoint)
         make_config(base_url, **base, **{plan.axis: 1})  # every setting checked first
-        index = search_folder(
-            plan,
-            parse_slo_run(settings.get("slo_run")),
-            folder,
-            lambda load, cell_out: make_config(base_url, **base, **load, out=cell_out),
-            say,
-        )
+
+        def make_probe(load: dict[str, Any], cell_out: Path) -> RunConfig:
+            if between is not None:
+                between.start(base_url)  # the previous probe's after-hook, then this one's before-hook
+            # The probe's load settings override the run's (the start run's arrival, the probe's length).
+            return make_config(base_url, **{**base, **load}, out=cell_out)
+
+        try:
+            index = search_folder(plan, parse_slo_run(settings.get("slo_run")), folder, make_probe, say)
+        finally:
+            if between is not None:
+                between.finish()
     return SearchOutcome(folder, index)
 
 
@@ -102,13 +117,15 @@ def search_folder(
     axis = plan.axis
     cells: list[Cell] = []
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
-        # A rate search's first run is at concurrency 1, where arrivals have no shape.
+    def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
+        # A rate search's first run is at concurrency 1, where arrivals have no shape. A probe is
+        # bounded in time, not in requests (the search sets its seconds: docs/metrics.md).
         load_setting: dict[str, Any] = (
             {"concurrency": int(load), "arrival": "poisson", "burstiness": 1.0}
             if mode == "concurrency"
             else {"rate": load}
         )
+        load_setting.update(duration=seconds, requests=None)
         cfg = make_config(load_setting, out / "cells" / name)
         cfg.store_as = cfg.store_as and "sweep_cell"  # the results store files a probe as a sweep's cell
         watch = SaturationWatch(mode, rate_rps=load if mode == "rate" else None)
@@ -136,6 +153,8 @@ def search_folder(
         max_probes=plan.max_probes,
         repeats=plan.repeats,
         start=plan.start,
+        probe_s=plan.probe_s,
+        budget_s=plan.budget_s,
         progress=say,
     )
     sweep = Sweep(axes={axis: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)

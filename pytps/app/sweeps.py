@@ -15,6 +15,7 @@ from pytps.app.runs import results_folder, run_cell
 from pytps.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pytps.app.served import CellHooks
     from pytps.runner.config import RunConfig
 
 #: The settings a sweep may take as its axes, in the order of a grid.
@@ -112,9 +113,11 @@ def sweep(
     out: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
     say_endpoint: Callable[[str], None] | None = None,
+    between: CellHooks | None = None,
 ) -> SweepOutcome:
     """A sweep of the run `settings` whose sweepable ones (concurrency, rate, input_tokens,
-    output_tokens) are lists: one full run per cell into `out` (default results/<UTC time>-sweep/)."""
+    output_tokens) are lists: one full run per cell into `out` (default results/<UTC time>-sweep/);
+    `between`: hooks run around each cell (--before-cell, --after-cell)."""
     from pytps.runner.config import make_config
 
     axes, fixed = sweep_axes(settings)
@@ -124,12 +127,15 @@ def sweep(
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say_endpoint)
         make_config(base_url, **base, **fixed, **{a: v[0] for a, v in axes.items()})  # every setting checked first
-        index = sweep_folder(
-            axes,
-            folder,
-            lambda values, cell_dir: make_config(base_url, **base, **fixed, **values, out=cell_dir),
-            plan or SweepPlan(),
-            say,
-            codes,
-        )
+
+        def make_cell(values: dict[str, Any], cell_dir: Path) -> RunConfig:
+            if between is not None:
+                between.start(base_url)  # the previous cell's after-hook, then this one's before-hook
+            return make_config(base_url, **base, **fixed, **values, out=cell_dir)
+
+        try:
+            index = sweep_folder(axes, folder, make_cell, plan or SweepPlan(), say, codes)
+        finally:
+            if between is not None:
+                between.finish()
     return SweepOutcome(folder, index, overall_exit_code(codes))

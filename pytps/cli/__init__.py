@@ -123,7 +123,9 @@ def _dispatch(argv: list[str] | None) -> int:
         return int(args.func(args))
     except PytpsError as exc:
         # One clear line, no traceback: the message says what was wrong and what to do.
-        print(f"pytps: error: {exc}", file=sys.stderr)
+        from pytps.report.terminal import shown
+
+        print(f"pytps: error: {shown(exc)}", file=sys.stderr)  # a server's words may be in it
         return 2
 
 

@@ -81,13 +81,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def render(result: dict[str, Any]) -> None:
     import math
 
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from pytps.report.numbers import fmt, fmt_signed
+    from pytps.report.terminal import SafeConsole
 
-    console = Console()
+    console = SafeConsole()
     for side in result["sides"]:
         runs = side["runs"]
         what = runs[0] if len(runs) == 1 else f"{len(runs)} runs: " + ", ".join(runs)

@@ -192,9 +192,9 @@ def _csv(trends: list[dict[str, Any]]) -> None:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from pytps.report.terminal import SafeConsole
 
-    return Console(width=None if sys.stdout.isatty() else 160)
+    return SafeConsole(width=None if sys.stdout.isatty() else 160)
 
 
 def _heading(g: Any, tail: str) -> str:
@@ -355,11 +355,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.check_json:
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     else:
+        from pytps.report.terminal import shown
+
         for f in regressions:
-            print(f.console_line())
+            print(shown(f.console_line()))
         for f in findings:
             if not f.regression:
-                print(f.console_line(), file=sys.stderr)
+                print(shown(f.console_line()), file=sys.stderr)
     if not findings:
         print("nothing to check: no group has two complete comparable runs", file=sys.stderr)
     return 1 if regressions else 0

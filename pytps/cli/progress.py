@@ -8,11 +8,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pytps.app.runs import Progress as RunProgress
+from pytps.report.terminal import SafeConsole
 
 
 class RichProgress(RunProgress):
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or SafeConsole(stderr=True)
         self._bar: Progress | None = None
         self._task: Any = None
 

@@ -147,8 +147,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(json.dumps(results["summary"], indent=2))
     elif args.markdown or args.csv:
         from pytps.report import tables
+        from pytps.report.terminal import shown
 
-        print(tables.markdown(results) if args.markdown else tables.csv_text(results), end="")
+        text = tables.markdown(results) if args.markdown else tables.csv_text(results)
+        print(shown(text, keep_lines=True), end="")
     else:
         render(results)
     return 0

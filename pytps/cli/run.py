@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from pytps.app.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
 from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, explicit_settings, flag_settings, say
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
+from pytps.workload.request_formats import AUDIO_APIS, REALTIME_API
 
 EXAMPLES = """examples:
   pytps run                                            # the built-in emulator, 100 requests
@@ -39,12 +41,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.pipeline is not None:
+        from pytps.cli.voice_run import cmd_voice_turn
+
+        return cmd_voice_turn(args)
+    if args.api in AUDIO_APIS:
+        from pytps.cli.voice_run import cmd_voice
+
+        return cmd_voice(args)
+    if args.api == REALTIME_API:
+        from pytps.cli.voice_run import cmd_realtime
+
+        return cmd_realtime(args)
     if args.config:
         return run_matrix_file(args, "run")
     if args.html is not None:
         check_html_available()
     from pytps.app.runs import run_to_folder
+    from pytps.app.serve_plan import plain_hooks, serve_options
+    from pytps.app.served import CellHooks
     from pytps.results.folder import load_results
+    from pytps.settings.table import TABLE as SETTINGS
 
     progress = None
     if sys.stderr.isatty():
@@ -53,12 +70,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         progress = RichProgress()
     settings = flag_settings(args)
+    serve = SETTINGS.from_flags(args, "serve")
+    opts = serve_options(serve, settings, base_url=args.base_url)
+    if opts is not None:
+        if scale_options(args) is not None:
+            raise ConfigError("--serve with --workers is not supported: run the workers against a --base-url")
+        return _run_served(args, opts, settings)
     outcome = run_to_folder(
         endpoint(args, settings),
         settings,
         progress=progress,
         scale=scale_options(args),
         say=emulator_line("benchmarking"),
+        between=CellHooks(*plain_hooks(serve, settings), say("run")),
     )
     code = NO_SUCCESS
     if outcome.out_dir is not None:
@@ -104,10 +128,31 @@ def run_matrix_file(args: argparse.Namespace, kind: str) -> int:
         sweep_plan=SweepPlan.of(TABLE.from_flags(args, "sweep")),
         search_defaults=TABLE.from_flags(args, "search"),
         say=say(f"{kind} -c"),
+        serve_settings=TABLE.from_flags(args, "serve"),
     )
     if args.json:
         print(json.dumps(outcome.index, indent=2))
     else:
         print_matrix(outcome.index)
     print(f"results: {outcome.out_dir} (matrix.json indexes the cells)", file=sys.stderr)
+    return outcome.exit_code
+
+
+def _run_served(args: argparse.Namespace, opts: Any, settings: dict[str, Any]) -> int:
+    """`pytps run --serve CMD`: one run per server configuration (the folder itself for one)."""
+    from pathlib import Path
+
+    from pytps.app.tuning import run_served
+    from pytps.results.folder import load_results
+
+    def show(folder: Path) -> None:
+        if not args.json:
+            from pytps.report.console import render
+
+            render(load_results(folder))
+
+    outcome = run_served(opts, settings, say=opts.say, show=show)
+    if args.json:
+        print(json.dumps(outcome.index, indent=2, default=str))
+    print(f"results: {outcome.out_dir}", file=sys.stderr)
     return outcome.exit_code

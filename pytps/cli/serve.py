@@ -67,6 +67,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="tokens per prefix-cache block (default 16, as vLLM)",
     )
     p.add_argument(
+        "--ttft-ramp-ms-per-s",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="a drifting server: each request's TTFT grows by MS ms per second since the server started (default 0)",
+    )
+    p.add_argument(
         "--max-batch",
         type=int,
         default=0,
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             ttft_ms=args.ttft_ms,
             ttft_dist=args.ttft_dist,
             ttft_sd_ms=args.ttft_sd_ms,
+            ttft_ramp_ms_per_s=args.ttft_ramp_ms_per_s,
             itl_us=args.itl_us,
             itl_dist=args.itl_dist,
             itl_sd_us=args.itl_sd_us,
@@ -204,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.suppress(BrokenPipeError):
         print(
             f"pytps emulator stopped: {stats['generation_requests']} generation requests, "
-            f"{stats['events_sent']} events, {stats['faults']} faults",
+            f"{stats['events_sent']} events, {stats['faults']} faults; "
+            f"first connection accepted at {stats['first_accept_ns']} ns (CLOCK_MONOTONIC)",
             flush=True,
         )
     return 0

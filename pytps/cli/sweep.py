@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from pytps.app.exit_codes import TABLE
 from pytps.cli.report import add_html_argument, check_html_available, write_html
@@ -45,6 +46,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.html is not None:
         check_html_available()
     settings = flag_settings(args)
+    from pytps.app.serve_plan import plain_hooks, serve_options
+    from pytps.app.served import CellHooks
+
+    serve = SETTINGS.from_flags(args, "serve")
+    opts = serve_options(serve, settings, base_url=args.base_url)
+    if opts is not None:
+        return _tune(args, opts, settings)
+    between = CellHooks(*plain_hooks(serve, settings), say("sweep"))
     if args.search:
         from pytps.app.search import SearchPlan, capacity_line, search
 
@@ -55,6 +64,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             out=args.out,
             say=say("sweep"),
             say_endpoint=emulator_line("searching"),
+            between=between,
         )
         if args.json:
             print(json.dumps(found.index, indent=2))
@@ -74,6 +84,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         out=args.out,
         say=say("sweep"),
         say_endpoint=emulator_line("sweeping"),
+        between=between,
     )
     if args.json:
         print(json.dumps(swept.index, indent=2))
@@ -83,3 +94,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.html is not None:
         write_html(swept.out_dir, args.html)
     return swept.exit_code
+
+
+def _tune(args: argparse.Namespace, opts: Any, settings: dict[str, Any]) -> int:
+    """`pytps sweep --serve CMD [--serve-grid …] [--search …]`: per server configuration a sweep or
+    a capacity search; with a search, the configurations ranked (docs/tuning.md)."""
+    from pytps.app.search import SearchPlan
+    from pytps.app.sweeps import SweepPlan
+    from pytps.app.tuning import tune
+    from pytps.report.tuning_lines import ranking_lines
+
+    outcome = tune(
+        opts,
+        settings,
+        search=SearchPlan.of(SETTINGS.from_flags(args, "search")) if args.search else None,
+        plan=SweepPlan.of(SETTINGS.from_flags(args, "sweep")),
+        out=args.out,
+        say=opts.say,
+    )
+    if args.json:
+        print(json.dumps(outcome.index, indent=2, default=str))
+    elif args.search:
+        unit = "req/s" if args.search == "rate" else "concurrent requests"
+        print("\n".join(ranking_lines(outcome.index, unit)))
+    print(f"results: {outcome.out_dir} (tuning.json indexes the configurations)", file=sys.stderr)
+    if args.html is not None:
+        from pytps.report.html_tuning import write_tuning_page
+
+        print(f"report: {write_tuning_page(outcome.out_dir, args.html)}", file=sys.stderr)
+    return outcome.exit_code

@@ -50,20 +50,69 @@ def choice_letter(text: str) -> str | None:
     return m.group(1).upper()
 
 
+_STRUCTURE = re.compile(r'\{+|[}"\\]')
+
+
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every balanced {...} in one left-to-right pass, in order of start: braces
+    inside JSON strings (tracked only inside an object, so prose quotes around it do not count)
+    are not braces. An unclosed brace gives no span; nothing after the last "}" can close one."""
+    spans: list[tuple[int, int]] = []
+    stack: list[list[int]] = []  # runs of open braces: [first position, how many still open]
+    in_string = False
+    escaped_at = -1  # the position a backslash in a string escapes
+    first, last = text.find("{"), text.rfind("}")
+    if first < 0 or last < first:
+        return spans
+    for m in _STRUCTURE.finditer(text, first, last + 1):
+        i = m.start()
+        ch = text[i]
+        if in_string:
+            if i == escaped_at:
+                continue
+            if ch == "\\":
+                escaped_at = i + 1
+            elif ch == '"':
+                in_string = False
+        elif ch == "{":
+            stack.append([i, m.end() - i])
+        elif ch == "}":
+            if stack:
+                run = stack[-1]
+                run[1] -= 1
+                spans.append((run[0] + run[1], i + 1))
+                if not run[1]:
+                    stack.pop()
+        elif ch == '"' and stack:
+            in_string = True
+    spans.sort()
+    return spans
+
+
 def first_json_object(text: str) -> str | None:
     """`first_json_object`: the first complete JSON object in the text (a ```json fence or prose
-    around it is skipped), re-serialised; None when there is none."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
+    around it is skipped), re-serialised; None when there is none.
+
+    Linear in the text: one pass finds each balanced {...} span, and a span that fails to parse
+    at position p rules out every later span that starts before p and ends after it (it would
+    fail at p too), so no character is parsed more than twice (trying json.raw_decode at every
+    "{" was quadratic). An object nested deeper than the interpreter's recursion limit is not an
+    answer, nor is anything inside it."""
+    failed_at = -1
+    skip_until = -1
+    for start, end in _object_spans(text):
+        if start < skip_until or start < failed_at < end:
+            continue
         try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
+            value = json.loads(text[start:end])
+        except json.JSONDecodeError as exc:
+            failed_at = start + exc.pos
+            continue
+        except RecursionError:
+            skip_until = end
             continue
         if isinstance(value, dict):
             return json.dumps(value, sort_keys=True)
-        start = text.find("{", start + 1)
     return None
 
 

@@ -5,21 +5,24 @@ A reference comes with each dataset record ("expected", "grader", options) or ea
 line naming its file and line; Grading.grade() judges a finished request's answer text (reasoning
 excluded) once, before the runner drops the text. A grader that raises marks that request
 grader_error with the exception's text, and the run goes on.
+
+No answer can hang a run: regexes are matched by RE2 (linear time) where RE2 can take the
+pattern; a user's grader, a JSON Schema (its `pattern`s are Python regexes) and a pattern RE2
+cannot take run in a worker process (grading/grader_pool) that is killed at the answer's
+deadline (--grader-timeout-s), which makes the verdict grader_timeout.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import inspect
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytps.errors import ConfigError, loads_json
 from pytps.grading.answers import EXTRACTORS
@@ -51,6 +54,14 @@ class Answered(Protocol):
     def reasoning_text(self) -> str: ...
 
 
+if TYPE_CHECKING:
+    from pytps.grading.grader_pool import GraderPool
+
+#: --grader-timeout-s's default: the most one answer's grading may take.
+DEFAULT_GRADER_TIMEOUT_S = 30.0
+#: The verdict of an answer still with its grader when the run was stopped (Ctrl-C, SIGTERM).
+STOPPED_REASON = "grader_stopped: the run was stopped before this answer was graded"
+
 #: The built-in graders and the extraction rule each uses unless the record names another.
 DEFAULT_EXTRACT = {
     "exact": "after_marker",
@@ -81,10 +92,28 @@ class Reference:
     schema: dict[str, Any] | None = None
     record: Mapping[str, Any] = field(default_factory=dict, repr=False)
     custom: UserGrader | None = field(default=None, repr=False)
-    _regex: re.Pattern[str] | None = field(default=None, repr=False)
+    # A compiled pattern with .search(): RE2's where it takes the pattern, else Python's.
+    _regex: Any = field(default=None, repr=False)
+    #: Graded in a worker process under the deadline (a user's grader, a JSON Schema, a regex
+    #: that only Python's engine takes), not in the run's process.
+    isolated: bool = False
     #: The hash of what grades this item (grader, expected, extraction rule, options): the
     #: fingerprint's reference set is made of these, computed when the record is checked.
     digest: str = field(default="", repr=False)
+
+
+def compile_re2(pattern: str, case_fold: bool = False) -> Any:
+    """pattern compiled by RE2 (linear-time matching whatever the text), or None when RE2 cannot
+    take it (backreferences, lookaround: Python-only syntax)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is an answer here, not a line on stderr
+    options.case_sensitive = not case_fold
+    try:
+        return re2.compile(pattern, options)
+    except re2.error:
+        return None
 
 
 def _source_sha256(fn: Any) -> str | None:
@@ -139,9 +168,11 @@ def parse_reference(
     item: str,
     default_grader: str | None = None,
     users: dict[str, UserGrader] | None = None,
+    in_worker: bool = False,
 ) -> Reference | None:
     """The reference of one record, checked; None when the record has none and no grader is set.
-    users: user graders already imported, by spec (one import per spec)."""
+    users: user graders already imported, by spec (one import per spec). in_worker: parsed in a
+    grader worker, which matches with Python's engine (the pattern is there because RE2 refused it)."""
     users = {} if users is None else users
     grader = raw.get("grader", default_grader)
     has_expected = "expected" in raw and raw["expected"] is not None
@@ -170,8 +201,9 @@ def parse_reference(
     case_fold = raw.get("case_fold", False)
     if not isinstance(case_fold, bool):
         raise ConfigError(f"{where}: case_fold must be true or false, got {case_fold!r}")
-    regex = None
+    regex: Any = None
     schema = None
+    isolated = custom is not None or grader == "json-schema"
     if grader == "regex":
         if not isinstance(expected, str):
             raise ConfigError(f"{where}: grader regex needs expected to be a regular expression string")
@@ -179,6 +211,11 @@ def parse_reference(
             regex = re.compile(expected, re.IGNORECASE if case_fold else 0)
         except re.error as exc:
             raise ConfigError(f"{where}: expected {expected!r} is not a valid regular expression: {exc}") from None
+        linear = None if in_worker else compile_re2(expected, case_fold)
+        if linear is not None:
+            regex = linear
+        else:
+            isolated = not in_worker
     elif grader == "number":
         if _number(expected) is None:
             raise ConfigError(f"{where}: grader number needs expected to be a number, got {expected!r}")
@@ -216,6 +253,7 @@ def parse_reference(
         record=raw,
         custom=custom,
         _regex=regex,
+        isolated=isolated,
     )
 
 
@@ -365,6 +403,9 @@ class Grading:
     references: dict[str, Reference] = field(default_factory=dict)
     default_grader: str | None = None
     _users: dict[str, UserGrader] = field(default_factory=dict, repr=False)
+    #: The most one answer's grading may take in a worker (--grader-timeout-s).
+    timeout_s: float = DEFAULT_GRADER_TIMEOUT_S
+    _pool: GraderPool | None = field(default=None, repr=False, compare=False)
 
     @property
     def active(self) -> bool:
@@ -377,8 +418,34 @@ class Grading:
         return {
             "default_grader": self.default_grader,
             "items_checked": len(self.references),
+            "timeout_s": self.timeout_s,
             **self.identity(),
         }
+
+    def close(self) -> None:
+        """Ends the grader workers (a run calls it when its gradings are over)."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def _workers(self) -> GraderPool:
+        if self._pool is None:
+            from pytps.grading.grader_pool import GraderPool
+
+            self._pool = GraderPool(self.timeout_s)
+        return self._pool
+
+    def pending(self, rec: Answered, item: str | None, raw: Mapping[str, Any] | None = None) -> Grade | None:
+        """What the journal says of an answer that will be graded, until its verdict comes (None:
+        it will not be graded, or its grade is known at once)."""
+        if not self.enabled or not rec.ok:
+            return None
+        try:
+            ref = self.reference(item, raw)
+        except ConfigError:
+            return None
+        if ref is None:
+            return None
+        return Grade(ref.item, ref.grader, None, None, "grader_pending: the run ended before this answer was graded")
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs' grading the same (the workload fingerprint hashes it): the graders
@@ -433,8 +500,12 @@ class Grading:
         if ref is None:
             return None
         try:
-            if ref.custom is None:
+            if not ref.isolated:
                 return grade_text(ref, rec.text)
+            if ref.custom is None:  # a JSON Schema, a regex only Python's engine takes
+                job: tuple[Any, ...] = ("builtin", dict(ref.record), ref.item, self.default_grader, rec.text)
+                graded: Grade = await self._workers().run(job)
+                return graded
             request = {
                 "index": rec.index,
                 "item": ref.item,
@@ -443,19 +514,27 @@ class Grading:
                 "reasoning_text": rec.reasoning_text,
                 "model": rec.model,
             }
-            # A user grader's print() goes to stderr: stdout is pytps's (`--json`).
-            with contextlib.redirect_stdout(sys.stderr):
-                value = ref.custom(request, rec.text, dict(ref.record))
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await self._workers().run(("user", ref.grader, request, rec.text, dict(ref.record)))
             return _user_verdict(ref, value, EXTRACTORS[ref.extract](rec.text))
-        except Exception as exc:  # the run goes on: this request is grader_error
-            text = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the run goes on: this request is grader_error (or grader_timeout)
+            from pytps.grading.grader_pool import GraderTimeout
+
+            if isinstance(exc, GraderTimeout):
+                why = (
+                    f"grader_timeout: no verdict within {self.timeout_s:g} s (--grader-timeout-s); "
+                    "its process was stopped"
+                )
+                return Grade(ref.item, ref.grader, None, None, why, None, "grader_timeout")
+            text = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
             return Grade(ref.item, ref.grader, None, None, f"grader_error: {text}", None, text)
 
 
 def build_grading(
-    raws: Iterable[tuple[str, str, Mapping[str, Any]]], default_grader: str | None, *, builtin: bool = False
+    raws: Iterable[tuple[str, str, Mapping[str, Any]]],
+    default_grader: str | None,
+    *,
+    builtin: bool = False,
+    timeout_s: float = DEFAULT_GRADER_TIMEOUT_S,
 ) -> Grading:
     """A run's Grading from its workload's raw references: (item id, where, reference fields).
     Every record is checked now; the first bad one is a ConfigError naming its file and line.
@@ -470,4 +549,4 @@ def build_grading(
         ref = parse_reference(raw, where=where, item=item, default_grader=default_grader, users=users)
         if ref is not None:
             refs[item] = ref
-    return Grading(builtin or bool(refs), refs, default_grader, users)
+    return Grading(builtin or bool(refs), refs, default_grader, users, timeout_s)

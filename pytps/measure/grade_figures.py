@@ -49,6 +49,7 @@ class GradeFigures:
         self.graded = 0  # answers a grader judged (grader errors excluded)
         self.correct = 0
         self.grader_errors = 0
+        self.grader_timeouts = 0  # of the grader errors: no verdict within --grader-timeout-s
         self.ungraded = 0  # successful requests without a reference
         self.correct_useful = 0  # correct and within every --slo limit (and validation)
         self.correct_tokens = 0
@@ -66,6 +67,7 @@ class GradeFigures:
             return
         if grade.correct is None:
             self.grader_errors += 1
+            self.grader_timeouts += grade.error == "grader_timeout"
             return
         self.graded += 1
         right = int(grade.correct)
@@ -100,6 +102,7 @@ class GradeFigures:
             {
                 "wrong": self.graded - self.correct,
                 "grader_errors": self.grader_errors,
+                "grader_timeouts": self.grader_timeouts,
                 "ungraded": self.ungraded,
                 "correct_within_slo": self.correct_useful,
                 "goodput_correct_rps": self.correct_useful / window_s if window_s else None,

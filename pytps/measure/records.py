@@ -167,6 +167,10 @@ class RequestRecord:
     dimensions: int | None = None  # embeddings: the vector length asked for (--dimensions)
     embedding_dim: int | None = None
     results: int | None = None
+    # The audio dialects (pytps.measure.voice): the format a WAV body's header stated, and the
+    # first read that carried any byte of a raw audio body.
+    audio_format: dict[str, int] | None = None
+    first_body_ns: int | None = None
     # Image prompts: the images sent with the request, their encoded bytes and pixels.
     images: int = 0
     image_bytes: int = 0
@@ -206,4 +210,6 @@ class RequestRecord:
         self.text = rec.text
         self.reasoning_text = rec.reasoning_text
         self.body = rec.body
+        self.audio_format = getattr(rec, "audio_format", None)
+        self.first_body_ns = getattr(rec, "first_body_ns", None)
         self.text_chars = len(self.text) + len(self.reasoning_text)

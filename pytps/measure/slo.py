@@ -15,7 +15,7 @@ from typing import Any
 
 from pytps.errors import ConfigError
 from pytps.grading.grade import Grade
-from pytps.grading.graders import Grading
+from pytps.grading.graders import Grading, compile_re2
 from pytps.measure.cost import Prices
 from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
@@ -80,16 +80,24 @@ class Validation:
     regex: str | None = None
     json: bool = False
     json_keys: tuple[str, ...] = ()
-    _compiled: re.Pattern[str] | None = field(default=None, repr=False)
+    # RE2's compiled pattern: matching takes linear time, so no answer can hang the run.
+    _compiled: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.regex is not None:
             try:
-                self._compiled = re.compile(self.regex)
+                re.compile(self.regex)
             except re.error as exc:
                 raise ConfigError(
                     f"expect_regex (--expect-regex) {self.regex!r} is not a valid regular expression: {exc}"
                 ) from None
+            self._compiled = compile_re2(self.regex)
+            if self._compiled is None:
+                raise ConfigError(
+                    f"expect_regex (--expect-regex) {self.regex!r} needs Python-only syntax (a backreference or "
+                    "lookaround): --expect-regex is matched by RE2, in linear time; rewrite it without, or grade "
+                    'with a dataset record\'s "grader": "regex" (run under --grader-timeout-s)'
+                )
 
     @property
     def active(self) -> bool:

@@ -123,7 +123,12 @@ class RunSummary:
         done = line["end_ns"] if line["end_ns"] is not None else line["t_done_ns"]
         grade = None
         if line.get("grader") is not None:
-            grade = Grade(line["item"], line["grader"], line["correct"], line.get("score"), line.get("why_wrong"))
+            why = line.get("why_wrong")
+            timed_out = isinstance(why, str) and why.startswith("grader_timeout:")
+            grade = Grade(
+                line["item"], line["grader"], line["correct"], line.get("score"), why,
+                error="grader_timeout" if timed_out else None,
+            )  # fmt: skip
         verdict = Verdict(useful=line["useful"], why_not=line["why_not_useful"], cost=line["cost"], grade=grade)
         implausible = line.get("usage_implausible") is not None
         self._add_scalars(m, done, line["retries"], verdict, line["usage"] or {}, line["turn"], implausible)

@@ -13,6 +13,7 @@ from pytps.measure import catalogue
 from pytps.measure.catalogue import Metric
 from pytps.report import run_warnings
 from pytps.report.numbers import fmt, sparkline
+from pytps.report.terminal import SafeConsole
 
 # The table's rows, in order: the run's own distributions, then the server's timings when it
 # reported them (labels, units and scales: pytps/measure/catalogue.py).
@@ -97,7 +98,7 @@ def throughput_sparkline(summary: dict[str, Any], width: int = 60) -> str | None
 
 
 def render(results: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or SafeConsole()
     meta = results.get("metadata", {})
     s = results.get("summary") or {}
     load = meta.get("load", {})

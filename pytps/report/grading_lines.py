@@ -20,6 +20,7 @@ def grading_lines(results: dict[str, Any]) -> list[str]:
     head = (
         f"accuracy {_pct(g.get('accuracy'))}{interval} · {g['correct']} correct of {g['graded']} graded"
         + (f" · {g['grader_errors']} grader errors" if g.get("grader_errors") else "")
+        + (f" ({g['grader_timeouts']} timed out)" if g.get("grader_timeouts") else "")
         + (f" · {g['ungraded']} without a reference" if g.get("ungraded") else "")
     )
     rps = g.get("goodput_correct_rps")

@@ -19,5 +19,10 @@ SCRAPES_RAW = "server_metrics_raw.jsonl"
 #: A sweep's index of its cells (pytps.sweep.cells), and a matrix's (pytps.app.matrix).
 SWEEP_INDEX = "sweep.json"
 MATRIX_INDEX = "matrix.json"
+#: --serve (pytps.app.served, docs/tuning.md): the launched server's output (redacted), what it
+#: said and how it started and stopped, per configuration; and a tuning's index of its configurations.
+SERVER_LOG = "server.log"
+SERVER_FACTS = "server.json"
+TUNING_INDEX = "tuning.json"
 #: The files that make a folder a run's (a used --out folder is refused: pytps.results.folder).
 RUN_FILES = (RESULTS, JOURNAL, EVENTS, EVENT_LOG)

@@ -80,8 +80,22 @@ def refuse_used_folder(directory: Path) -> None:
         )
 
 
+#: A request journaled when its timing ended, its answer still with its grader.
+GRADING_PENDING = "pending"
+#: Its verdict line came (the grader answered, failed or timed out).
+GRADING_DONE = "graded"
+#: The run was stopped before its verdict came.
+GRADING_STOPPED = "stopped"
+#: The key of a verdict line: the index of the request line it completes.
+VERDICT_OF = "verdict_of"
+#: What a verdict line carries: every field the grade decides.
+VERDICT_FIELDS = ("useful", "why_not_useful", "cost", "item", "grader", "correct", "score", "why_wrong")
+
+
 class Journal:
-    """Appends one JSON line per finished request and flushes it to the OS at once."""
+    """Appends one JSON line per finished request and flushes it to the OS at once. A graded
+    request may come in two lines: the request when its timing ended ("grading": "pending"),
+    then its verdict ({"verdict_of": index, ...}); read_journal() merges them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -94,8 +108,39 @@ class Journal:
         self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
         self._f.flush()
 
+    def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
+        self._f.write(json.dumps({VERDICT_OF: index, **fields}, separators=(",", ":")) + "\n")
+        self._f.flush()
+
     def close(self) -> None:
         self._f.close()
+
+
+def read_journal(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The one reader of requests.jsonl: each request's line with its verdict merged in. A torn
+    last line (the process died mid-write) is skipped. A request line waiting for its verdict is
+    held until the verdict comes (so lines come in the order verdicts were written, which is the
+    order requests were finished); one whose verdict never came (a killed run) comes at the end,
+    still "grading": "pending". Memory: only the requests being graded at once."""
+    waiting: dict[Any, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as f:
+        for text in f:
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(line, dict):
+                continue
+            if VERDICT_OF in line:
+                request = waiting.pop(line.pop(VERDICT_OF), None)
+                if request is not None:
+                    request.update(line)
+                    yield request
+            elif line.get("grading") == GRADING_PENDING:
+                waiting[line.get("index")] = line
+            else:
+                yield line
+    yield from waiting.values()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -115,20 +160,16 @@ def load_results(directory: str | Path) -> dict[str, Any]:
 
 
 def journal_lines(directory: str | Path) -> Iterator[dict[str, Any]]:
-    """The journal's whole lines, read as iterated (the one reader of requests.jsonl): a torn last
-    line, from a process killed mid-write, is left out."""
-    with open(Path(directory) / JOURNAL, encoding="utf-8") as f:
-        for text in f:
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and "index" in line:
-                yield line
+    """The journal's requests, read as iterated (the one reader of requests.jsonl), each verdict
+    line merged into its request (read_journal); a torn last line, from a process killed
+    mid-write, is left out."""
+    for line in read_journal(Path(directory) / JOURNAL):
+        if "index" in line:
+            yield line
 
 
 def load_journal(directory: str | Path) -> list[dict[str, Any]]:
-    """The journal's whole lines, as a list."""
+    """The journal's requests, as a list."""
     return list(journal_lines(directory))
 
 

@@ -17,11 +17,18 @@ from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
 from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
-from pytps.measure.slo import Judge
+from pytps.measure.slo import Judge, Verdict
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
 from pytps.results.files import EVENT_LOG, EVENTS, JOURNAL, RESULTS, SCRAPES, SPILL
-from pytps.results.folder import SCHEMA_VERSION, Journal, write_json_atomic
+from pytps.results.folder import (
+    GRADING_DONE,
+    GRADING_PENDING,
+    SCHEMA_VERSION,
+    VERDICT_FIELDS,
+    Journal,
+    write_json_atomic,
+)
 
 if TYPE_CHECKING:
     from pytps.results.record import Record
@@ -106,22 +113,51 @@ class RunOutput:
             target_concurrency=slots, rate_mode=rate_mode, judge=self.judge, spill_path=out_dir / SPILL
         )
         self.records: list[RequestRecord] | None = [] if keep_records else None
+        # Requests journaled while their answers are graded: their measurement, kept for add().
+        self._pending: dict[int, tuple[RequestMetrics, Any]] = {}
         self.finished = 0
         # Every request's output tokens, warm-up and failures included: the server metrics' scrapes
         # bracket them all (the token cross-check, joules per output token).
         self.all_output_tokens = 0
 
-    def add(self, rec: RequestRecord) -> RequestMetrics:
-        m, layout = measure(rec)
-        verdict = self.judge.verdict(rec, m)
+    def _scalars(self, rec: RequestRecord, m: RequestMetrics, verdict: Verdict) -> dict[str, Any]:
         scalars = {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
         if rec.grade is not None:
             scalars.update(rec.grade.journal_fields(self.judge.keep_text))
-        if self.judge.keep_text:  # --keep-text: what a grader saw (the answer), and the reasoning beside it
+        return scalars
+
+    def journal_pending(self, rec: RequestRecord) -> None:
+        """A request whose timing has ended and whose answer waits for its grader: journaled now
+        ("grading": "pending", rec.grade the placeholder), so a run stopped while it is graded
+        still has it. add() appends its verdict line later."""
+        m, layout = measure(rec)
+        scalars = self._scalars(rec, m, self.judge.verdict(rec, m))
+        if self.judge.keep_text:
             scalars["answer_text"] = rec.text
             scalars["reasoning_text"] = rec.reasoning_text
+        scalars["grading"] = GRADING_PENDING
         self.journal.append(rec, scalars)
         self.events.append(rec, layout)
+        self._pending[rec.index] = (m, layout)
+
+    def add(self, rec: RequestRecord, grading: str = GRADING_DONE) -> RequestMetrics:
+        """A finished request, graded when it has a reference. One journaled as pending gets its
+        verdict line (grading: "graded", or "stopped" when the run ended first)."""
+        pending = self._pending.pop(rec.index, None)
+        m, layout = pending if pending is not None else measure(rec)
+        verdict = self.judge.verdict(rec, m)
+        scalars = self._scalars(rec, m, verdict)
+        if pending is not None:
+            fields = {k: scalars[k] for k in VERDICT_FIELDS if k in scalars}
+            if self.judge.keep_text and rec.grade is not None:
+                fields["extracted_answer"] = rec.grade.extracted
+            self.journal.append_verdict(rec.index, {**fields, "grading": grading})
+        else:
+            if self.judge.keep_text:  # --keep-text: what a grader saw (the answer), and the reasoning beside it
+                scalars["answer_text"] = rec.text
+                scalars["reasoning_text"] = rec.reasoning_text
+            self.journal.append(rec, scalars)
+            self.events.append(rec, layout)
         self.summary.add(rec, m, layout, verdict)
         self.all_output_tokens += m.output_tokens
         if self.records is not None:

@@ -19,6 +19,7 @@ from pytps.results.folder import refuse_used_folder
 from pytps.runner.schedule import LoadPlan
 from pytps.runner.scrape_settings import ServerMetrics
 from pytps.settings.table import TABLE
+from pytps.transport.base_url import refuse_userinfo_with_key
 from pytps.transport.registry import check_transport
 from pytps.workload import request_formats
 from pytps.workload.images import ImageSpec
@@ -145,6 +146,11 @@ def make_config(base_url: str, **settings: Any) -> RunConfig:
     s = Settings(TABLE.resolve(settings))
 
     request_formats.check_api(s.api)
+    if s.api in (*request_formats.AUDIO_APIS, request_formats.REALTIME_API):
+        raise ConfigError(
+            f"--api {s.api} is a voice run: `pytps run --api {s.api}` runs it (pytps.runner.voice); "
+            "sweeps, matrices and pytps.run() of voice runs are not built yet"
+        )
     inputs = InputShape(s.batch_size, s.documents, s.top_n, s.encoding_format, s.dimensions).validate(s.api)
     image_spec = ImageSpec(s.images, s.image_size, s.image_format, s.shared_images, s.seed).validate()
     if s.images and s.api not in ("openai-chat", "openai-responses", "anthropic", "ollama"):
@@ -220,6 +226,7 @@ def make_config(base_url: str, **settings: Any) -> RunConfig:
         if s.api_key_env is not None and s.api_key_env not in os.environ:
             raise ConfigError(f"api_key_env {s.api_key_env}: that environment variable is not set")
         s.api_key = os.environ.get(s.api_key_env or request_formats.default_api_key_env(s.api)) or None
+    refuse_userinfo_with_key(base_url, s.api_key, s.headers or {})
     keys = tuple(k.strip() for k in s.expect_json.split(",") if k.strip()) if isinstance(s.expect_json, str) else ()
     priced = any(p is not None for p in (s.price_input, s.price_cached_input, s.price_output, s.price_request))
     prices = (
@@ -234,7 +241,12 @@ def make_config(base_url: str, **settings: Any) -> RunConfig:
         if priced
         else None
     )
-    grading = _grading(workload, s.grader, task_set is not None)
+    timeout_s = s.grader_timeout_s
+    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s < float("inf")):
+        raise ConfigError(
+            f"grader_timeout_s (--grader-timeout-s) {timeout_s}: give a positive number of seconds, e.g. 30"
+        )
+    grading = _grading(workload, s.grader, task_set is not None, float(timeout_s))
     judge = Judge(
         grading=grading,
         keep_text=s.keep_text,
@@ -279,6 +291,7 @@ def make_config(base_url: str, **settings: Any) -> RunConfig:
             s.server_metrics_interval,
             s.server_metrics_headers,
             s.server_metrics_raw,
+            max_bytes=s.server_metrics_max_bytes,
         ),
         settings={k: v for k, v in s.items() if k != "api_key"},
     )
@@ -302,13 +315,13 @@ def _task_workload(
     return TaskWorkload(tasks, input_tokens, output_tokens, seed)
 
 
-def _grading(workload: Workload, grader: str | None, builtin: bool) -> Grading:
+def _grading(workload: Workload, grader: str | None, builtin: bool, timeout_s: float) -> Grading:
     """The run's graded answers: every dataset record's reference checked now, before any request."""
     from pytps.workload.synthetic import DatasetWorkload
 
     if isinstance(workload, DatasetWorkload) or builtin:
         refs = workload.references() if isinstance(workload, DatasetWorkload) else []
-        return build_grading(refs, grader, builtin=builtin)
+        return build_grading(refs, grader, builtin=builtin, timeout_s=timeout_s)
     if grader is not None:
         raise ConfigError("grader (--grader) grades the answers of --dataset records or --tasks: give one of them")
     return Grading()

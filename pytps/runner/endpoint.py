@@ -13,10 +13,10 @@ import ssl
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from pytps.errors import EndpointError
 from pytps.measure.redact import Redactor
+from pytps.transport.base_url import BaseUrl
 from pytps.transport.network import proxy_for, tls_hint
 from pytps.workload import request_formats
 
@@ -89,9 +89,10 @@ class Endpoint:
         # httpx honours HTTP_PROXY, ALL_PROXY and NO_PROXY as the httpx transport does.
         import httpx
 
-        verify: Any = self._ssl_context() if urlsplit(self.base_url).scheme == "https" else True
-        async with httpx.AsyncClient(base_url=self.base_url, verify=verify, timeout=self._timeout_s) as client:
-            resp = await client.get(path, headers=self.headers)
+        verify: Any = self._ssl_context() if BaseUrl.parse(self.base_url).tls else True
+        url = BaseUrl.parse(self.base_url)
+        async with httpx.AsyncClient(verify=verify, timeout=self._timeout_s) as client:
+            resp = await client.get(url.url(path), headers={**self.headers, **url.auth_for(self.headers)})
         try:
             return resp.status_code, resp.json()
         except ValueError:
@@ -101,17 +102,16 @@ class Endpoint:
         import http.client
         import json
 
-        url = urlsplit(self.base_url)
+        url = BaseUrl.parse(self.base_url)
         port = url.port
         conn: http.client.HTTPConnection
-        if url.scheme == "https":
-            conn = http.client.HTTPSConnection(
-                url.hostname or "", port, timeout=self._timeout_s, context=self._ssl_context()
-            )
+        if url.tls:
+            conn = http.client.HTTPSConnection(url.host, port, timeout=self._timeout_s, context=self._ssl_context())
         else:
-            conn = http.client.HTTPConnection(url.hostname or "", port, timeout=self._timeout_s)
+            conn = http.client.HTTPConnection(url.host, port, timeout=self._timeout_s)
+        headers = {"Accept": "application/json", **self.headers, **url.auth_for(self.headers)}
         try:
-            conn.request("GET", url.path.rstrip("/") + path, headers={"Accept": "application/json", **self.headers})
+            conn.request("GET", url.target(path), headers=headers)
             resp = conn.getresponse()
             body = resp.read(MAX_JSON_BYTES + 1)
         finally:

@@ -24,10 +24,13 @@ from typing import Any
 
 from pytps._native import _core
 from pytps.errors import EndpointError
+from pytps.grading.grade import Grade
+from pytps.grading.graders import STOPPED_REASON
 from pytps.measure.bodies import read_body
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.measure.saturation import SaturationWatch
+from pytps.results.folder import GRADING_DONE, GRADING_STOPPED
 from pytps.results.output import RunOutput, RunResult, default_out_dir, write_results
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
@@ -127,6 +130,9 @@ class Runner:
         self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration
         # Graded answers: each request's item and reference fields, until its answer is graded.
         self._items: dict[int, tuple[str, dict[str, Any] | None]] = {}
+        # Requests journaled whose answers are with their graders (a stopped run finishes them).
+        self._grading: dict[int, RequestRecord] = {}
+        self._background: set[asyncio.Task[None]] = set()  # gradings the load does not wait for
         self._in_flight = 0
         self._tokens = 0
         self._errors = 0
@@ -250,32 +256,69 @@ class Runner:
 
     # ---- one request ------------------------------------------------------------------------
 
-    async def _completed(self, rec: RequestRecord, output: RunOutput) -> None:
-        """A finished request: its answer graded (a user's grader may be async), then _finish."""
+    async def _completed(self, rec: RequestRecord, output: RunOutput, background: bool = False) -> None:
+        """A finished request: journaled at once when its answer must wait for a grader (a
+        user's function, a JSON Schema: up to --grader-timeout-s), then graded, then _finish.
+        A run stopped meanwhile finishes it without a verdict (_finish_ungraded).
+        background: grade it in a task of its own (the probe: the load must not wait for it)."""
         if not rec.stream:
             read_body(rec, self.cfg.api)
         item = self._items.pop(rec.index, None)
-        if item is not None:
-            rec.grade = await self.cfg.judge.grading.grade(rec, *item)
+        self._prepare(rec)
+        if item is None:
+            self._finish(rec, output)
+            return
+        grading = self.cfg.judge.grading
+        placeholder = grading.pending(rec, *item)
+        if placeholder is not None:
+            rec.grade = placeholder
+            output.journal_pending(rec)
+            self._grading[rec.index] = rec
+            if background:
+                task = asyncio.create_task(self._graded(rec, item, output, pending=True))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+                return
+        await self._graded(rec, item, output, pending=placeholder is not None)
+
+    async def _graded(
+        self, rec: RequestRecord, item: tuple[str, dict[str, Any] | None], output: RunOutput, pending: bool
+    ) -> None:
+        rec.grade = await self.cfg.judge.grading.grade(rec, *item)
+        if pending and self._grading.pop(rec.index, None) is None:
+            return  # the run was stopped meanwhile: _finish_ungraded counted it
         self._finish(rec, output)
 
-    def _finish(self, rec: RequestRecord, output: RunOutput) -> None:
-        """One finished request: O(1) whatever the run's length (the work per token aside)."""
+    def _finish_ungraded(self, output: RunOutput) -> None:
+        """The run stopped while answers were with their graders: each such request (journaled
+        already) is counted, its verdict "stopped" (docs/grading.md)."""
+        waiting, self._grading = self._grading, {}
+        for rec in waiting.values():
+            assert rec.grade is not None
+            g = rec.grade
+            rec.grade = Grade(g.item, g.grader, None, None, STOPPED_REASON, None, "grader_stopped")
+            self._finish(rec, output, GRADING_STOPPED)
+
+    def _prepare(self, rec: RequestRecord) -> None:
+        """What a record gets before it is journaled: redaction, the session's tags, token counts."""
         rec.error_detail = self._redact(rec.error_detail)
         if self.on_record is not None:
             self.on_record(rec)
         if self.cfg.tokenizer is not None and "completion_tokens" not in rec.usage:
             rec.tokenizer_tokens = self.cfg.tokenizer.count(rec.text + rec.reasoning_text)
-        if self._redactor:
+        if self._redactor and self.cfg.judge.keep_text:
             # What the server said is written as server text: an echoed key is redacted in the
-            # journal's answer_text and reasoning_text (--keep-text) and in a grade's words.
-            if self.cfg.judge.keep_text:
-                rec.text, rec.reasoning_text = self._redactor(rec.text), self._redactor(rec.reasoning_text)
-            if rec.grade is not None:
-                g = rec.grade
-                red = self._redactor.optional
-                rec.grade = dataclasses.replace(g, reason=red(g.reason), extracted=red(g.extracted), error=red(g.error))
-        m = output.add(rec)
+            # journal's answer_text and reasoning_text (--keep-text), the pending line's included.
+            rec.text, rec.reasoning_text = self._redactor(rec.text), self._redactor(rec.reasoning_text)
+
+    def _finish(self, rec: RequestRecord, output: RunOutput, grading: str = GRADING_DONE) -> None:
+        """One finished request: O(1) whatever the run's length (the work per token aside)."""
+        if self._redactor and rec.grade is not None:
+            # A grade's words quote the server's text: an echoed key is redacted there too.
+            g = rec.grade
+            red = self._redactor.optional
+            rec.grade = dataclasses.replace(g, reason=red(g.reason), extracted=red(g.extracted), error=red(g.error))
+        m = output.add(rec, grading)
         rec.text = rec.reasoning_text = ""  # judged and counted: do not hold every answer in memory
         self.finished += 1
         reported = rec.usage.get("prompt_tokens")
@@ -344,7 +387,7 @@ class Runner:
                 )
                 or ""
             )
-        await self._completed(rec, output)
+        await self._completed(rec, output, background=True)
 
     # ---- load -------------------------------------------------------------------------------
 
@@ -422,6 +465,8 @@ class Runner:
             await sleep_until_ns(t_sched - lead_ns)
             if self.stopping:  # decided while this slept (the error rate, another thread's request_stop)
                 break
+            if self.saturation is not None and not share.is_warmup(i):
+                self.saturation.arrived(t_sched)  # the watch counts the arrivals the schedule really made
             task = asyncio.create_task(one(i, t_sched))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -485,9 +530,13 @@ class Runner:
                         await self._rate_loop(model, output)
                     else:
                         await self._concurrency_loop(model, output)
+                if self._background:
+                    await asyncio.gather(*self._background)
             except asyncio.CancelledError:
                 interrupted = True
             finally:
+                for task in list(self._background):  # stopped: their requests finish as "stopped"
+                    task.cancel()
                 ticker.cancel()
                 self.progress.stop()
                 loop_cpu_s = time.thread_time() - loop_cpu0
@@ -495,6 +544,7 @@ class Runner:
                 if scraper is not None:
                     scraper.stop()  # the last scrapes, just after the last request finished
         finally:
+            cfg.judge.grading.close()  # its worker processes: every grading is over
             if own_transport:
                 # Closing must not lose what was measured: a failure here is not the run's.
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -519,6 +569,7 @@ class Runner:
                 "reason": why,
                 "stopped_early": why is not None and self._stop,
             }
+        self._finish_ungraded(output)
         result = output.finish(metadata, self.envelope)
         result.interrupted = interrupted
         result.stopped_reason = self.stopped_reason

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytps.measure.redact import Redactor
-from pytps.runner.scrape_settings import ServerMetrics
+from pytps.runner.scrape_settings import DEFAULT_MAX_SCRAPE_BYTES, ServerMetrics
 from pytps.runner.scraper import Scraper
 
 #: How long the child may take to start and take its first scrapes, and to take its last ones.
@@ -44,8 +44,10 @@ class ScraperProcess:
         raw: bool,
         insecure: bool,
         secrets: Sequence[str],
+        max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES,
     ) -> None:
         self.settings: dict[str, Any] = {
+            "max_bytes": max_bytes,
             "urls": list(urls),
             "out_dir": os.fspath(out_dir),
             "interval_s": interval_s,
@@ -67,6 +69,7 @@ class ScraperProcess:
             raw=sm.raw,
             insecure=insecure,
             secrets=redactor.secrets,
+            max_bytes=sm.max_bytes,
         )
 
     def _line(self, stream: IO[str], timeout_s: float) -> str:
@@ -125,6 +128,7 @@ def main() -> None:
         raw=s["raw"],
         insecure=s["insecure"],
         redactor=Redactor(s["secrets"]),
+        max_bytes=s.get("max_bytes", DEFAULT_MAX_SCRAPE_BYTES),
     )
     scraper.start()
     print("ready", flush=True)

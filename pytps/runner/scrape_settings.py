@@ -10,6 +10,11 @@ from urllib.parse import urlsplit
 from pytps.errors import ConfigError
 from pytps.measure.redact import Redactor
 
+#: --server-metrics-max-bytes's default: the most one scrape reads (a vLLM /metrics is ~100 KB).
+DEFAULT_MAX_SCRAPE_BYTES = 16 << 20
+#: The most series one scrape keeps; the rest are dropped, with one warning naming the cap.
+MAX_SCRAPE_SERIES = 50_000
+
 
 def metrics_url(url: str, base_url: str) -> str:
     """A --server-metrics URL checked (one line before the run when pytps cannot use it); ""
@@ -40,11 +45,13 @@ class ServerMetrics:
         interval_s: float = 0.5,
         headers: Mapping[str, str] | None = None,
         raw: bool = False,
+        max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES,
     ) -> None:
         self.urls = list(urls)
         self.interval_s = interval_s
         self.headers = dict(headers or {})
         self.raw = raw
+        self.max_bytes = max_bytes
 
     @classmethod
     def make(
@@ -54,6 +61,8 @@ class ServerMetrics:
         interval_s: float | None = None,
         headers: Mapping[str, str] | None = None,
         raw: bool = False,
+        *,
+        max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES,
     ) -> ServerMetrics | None:
         """None when scraping is off (urls None or False); True or an empty list: the base URL's
         origin + /metrics."""
@@ -68,7 +77,11 @@ class ServerMetrics:
         interval = 0.5 if interval_s is None else float(interval_s)
         if not interval > 0:
             raise ConfigError(f"--server-metrics-interval {interval_s}: give a positive number of seconds, e.g. 0.5")
-        return cls(list(dict.fromkeys(checked)), interval, headers, raw)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1024:
+            raise ConfigError(
+                f"--server-metrics-max-bytes {max_bytes}: give a whole number of bytes of at least 1024, e.g. 16777216"
+            )
+        return cls(list(dict.fromkeys(checked)), interval, headers, raw, max_bytes)
 
     def describe(self, redactor: Redactor) -> dict[str, object]:
         """results.json's metadata: the URLs (secrets masked), the interval, the header names."""
@@ -77,4 +90,5 @@ class ServerMetrics:
             "interval_s": self.interval_s,
             "header_names": sorted(self.headers),
             "raw": self.raw,
+            "max_bytes": self.max_bytes,
         }

@@ -11,11 +11,14 @@ text is one warning line (the first time), and scraping goes on.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -25,8 +28,13 @@ from pytps._native import _core
 from pytps.measure.redact import Redactor
 from pytps.measure.server_metrics.parse import ParseError, Scrape, parse_exposition
 from pytps.results.files import SCRAPES, SCRAPES_RAW
+from pytps.runner.scrape_settings import DEFAULT_MAX_SCRAPE_BYTES, MAX_SCRAPE_SERIES
 
 _ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+
+
+class ScrapeTooLarge(OSError):
+    """The body passed --server-metrics-max-bytes."""
 
 
 class _Target:
@@ -44,6 +52,7 @@ class _Target:
         self.context = ssl._create_unverified_context() if insecure else None
         self.conn: http.client.HTTPConnection | None = None
         self.warned = False
+        self.warned_series = False
 
     def _connect(self) -> http.client.HTTPConnection:
         if self.conn is None:
@@ -55,33 +64,72 @@ class _Target:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         return self.conn
 
+    @staticmethod
+    def _cut(conn: http.client.HTTPConnection, cut: threading.Event) -> None:
+        cut.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
 
-    def fetch(self) -> tuple[int, int, int, str, str]:
+    def fetch(self, max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES) -> tuple[int, int, int, str, str]:
         """(t_before_ns, t_after_ns, status, content type, body): stamped around the request.
         A kept-alive connection the server closed meanwhile is made anew once (and stamped anew).
         Raises OSError / http.client.HTTPException."""
         reused = self.conn is not None
         try:
-            return self._fetch_once()
+            return self._fetch_once(max_bytes)
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             if not reused:
                 raise
-            return self._fetch_once()
+            return self._fetch_once(max_bytes)
 
-    def _fetch_once(self) -> tuple[int, int, int, str, str]:
+    def _fetch_once(self, max_bytes: int) -> tuple[int, int, int, str, str]:
+        """One GET, bounded as a whole: the timeout is a deadline for the scrape (a server that
+        trickles a byte at a time is cut there, not timed out read by read), and a body past
+        max_bytes is an error (ScrapeTooLarge) read no further."""
         conn = self._connect()
         t_before = _core.now_ns()
+        deadline = time.monotonic() + self.timeout_s
+        # A watchdog shuts the socket at the deadline, whatever read http.client is in (the
+        # head's lines included); each read also waits no longer than what is left.
+        cut = threading.Event()
+        watchdog = threading.Timer(self.timeout_s, self._cut, args=(conn, cut))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             conn.request("GET", self.path, headers=self.headers)
             resp = conn.getresponse()
-            body = resp.read()
-        except Exception:
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out: the whole scrape took longer than {self.timeout_s:g} s")
+                if conn.sock is not None:
+                    conn.sock.settimeout(left)
+                part = resp.read(1 << 16)
+                if not part:
+                    break
+                size += len(part)
+                if size > max_bytes:
+                    raise ScrapeTooLarge(
+                        f"the body passed --server-metrics-max-bytes ({max_bytes:,} bytes); this scrape is dropped"
+                    )
+                parts.append(part)
+            body = b"".join(parts)
+        except Exception as exc:
             self.close()
+            if cut.is_set() and not isinstance(exc, ScrapeTooLarge):
+                raise TimeoutError(f"timed out: the whole scrape took longer than {self.timeout_s:g} s") from None
             raise
+        finally:
+            watchdog.cancel()
         t_after = _core.now_ns()
         if resp.will_close:
             self.close()
@@ -104,7 +152,11 @@ class Scraper:
         insecure: bool = False,
         redactor: Redactor | None = None,
         warn: Callable[[str], None] | None = None,
+        max_bytes: int = DEFAULT_MAX_SCRAPE_BYTES,
+        max_series: int = MAX_SCRAPE_SERIES,
     ) -> None:
+        self.max_bytes = max_bytes
+        self.max_series = max_series
         self.interval_ns = int(interval_s * 1e9)
         timeout_s = min(max(interval_s * 4, 1.0), 5.0)
         self.targets = [_Target(u, headers or {}, timeout_s, insecure) for u in urls]
@@ -121,7 +173,7 @@ class Scraper:
     def _scrape(self, target: _Target) -> None:
         url = self.redactor(target.url)
         try:
-            t0, t1, status, ctype, body = target.fetch()
+            t0, t1, status, ctype, body = target.fetch(self.max_bytes)
         except (OSError, http.client.HTTPException) as exc:
             t = _core.now_ns()
             self._record(Scrape(url, t, t, error=f"{type(exc).__name__}: {exc}"), target, None)
@@ -131,9 +183,17 @@ class Scraper:
             scrape.error = f"HTTP {status}"
         else:
             try:
-                scrape.types, scrape.samples = parse_exposition(body, ctype)
+                scrape.types, scrape.samples = parse_exposition(body, ctype, self.max_series + 1)
             except ParseError as exc:
                 scrape.error = str(exc)
+            if len(scrape.samples) > self.max_series:
+                # Dropped whole, not cut: a partial scrape would make counters look reset, and a
+                # million series at every interval would fill the disk.
+                scrape.types, scrape.samples = {}, []
+                scrape.error = (
+                    f"more than {self.max_series:,} series in one scrape (pytps's cap of series per scrape); "
+                    "this scrape is dropped"
+                )
             if self.redactor:
                 # A server can echo a request's credential in a label value (a proxy's `user` or
                 # `key` label): label values are server text like any other, redacted before written.

@@ -488,7 +488,8 @@ def _saved_metadata(directory: Path) -> dict[str, Any] | None:
 def _journal_lines(directory: Path) -> int:
     try:
         with open(directory / JOURNAL, "rb") as f:
-            return sum(1 for line in f if line.endswith(b"\n"))
+            # A verdict line completes a request already counted (results/folder.read_journal).
+            return sum(1 for line in f if line.endswith(b"\n") and not line.startswith(b'{"verdict_of"'))
     except OSError:
         return 0
 

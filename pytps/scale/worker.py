@@ -25,6 +25,7 @@ from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import ABSOLUTE_TIMES, RequestRecord
 from pytps.results.event_log import read_chunks
 from pytps.results.files import EVENT_LOG
+from pytps.results.folder import GRADING_DONE
 from pytps.results.output import RunOutput, RunResult, write_results
 from pytps.runner.config import make_config
 from pytps.runner.loop import Runner
@@ -72,10 +73,18 @@ class WorkerOutput(RunOutput):
     skew_ns = 0
     histograms: dict[str, bytes] | None = None
 
-    def add(self, rec: RequestRecord) -> RequestMetrics:
-        if self.skew_ns:
+    def _shift(self, rec: RequestRecord) -> None:
+        """Once per request: one journaled while graded is shifted then, not again at add()."""
+        if self.skew_ns and rec.index not in self._pending:
             shift_record(rec, self.skew_ns)
-        return super().add(rec)
+
+    def journal_pending(self, rec: RequestRecord) -> None:
+        self._shift(rec)
+        super().journal_pending(rec)
+
+    def add(self, rec: RequestRecord, grading: str = GRADING_DONE) -> RequestMetrics:
+        self._shift(rec)
+        return super().add(rec, grading)
 
     def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
         # A worker's envelope verdict is the driver's to give, on the merged run (scale.merge).

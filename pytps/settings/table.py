@@ -34,9 +34,10 @@ SWEEP = frozenset({"sweep"})
 BOTH = frozenset({"run", "sweep"})
 
 #: What a setting is for: a run's make_config keyword ("config"), the built-in emulator's
-#: (`emulator`, its keyword is the name less "emu_"), a sweep's or a capacity search's own, or the
-#: command line's alone ("cli": where the endpoint is, what is printed).
-TARGETS = ("config", "emulator", "sweep", "search", "cli")
+#: (`emulator`, its keyword is the name less "emu_"), a sweep's or a capacity search's own, the
+#: command line's alone ("cli": where the endpoint is, what is printed), or the launched server's
+#: ("serve": --serve and its companions, pytps.app.served).
+TARGETS = ("config", "emulator", "sweep", "search", "cli", "serve")
 
 #: The values a setting takes, by kind: what make_config accepts (None too, when the default is None).
 KINDS: dict[str, tuple[type, ...]] = {
@@ -171,7 +172,9 @@ EMULATOR = "built-in emulator (when no --base-url)"
 SWEEPING = "sweep"
 SEARCH = "capacity search (docs/metrics.md, Capacity search)"
 GROUPS: tuple[str, ...] = (ENDPOINT, WORKLOAD, EMBED, IMAGES, SESSIONS, TRACE, LOAD, GOODPUT, GRADED, OUTPUT)
-GROUPS += (SERVER_METRICS, EMULATOR, SWEEPING, SEARCH)
+SERVE = "launching the server (docs/tuning.md)"
+VOICE = "voice (--api openai-speech, openai-transcriptions, openai-realtime, --pipeline; docs/voice.md)"
+GROUPS += (SERVER_METRICS, EMULATOR, VOICE, SWEEPING, SEARCH, SERVE)
 
 S = Setting
 W, E = "workload", "endpoint"
@@ -181,7 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("base_url", "str", target="cli", help="e.g. http://127.0.0.1:8000 (default: start the built-in emulator)"),
     S("api_key", "str", None, "the API key itself (the library's; the CLI reads --api-key-env)", flag=None,
       applies=frozenset()),
-    S("api", "str", "openai-chat", "API dialect (default: openai-chat)", choices=ALL_APIS, toml=E),
+    S("api", "str", "openai-chat", "API dialect (default: openai-chat); openai-speech, openai-transcriptions and "
+      "openai-realtime are voice runs (docs/voice.md)", choices=ALL_APIS, toml=E),
     S("stream", "bool", True, 'generation requests ask for one JSON body ("stream": false): TTFB and E2E, no '
       "TTFT/TPOT/ITL", flag="--no-stream", action="store_false"),
     S("model", "str", None, "model name (default: the first of /v1/models)", toml=E),
@@ -290,6 +294,9 @@ SETTINGS: tuple[Setting, ...] = (
       "choice, json, json-schema, or your own function (sync or async)", GRADED, metavar="NAME|module:function"),
     S("keep_text", "bool", False, "keep each answer's text (and reasoning) in requests.jsonl: what the grader "
       "saw", GRADED, action="store_true"),
+    # issue 40: grading.graders.DEFAULT_GRADER_TIMEOUT_S (this room may not import grading)
+    S("grader_timeout_s", "float", 30.0, "the most one answer's grading may take (a user's grader, a JSON "
+      "Schema); past it the verdict is grader_timeout (default %(default)s)", GRADED, "s", metavar="S"),
     # ---- output ----
     S("config", "path", None, "a TOML matrix of endpoints x workloads (examples/bench.toml, docs/matrix.md): "
       "every cell is run into one results folder; flags given here override the file", OUTPUT, short="-c",
@@ -315,6 +322,10 @@ SETTINGS: tuple[Setting, ...] = (
       from_args=lambda a: parse_headers(a.server_metrics_header, "--server-metrics-header") or None),
     S("server_metrics_raw", "bool", False, "also keep each scrape's text (server_metrics_raw.jsonl)",
       SERVER_METRICS, action="store_true", toml=E),
+    # issue 40: runner.scrape_settings.DEFAULT_MAX_SCRAPE_BYTES (this room may not import runner)
+    S("server_metrics_max_bytes", "int", 16 << 20, "the most one scrape of /metrics may read; a larger body "
+      "is dropped and warned of once (default %(default)s: 16 MiB)", SERVER_METRICS, "bytes", metavar="N",
+      toml=E),
     # ---- the built-in emulator (its keyword arguments: the names less "emu_") ----
     S("emu_ttft_ms", "float", DEFAULT_TTFT_MS, "TTFT in ms (default %(default)s)", EMULATOR, "ms", metavar="MS",
       target="emulator"),
@@ -328,6 +339,46 @@ SETTINGS: tuple[Setting, ...] = (
       "right with chance P", EMULATOR, metavar="P", target="emulator"),
     S("emu_answer_accuracy_drop", "float", 0.0, "the chance falls by D per request decoding beside it (quality "
       "under load)", EMULATOR, metavar="D", target="emulator"),
+    # ---- voice (issue 36): a voice run's own settings, read by pytps.app.voice (docs/voice.md) ----
+    S("playback_buffer_ms", "float", 200.0, "text to speech: the simulated player holds the first audio this "
+      "long before it plays (default %(default)s)", VOICE, "ms", metavar="MS", applies=RUN, target="cli"),
+    S("audio_format", "str", "pcm", "text to speech's response_format", VOICE, choices=("pcm", "wav"),
+      applies=RUN, target="cli"),
+    S("speech_stream_format", "str", "audio", "text to speech: raw audio bytes, or SSE speech.audio.delta "
+      "events (default audio)", VOICE, choices=("audio", "sse"), applies=RUN, target="cli"),
+    S("voice", "str", "alloy", "text to speech's voice (default alloy)", VOICE, applies=RUN, target="cli"),
+    S("sample_rate", "int", 24000, "pcm's sample rate (default 24000)", VOICE, "Hz", metavar="HZ", applies=RUN,
+      target="cli"),
+    S("speech_texts", "path", None, "text to speech: one text per line (default: generated)", VOICE,
+      metavar="FILE", applies=RUN, target="cli"),
+    S("speech_words", "int", 12, "words per generated text (default 12)", VOICE, metavar="N", applies=RUN,
+      target="cli"),
+    S("audio_dataset", "path", None, 'speech to text: JSONL of {"audio": "file.wav", "text": "its transcript"} '
+      "(default: espeak-ng speech)", VOICE, metavar="FILE", applies=RUN, target="cli"),
+    S("frame_ms", "float", 20.0, "realtime: audio per frame (default 20)", VOICE, "ms", metavar="MS",
+      applies=RUN, target="cli"),
+    S("realtime_shape", "str", "openai", "realtime: OpenAI's transcription session or vLLM's /v1/realtime "
+      "(default openai)", VOICE, choices=("openai", "vllm"), applies=RUN, target="cli"),
+    S("pipeline", "str", None, "a voice turn: 'stt,chat,tts' (end of user speech -> first audio of the reply, "
+      "in three stages)", VOICE, metavar="STAGES", applies=RUN, target="cli"),
+    S("stt_url", "str", None, "a voice turn's stt endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("stt_model", "str", None, "a voice turn's stt model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("chat_url", "str", None, "a voice turn's chat endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("chat_model", "str", None, "a voice turn's chat model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("tts_url", "str", None, "a voice turn's tts endpoint (default --base-url)", VOICE, metavar="URL",
+      applies=RUN, target="cli"),
+    S("tts_model", "str", None, "a voice turn's tts model", VOICE, metavar="NAME", applies=RUN, target="cli"),
+    S("emu_speech_rtf", "float", 0.5, "emulator: TTS real-time factor", VOICE, metavar="X", applies=RUN,
+      target="cli"),
+    S("emu_speech_chunk_ms", "float", 40.0, "emulator: TTS chunk", VOICE, "ms", metavar="MS", applies=RUN,
+      target="cli"),
+    S("emu_stt_rtfx", "float", 20.0, "emulator: STT speed", VOICE, metavar="X", applies=RUN, target="cli"),
+    S("emu_stt_word_error_rate", "float", 0.0, "emulator: planted WER", VOICE, metavar="P", applies=RUN,
+      target="cli"),
+    S("emu_stt_vllm_shape", "bool", False, "emulator: stream vLLM's chat-style transcription chunks", VOICE,
+      action="store_true", applies=RUN, target="cli"),
     # ---- a sweep's own ----
     S("refine", "int", 0, "add cells halfway between the knee and its neighbours, up to N rounds (default 0)",
       SWEEPING, metavar="N", applies=SWEEP, target="sweep"),
@@ -352,6 +403,35 @@ SETTINGS: tuple[Setting, ...] = (
       "(default 2)", SEARCH, metavar="N", applies=SWEEP, toml=W, target="search"),
     S("search_max_error_rate", "float", 0.01, "a probe fails above this error rate (default 0.01)", SEARCH,
       metavar="F", applies=SWEEP, toml=W, target="search"),
+    S("search_probe_s", "float", 10.0, "each probe sends for S seconds, and at least 5 of the server's TTFTs "
+      "(default 10); --duration and --requests do not apply to probes", SEARCH, "s", metavar="S", applies=SWEEP,
+      toml=W, target="search"),
+    S("search_budget_s", "float", 300.0, "the whole search's time budget: when the next probe would not fit, it "
+      "stops and reports its best bracket so far (default 300)", SEARCH, "s", metavar="S", applies=SWEEP, toml=W,
+      target="search"),
+    # ---- launching the server (issue 38; pytps.app.served) ----
+    S("serve", "str", None, "start this server command per configuration and benchmark it (no --base-url): a "
+      "template with {port} and the {name}s of --serve-grid, e.g. 'llama-server -m m.gguf -np {np} --port {port}'",
+      SERVE, metavar="CMD", target="serve"),
+    S("serve_grid", "names", None, "a server setting to vary: one configuration per combination (repeatable)",
+      SERVE, metavar="NAME=V1,V2", action="append", flag_default=[], target="serve"),
+    S("serve_ready", "str", None, "when the server is ready: auto (default: GET /health, then /v1/models), a path "
+      "or http://127.0.0.1 URL answering 200, log:REGEX (a line of its output), or request (a first request)",
+      SERVE, metavar="WHEN", target="serve"),
+    S("serve_timeout", "float", 300.0, "most seconds to wait until it is ready (default 300)", SERVE, "s",
+      metavar="S", target="serve"),
+    S("serve_grace", "float", 10.0, "seconds between SIGTERM and SIGKILL when stopping it (default 10)", SERVE,
+      "s", metavar="S", target="serve"),
+    S("serve_starts", "int", 0, "after each configuration's cell, N more (warm) starts timed to their first "
+      "token (default 0)", SERVE, metavar="N", target="serve"),
+    S("serve_info", "names", None, "also keep what this path or URL of the server answers, in server.json "
+      "(repeatable)", SERVE, metavar="URL", action="append", flag_default=[], target="serve"),
+    S("before_cell", "str", None, "run before each cell (or probe): a command, a URL to POST, or reset:vllm, "
+      "reset:sglang, reset:llama-server", SERVE, metavar="CMD|URL|PRESET", target="serve"),
+    S("after_cell", "str", None, "run after each cell (as --before-cell)", SERVE, metavar="CMD|URL|PRESET",
+      target="serve"),
+    S("resume", "bool", False, "with --serve and --out: keep the configurations tuning.json says are finished, "
+      "run the rest", SERVE, action="store_true", applies=SWEEP, target="serve"),
 )  # fmt: skip
 
 

@@ -45,7 +45,8 @@ def workload_keys() -> set[str]:
 
 def endpoint_keys() -> set[str]:
     """The keys of an [[endpoint]] table, read from the table of settings now."""
-    return {"name", "url", "prices", "emulator"} | TABLE.toml_keys("endpoint")
+    # serve: a command pytps launches for the endpoint's cells, with {port} (docs/tuning.md).
+    return {"name", "url", "prices", "emulator", "serve"} | TABLE.toml_keys("endpoint")
 
 
 SLO_KEYS = {"per_request", "run", "expect_regex", "expect_json"}
@@ -61,6 +62,7 @@ class Cell:
     settings: dict[str, Any]  # make_config's keyword arguments (no base_url)
     base_url: str | None  # None: the built-in emulator, with `emulator` settings
     emulator: dict[str, Any] = field(default_factory=dict)
+    serve: str | None = None  # a command template pytps launches per cell (`serve = "…"`)
     where: dict[str, int] = field(default_factory=dict)  # setting -> line in the file, for errors
     values: dict[str, Any] = field(default_factory=dict)  # one run's pick of the list-valued keys (runs())
 
@@ -85,6 +87,7 @@ class Cell:
                 settings={**self.settings, **values},
                 base_url=self.base_url,
                 emulator=self.emulator,
+                serve=self.serve,
                 where=self.where,
                 values=values,
             )
@@ -147,6 +150,7 @@ class Matrix:
                         settings=settings,
                         base_url=e.get("url"),
                         emulator=dict(e.get("emulator", {})),
+                        serve=e.get("serve"),
                         where=where,
                     )
                 )

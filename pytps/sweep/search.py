@@ -2,13 +2,14 @@
 run-level targets hold, as a bracket [highest pass, lowest fail] with the deciding target and its
 interval at each end (docs/metrics.md, "Capacity search").
 
-A probe is a whole run at one load. It passes when every target holds with confidence: the 95%
-bootstrap interval (measure.bootstrap, as `pytps compare`) of each target's statistic lies below
-its limit, the error rate's below its limit, and the load was not past saturation
-(measure.saturation, which also stops an overloaded probe early). A target whose interval
-straddles its limit leaves the probe undecided: it is run again, up to `repeats` more times, on
-the pooled requests, and if still undecided it is reported so: an undecided load is never counted
-as passing.
+A probe is a whole run at one load, bounded in time: it sends for `probe_s` seconds, and never for
+less than `min_ttfts` of the server's TTFTs (the largest median TTFT of the start run and of the
+passing probes so far), so a probe at a high load is not over before its first answers are back.
+It is judged by pytps.sweep.verdict: the error rate first, then saturation (measure.saturation,
+which also stops an overloaded probe early), then each target's 95% bootstrap interval against its
+limit. A target whose interval straddles its limit leaves the probe undecided: it is run again, up
+to `repeats` more times, on the pooled requests, and if still undecided it is reported so: an
+undecided load is never counted as passing.
 
 Placement: bracket first (from `start`, doubling until a probe fails), then narrow it until it is
 narrower than `precision`. A saturated probe's completion rate is the server's capacity, near
@@ -16,86 +17,71 @@ enough, so the next probes go just below and just above it; else the deciding ta
 the two ends are interpolated to its limit; plain bisection is the fallback, and every placement
 is kept a tenth of the bracket from its ends, so each probe narrows it.
 
-This module runs nothing itself: `run_probe(mode, load, name)` is given (pytps.cli.sweep runs
-`pytps run`'s machinery), so it is tested with a model of a server.
+The whole search has a time budget (`budget_s`): when the next probe would not fit in it, the
+search stops and reports its best bracket so far. At the end the first passing load is run again
+(`recheck`): if it disagrees with its earlier result beyond both intervals, the server changed
+during the search and the answer is "unstable server", not a capacity.
+
+This module runs nothing itself: `run_probe(mode, load, name, seconds)` is given (pytps.cli.sweep
+runs `pytps run`'s machinery), so it is tested with a model of a server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pytps.errors import ConfigError
-from pytps.measure.bootstrap import interval95, point
-from pytps.measure.slo import REQUEST_METRICS
+from pytps.sweep.verdict import (
+    MIN_REQUESTS,
+    Probe,
+    ProbeRun,
+    describe_check,
+    describe_disagreement,
+    disagreement,
+    judge,
+    parse_targets,
+)
+
+__all__ = ["CapacitySearch", "Probe", "ProbeRun", "capacity_line", "describe_check", "parse_targets"]
 
 # The estimate-based probes sit this share of `precision` below and above the estimate.
 ESTIMATE_SPAN = 0.4
 # No probe closer than this share of the bracket to either end: each one narrows it.
 MIN_STEP = 0.1
-
-
-@dataclass
-class ProbeRun:
-    """What a probe's run measured: per-request values of the measured requests (ok ones for the
-    latency keys, every one for `ok`), whether it was past saturation, and its completion rate."""
-
-    values: dict[str, list[float]]
-    ok: list[bool]
-    saturation: str | None
-    completion_rps: float | None
-    dir: str
-
-
-@dataclass
-class Probe:
-    load: float
-    status: str  # pass, fail, undecided
-    runs: list[ProbeRun]
-    checks: list[dict[str, Any]]
-    deciding: dict[str, Any] | None
-    completion_rps: float | None
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "load": self.load,
-            "status": self.status,
-            "runs": len(self.runs),
-            "dirs": [r.dir for r in self.runs],
-            "checks": self.checks,
-            "deciding": self.deciding,
-            "completion_rps": self.completion_rps,
-            "saturation": next((r.saturation for r in self.runs if r.saturation), None),
-        }
-
-
-def parse_targets(slo_run: dict[str, float]) -> list[tuple[str, str, str, float]]:
-    """(target name, journal key, statistic, limit) per `--slo-run` entry."""
-    out = []
-    for key, limit in slo_run.items():
-        name, stat = key.split(":")
-        out.append((key, REQUEST_METRICS[name], stat, limit))
-    return out
+# The start run (concurrency 1, rate search) sends for at most this long: it only places the first probe.
+START_RUN_S = 5.0
 
 
 @dataclass
 class CapacitySearch:
-    axis: str  # "rate" or "concurrency"
-    run_probe: Callable[[str, float, str], ProbeRun]
+    axis: str  # "rate" or "concurrency" (the verdicts know no axis: pytps.sweep.verdict)
+    run_probe: Callable[[str, float, str, float], ProbeRun]  # (mode, load, name, seconds)
     slo_run: dict[str, float]
     max_error_rate: float = 0.01
     precision: float = 0.05
     max_probes: int = 10
     repeats: int = 2
     start: float | None = None
+    probe_s: float = 10.0
+    budget_s: float = 300.0
+    min_ttfts: float = 5.0
+    recheck: bool = True
     progress: Callable[[str], None] = lambda line: None
+    clock: Callable[[], float] = time.monotonic
     probes: list[Probe] = field(default_factory=list)
     runs_used: int = 0
     low: Probe | None = None  # the highest pass so far
     high: Probe | None = None  # the lowest fail (or undecided: never counted as a pass) so far
+    stopped: str | None = None  # why the search ended before narrowing the bracket
+    unstable: dict[str, Any] | None = None
+    ttft_s: float | None = None  # the server's TTFT, as the start run and passing probes saw it
+    _t0: float | None = None
+    _overrun_s: float = 0.0  # the most a run took beyond its sending time
 
     def __post_init__(self) -> None:
         if self.axis not in ("rate", "concurrency"):
@@ -108,65 +94,89 @@ class CapacitySearch:
             raise ConfigError(f"--search-repeats {self.repeats}: give 0 or more")
         if self.start is not None and not self.start > 0:
             raise ConfigError(f"--search-start {self.start}: give a load > 0")
+        if not 0 < self.probe_s < float("inf"):
+            raise ConfigError(f"--search-probe-s {self.probe_s}: give a finite number of seconds > 0, e.g. 10")
+        if not 0 < self.budget_s < float("inf"):
+            raise ConfigError(f"--search-budget-s {self.budget_s}: give a finite number of seconds > 0, e.g. 300")
+
+    # ---- time ----------------------------------------------------------------------------------
+
+    def elapsed_s(self) -> float:
+        return 0.0 if self._t0 is None else self.clock() - self._t0
+
+    def probe_seconds(self, load: float | None = None) -> float:
+        """A probe's sending time: probe_s, at least min_ttfts of the server's TTFTs, and (a rate
+        probe) long enough for the MIN_REQUESTS a pass needs. A low rate's long probe then may not
+        fit in the budget: the search stops there rather than judge a handful of requests."""
+        seconds = max(self.probe_s, self.min_ttfts * self.ttft_s) if self.ttft_s else self.probe_s
+        if self.axis == "rate" and load:
+            seconds = max(seconds, 2 * MIN_REQUESTS / load)  # twice: random arrivals bring 20 almost surely
+        return seconds
+
+    def _fits(self, load: float | None = None, *, recheck: bool = False) -> bool:
+        """Whether the next probe run at `load` (and the recheck after it, when asked) fits in the
+        run count and the time budget."""
+        if self.runs_used + 1 + recheck > self.max_probes:
+            return False
+        need = self.probe_seconds(load) + self._overrun_s
+        if recheck:
+            need += self._recheck_seconds() + self._overrun_s
+        return self.elapsed_s() + need <= self.budget_s
+
+    def _fits_recheck(self) -> bool:
+        if self.runs_used + 1 > self.max_probes:
+            return False
+        return self.elapsed_s() + self._recheck_seconds() + self._overrun_s <= self.budget_s
+
+    def _recheck_seconds(self) -> float:
+        """The recheck runs as long as the probe it repeats (a comparison at equal settings)."""
+        first = next((p for p in self.probes if p.status == "pass" and not p.recheck), None)
+        return first.seconds if first is not None and first.seconds else self.probe_seconds()
+
+    def _learn_ttft(self, run: ProbeRun) -> None:
+        ttft = run.median_ttft_s()
+        if ttft is not None:
+            self.ttft_s = max(self.ttft_s or 0.0, ttft)
 
     # ---- one probe ---------------------------------------------------------------------------
 
-    def _run(self, mode: str, load: float, name: str) -> ProbeRun:
+    def _run(self, mode: str, load: float, name: str, seconds: float) -> ProbeRun:
         self.runs_used += 1
-        return self.run_probe(mode, load, name)
+        t = self.clock()
+        try:
+            return self.run_probe(mode, load, name, seconds)
+        finally:
+            # Sending time is not the whole run: start-up and the requests in flight at its end.
+            self._overrun_s = max(self._overrun_s, self.clock() - t - seconds)
 
-    def judge(self, runs: Sequence[ProbeRun]) -> tuple[str, list[dict[str, Any]], dict[str, Any] | None]:
-        """(status, checks, the deciding check) of a probe's runs, pooled."""
-        checks: list[dict[str, Any]] = []
-        saturated = next((r.saturation for r in runs if r.saturation), None)
-        if saturated:
-            checks.append({"target": "saturation", "verdict": "fail", "reason": saturated})
-        ok = np.asarray([x for r in runs for x in r.ok], dtype=np.float64)
-        if ok.size:
-            errors = 1.0 - ok
-            lo, hi = interval95(errors, "mean")
-            verdict = "pass" if hi <= self.max_error_rate else "fail" if lo > self.max_error_rate else "undecided"
-            checks.append({"target": "error_rate", "value": float(errors.mean()), "ci95": [lo, hi],
-                           "limit": self.max_error_rate, "verdict": verdict})  # fmt: skip
-        for target, key, stat, limit in parse_targets(self.slo_run):
-            values = [v for r in runs for v in r.values.get(key, [])]
-            if not values:
-                checks.append({"target": target, "value": None, "ci95": None, "limit": limit, "verdict": "fail",
-                               "reason": "no request measured it"})  # fmt: skip
-                continue
-            value = point([np.asarray(values)], stat)
-            lo, hi = interval95(values, stat)
-            verdict = "pass" if hi <= limit else "fail" if lo > limit else "undecided"
-            checks.append({"target": target, "value": value, "ci95": [lo, hi], "limit": limit, "verdict": verdict})
-        failed = [c for c in checks if c["verdict"] == "fail"]
-        if failed:
-            return "fail", checks, failed[0]
-        if any(c["verdict"] == "undecided" for c in checks):
-            return "undecided", checks, next(c for c in checks if c["verdict"] == "undecided")
-        # Passing: the target nearest its limit decides how much room was left.
-        limited = [c for c in checks if c.get("limit") and c.get("value") is not None]
-        deciding = max(limited, key=lambda c: c["value"] / c["limit"], default=None)
-        return "pass", checks, deciding
-
-    def probe(self, load: float) -> Probe:
+    def probe(self, load: float, *, recheck: bool = False) -> Probe:
         # Four significant digits: a load a person can read and retype, far finer than any bracket.
         load = float(f"{load:.4g}")
         runs: list[ProbeRun] = []
         status: str = "undecided"
         checks: list[dict[str, Any]] = []
         deciding: dict[str, Any] | None = None
+        seconds = self._recheck_seconds() if recheck else self.probe_seconds(load)
         for attempt in range(1 + self.repeats):
-            if self.runs_used >= self.max_probes:
+            if attempt and not self._fits(load, recheck=self.recheck and not recheck):
                 break
-            name = f"{self.axis}={_fmt(load)}" + (f"-{attempt + 1}" if attempt else "")
-            runs.append(self._run(self.axis, load, name))
-            status, checks, deciding = self.judge(runs)
+            name = f"{self.axis}={_fmt(load)}" + ("-recheck" if recheck else "")
+            name += f"-{attempt + 1}" if attempt else ""
+            runs.append(self._run(self.axis, load, name, seconds))
+            status, checks, deciding = judge(runs, self.slo_run, self.max_error_rate)
             if status != "undecided":
                 break
+        if status == "pass" and not recheck:
+            for r in runs:
+                self._learn_ttft(r)
         rates = [r.completion_rps for r in runs if r.completion_rps]
-        p = Probe(load, status, runs, checks, deciding, float(np.mean(rates)) if rates else None)
+        p = Probe(load, status, runs, checks, deciding, float(np.mean(rates)) if rates else None, seconds, recheck)
         self.probes.append(p)
-        self.progress(f"probe {len(self.probes)}: {self.axis} {_fmt(load)}: {status} ({describe_check(deciding)})")
+        what = "recheck" if recheck else f"probe {len(self.probes)}"
+        self.progress(
+            f"{what}: {self.axis} {_fmt(load)} for {seconds:.3g} s: {status} ({describe_check(deciding)}) "
+            f"[{self.elapsed_s():.0f} s of {self.budget_s:g}]"
+        )
         return p
 
     # ---- the search --------------------------------------------------------------------------
@@ -204,15 +214,23 @@ class CapacitySearch:
         if self.axis == "concurrency":
             return 1.0
         # What one request in flight sustains: a short run at concurrency 1.
-        run = self._run("concurrency", 1, "start-concurrency=1")
+        run = self._run("concurrency", 1, "start-concurrency=1", min(self.probe_s, START_RUN_S))
         if not run.completion_rps:
             raise ConfigError("the first probe (concurrency 1) finished no request; check the endpoint")
+        self._learn_ttft(run)
         self.progress(f"start: one request in flight sustains {run.completion_rps:.3g} req/s")
         return run.completion_rps
 
     def run(self) -> dict[str, Any]:
+        self._t0 = self.clock()
         x = self._start()
-        while self.runs_used < self.max_probes:
+        while True:
+            if not self._fits(x, recheck=self.recheck):  # a run, and its time, kept for the recheck
+                if self.runs_used + 1 + self.recheck > self.max_probes:
+                    self.stopped = "max_probes"
+                else:
+                    self.stopped = "budget"
+                break
             p = self.probe(x)
             if p.status == "pass":
                 if self.low is None or p.load > self.low.load:
@@ -234,7 +252,20 @@ class CapacitySearch:
             if self._narrow_enough(low.load, high.load):
                 break
             x = self._place(low.load, high.load, low, high)
+        self._recheck()
         return self.result()
+
+    def _recheck(self) -> None:
+        """The first passing load, run again: a server that drifted during the search disagrees with
+        itself there, and then no bracket of this search is a capacity."""
+        first = next((p for p in self.probes if p.status == "pass"), None)
+        if not self.recheck or first is None or not self._fits_recheck():
+            return
+        again = self.probe(first.load, recheck=True)
+        d = disagreement(first, again)
+        if d is not None:
+            self.unstable = {"load": first.load, **d}
+            self.progress(f"the server is unstable: at {_fmt(first.load)} {describe_disagreement(d)}")
 
     def result(self) -> dict[str, Any]:
         """The answer so far: every probe, and the bracket [highest pass, lowest fail]."""
@@ -245,7 +276,12 @@ class CapacitySearch:
             "slo_run": self.slo_run,
             "max_error_rate": self.max_error_rate,
             "precision": self.precision,
+            "probe_s": self.probe_s,
+            "budget_s": self.budget_s,
             "runs": self.runs_used,
+            "elapsed_s": self.elapsed_s(),
+            "stopped": self.stopped,
+            "unstable": self.unstable,
             "probes": [p.describe() for p in self.probes],
             "capacity": {
                 "low": low.load if low else None,
@@ -272,34 +308,30 @@ def _interpolate(low: Probe, high: Probe) -> float | None:
     return float(low.load + share * (high.load - low.load))
 
 
-def describe_check(c: dict[str, Any] | None) -> str:
-    if c is None:
-        return "no target"
-    if c["target"] == "saturation":
-        return f"past saturation: {c['reason']}"
-    if c.get("value") is None:
-        return f"{c['target']}: {c.get('reason', 'not measured')}"
-    if c["target"] == "error_rate":
-        lo, hi = c["ci95"]
-        return f"error rate {c['value']:.1%} [{lo:.1%}, {hi:.1%}] against {c['limit']:.1%}"
-    lo, hi = c["ci95"]
-    return (
-        f"{c['target'].replace(':', ' ')} {c['value'] * 1e3:.3g} ms [{lo * 1e3:.3g}, {hi * 1e3:.3g}] "
-        f"against {c['limit'] * 1e3:.3g} ms"
-    )
-
-
 def capacity_line(result: dict[str, Any]) -> str:
-    """The answer, one line: `capacity: 212–219 req/s (ttft p90 … at 212; fails at 219: …)`."""
+    """The answer, one line: `capacity: 212–219 req/s (ttft p90 … at 212; fails at 219: …)`, or
+    `the server is unstable: …` when a load point run again disagreed with itself."""
     cap = result["capacity"]
     unit = "req/s" if result["axis"] == "rate" else "concurrent requests"
     lo, hi = cap["low"], cap["high"]
+    unstable = result.get("unstable")
+    if unstable:
+        return (
+            f"the server is unstable: at {_fmt(unstable['load'])} {unit} {describe_disagreement(unstable)}: "
+            "it changed during the search, so no capacity is given"
+        )
+    stop = {
+        "budget": f"; the search budget of {result.get('budget_s', 0):g} s ran out",
+        "max_probes": f"; --search-max-probes ran out at {result['runs']} runs",
+    }.get(result.get("stopped") or "", "")
+    if lo is None and hi is None:
+        return f"capacity: unknown: no probe finished{stop}"
     if lo is None:
-        return f"capacity: below {_fmt(hi)} {unit}: no probe passed ({describe_check(cap['high_deciding'])})"
+        return f"capacity: below {_fmt(hi)} {unit}: no probe passed ({describe_check(cap['high_deciding'])}){stop}"
     if hi is None:
-        return f"capacity: above {_fmt(lo)} {unit}: no probe failed in {result['runs']} runs"
+        return f"capacity: above {_fmt(lo)} {unit}: no probe failed in {result['runs']} runs{stop}"
     verb = "fails" if cap["high_status"] == "fail" else "undecided"
-    note = "" if cap["converged"] else f"; not narrowed to {result['precision']:.0%} in {result['runs']} runs"
+    note = "" if cap["converged"] else f"; not narrowed to {result['precision']:.0%} in {result['runs']} runs{stop}"
     return (
         f"capacity: {_fmt(lo)}–{_fmt(hi)} {unit} ({describe_check(cap['low_deciding'])} at {_fmt(lo)}; "
         f"{verb} at {_fmt(hi)}: {describe_check(cap['high_deciding'])}{note})"

@@ -5,44 +5,43 @@ from __future__ import annotations
 
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
 from pytps.transport.base import RequestSpec, classify_answer, classify_compressed, content_coding
+from pytps.transport.base_url import BaseUrl
 
 
 class Http1Target:
     """Where an http:// (or, with tls_ok, https://) base URL points, and how requests to it are rendered."""
 
     def __init__(self, base_url: str, transport_name: str, *, tls_ok: bool = False) -> None:
-        url = urlsplit(base_url)
+        url = BaseUrl.parse(base_url)
         if url.scheme not in (("http", "https") if tls_ok else ("http",)):
             if tls_ok:
                 raise ValueError(f"the {transport_name} transport needs an http:// or https:// URL, got {base_url!r}")
             raise ValueError(
                 f"the {transport_name} transport speaks plain http://; use the httpx transport for https://"
             )
+        self.url = url
         self.base_url = base_url.rstrip("/")
-        self.tls = url.scheme == "https"
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or (443 if self.tls else 80)
-        self.prefix = url.path.rstrip("/")
-        self.host_header = url.netloc
+        self.tls = url.tls
+        self.host = url.host or "127.0.0.1"
+        self.port = url.port
+        self.host_header = url.host_header  # never the userinfo (transport/base_url)
 
     def render(self, spec: RequestSpec) -> bytes:
         """The whole request as bytes, so nothing but the write sits between t_send and the wire."""
-        head = [
-            f"POST {self.prefix}{spec.path} HTTP/1.1",
-            f"Host: {self.host_header}",
-            "Content-Type: application/json",
-            "Accept: text/event-stream",
-            f"Content-Length: {len(spec.body)}",
-        ]
+        head = [f"POST {self.url.target(spec.path)} HTTP/1.1", f"Host: {self.host_header}"]
+        # JSON unless the spec says otherwise (a multipart upload of audio to transcribe).
+        if not any(k.lower() == "content-type" for k in spec.headers):
+            head.append("Content-Type: application/json")
+        head += ["Accept: text/event-stream", f"Content-Length: {len(spec.body)}"]
         # A compressed stream cannot be timed event by event, and a size cap would count decoded
         # bytes: ask for none (a server that compresses anyway is reported, see fill_from_http).
         if not any(k.lower() == "accept-encoding" for k in spec.headers):
             head.append("Accept-Encoding: identity")
         head += [f"{k}: {v}" for k, v in spec.headers.items()]
+        head += [f"{k}: {v}" for k, v in self.url.auth_for(spec.headers).items()]
         return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + spec.body
 
 

@@ -36,6 +36,7 @@ from pytps.measure.records import (
     response_too_large_detail,
 )
 from pytps.transport.base import RequestSpec, classify_answer, content_coding, describe_exception
+from pytps.transport.base_url import BaseUrl
 from pytps.transport.classify import error_class
 from pytps.transport.network import tls_hint
 from pytps.transport.stamping import AsyncStampingBackend, current_request, watch_request
@@ -227,13 +228,15 @@ class HttpxTransport:
         ca_file: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        # httpx would put the userinfo in Basic auth over any API key, and join a base URL's
+        # query into the middle of the path: each request's URL is built by transport/base_url.
+        self._url = BaseUrl.parse(self.base_url)
         self.http2 = http2
         self.total_timeout_s = total_timeout_s
-        tls = self.base_url.startswith("https:")
+        tls = self._url.tls
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = ssl.OPENSSL_VERSION if tls else None
         self._client = httpx.AsyncClient(
-            base_url=self.base_url,
             transport=StampingTransport(
                 http2=http2, max_connections=max_connections, verify=verify, tls=tls, ca_file=ca_file
             ),
@@ -253,9 +256,10 @@ class HttpxTransport:
             "accept": "text/event-stream",
             "accept-encoding": "identity",
             **spec.headers,
+            **self._url.auth_for(spec.headers),
         }
         request = self._client.build_request(
-            "POST", spec.path, content=spec.body, headers=headers, extensions={"trace": trace}
+            "POST", self._url.url(spec.path), content=spec.body, headers=headers, extensions={"trace": trace}
         )
         io = watch_request()
         rec.t_submit_ns = _now_ns()

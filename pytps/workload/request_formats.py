@@ -25,8 +25,10 @@ __all__ = [
     "ALL_APIS",
     "ANTHROPIC_VERSION",
     "API_NAMES",
+    "AUDIO_APIS",
     "BODY_APIS",
     "EMBEDDING_APIS",
+    "REALTIME_API",
     "auth_headers",
     "build_body_request",
     "build_request",
@@ -42,8 +44,12 @@ API_NAMES: tuple[str, ...] = tuple(_core.DIALECTS)
 #: The APIs that answer with one JSON body (the core's kBodyApiPaths): embeddings and rerank.
 BODY_APIS: tuple[str, ...] = tuple(_core.BODY_API_PATHS)
 EMBEDDING_APIS: tuple[str, ...] = ("openai-embeddings", "ollama-embed")
+#: The audio APIs (the core's kAudioApiPaths): text to speech and speech to text (pytps.runner.voice).
+AUDIO_APIS: tuple[str, ...] = tuple(_core.AUDIO_API_PATHS)
+#: Realtime transcription over WebSocket (pytps.runner.voice_realtime).
+REALTIME_API = "openai-realtime"
 #: Every --api choice.
-ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS
+ALL_APIS: tuple[str, ...] = API_NAMES + BODY_APIS + AUDIO_APIS + (REALTIME_API,)
 #: The dialect a whole JSON body is read with (embeddings, rerank, "stream": false).
 JSON_DIALECT = "json"
 ENCODING_FORMATS = ("float", "base64")

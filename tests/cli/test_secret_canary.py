@@ -57,8 +57,9 @@ def test_a_canary_in_every_secret_appears_in_no_output(tmp_path):
     env = {**os.environ, "OPENAI_API_KEY": CANARIES["env"]}
     printed: list[str] = []
 
-    def pytps(*args: str, ok: tuple[int, ...] = (0,)) -> None:
-        r = subprocess.run([sys.executable, "-m", "pytps", *args], capture_output=True, text=True, env=env,
+    def pytps(*args: str, ok: tuple[int, ...] = (0,), without_key: bool = False) -> None:
+        run_env = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"} if without_key else env
+        r = subprocess.run([sys.executable, "-m", "pytps", *args], capture_output=True, text=True, env=run_env,
                            cwd=tmp_path, timeout=300)
         assert r.returncode in ok, (args, r.returncode, r.stderr)
         assert "Traceback" not in r.stderr, r.stderr
@@ -66,13 +67,19 @@ def test_a_canary_in_every_secret_appears_in_no_output(tmp_path):
 
     with FaultServer(half_echo()) as srv:
         port = srv.port
-        url = f"http://user:{CANARIES['userinfo']}@127.0.0.1:{port}/v1?key={CANARIES['query']}"
+        # The userinfo is sent as Basic auth only without an API key (issue 40): the runs with the
+        # key and auth headers name the URL without it; one run below sends the userinfo alone.
+        userinfo_url = f"http://user:{CANARIES['userinfo']}@127.0.0.1:{port}/v1?key={CANARIES['query']}"
+        url = f"http://127.0.0.1:{port}/v1?key={CANARIES['query']}"
         headers = ["--header", f"Authorization: Bearer {CANARIES['authorization header']}",
                    "--header", f"X-Api-Key: {CANARIES['x-api-key header']}",
                    "--header", f"Cookie: session={CANARIES['cookie header']}"]
         common = ["--base-url", url, "--model", "m", "--requests", "8", "--output-tokens", "4", "--input-tokens", "8",
                   *headers]
         pytps("run", *common, "--out", "a", "--html")
+        pytps("run", "--base-url", userinfo_url, "--model", "m", "--requests", "4", "--output-tokens", "4",
+              "--header", f"Cookie: session={CANARIES['cookie header']}", "--out", "u", "--html", without_key=True)
+        pytps("run", "--base-url", userinfo_url, "--model", "m", "--requests", "1", ok=(2,))  # userinfo and a key
         pytps("run", *common, "--out", "b", "--json")
         pytps("report", "a", "--json")
         pytps("report", "a", "--markdown")
@@ -93,6 +100,7 @@ def test_a_canary_in_every_secret_appears_in_no_output(tmp_path):
     assert len(files) > 20
     sent = [r.head.decode("latin-1") for r in srv.requests]
     assert any(CANARIES["x-api-key header"] in h for h in sent)  # the secrets did reach the server
+    assert any("authorization: basic" in h.lower() for h in sent)  # the userinfo too, as Basic auth
     for name, canary in CANARIES.items():
         for p in files:
             data = p.read_bytes()

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "csrc" / "core"
 SOURCES = ["stream_recorder.cpp", "stream_state.cpp", "sse_parser.cpp", "json_scan.cpp", "dialect_common.cpp", "dialect_openai.cpp",
-           "dialect_anthropic.cpp", "dialect_ollama.cpp"]
+           "dialect_anthropic.cpp", "dialect_ollama.cpp", "dialect_audio.cpp", "audio_body.cpp"]
 TESTS = ["steady_state_allocates_nothing", "tool_lookup_work_is_bounded", "refusal_first_keeps_the_fast_path"]
 
 

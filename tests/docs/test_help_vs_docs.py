@@ -12,6 +12,9 @@ NOT_IN_HELP = {
     "--pin": "a bench flag that was removed (design.md tells that history)",
     "--repeat": "bench/bench_server_metrics.py's, which the docs harness caps (docs-tests.md, server-metrics.md)",
     "--test-read-delay-us": "calibrate's hidden test hook (argparse.SUPPRESS), documented as hidden",
+    "--host": "llama-server's, in a --serve command (tuning.md)",
+    "--api-key": "a served command's own option, masked in its log (tuning.md)",
+    "--slot-save-path": "llama-server's, which its slot-erase preset needs (tuning.md)",
 }
 
 

@@ -272,3 +272,27 @@ def test_serve_refuses_bad_load_flags_in_one_line(flags, needle, capsys):
     assert main(["serve", "--port", "0", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert err == needle
+
+
+def test_ttft_ramp_adds_its_rate_times_the_seconds_since_the_start():
+    # A drifting server (--ttft-ramp-ms-per-s): each request's first token is due admission + TTFT
+    # + ramp x (its arrival - the emulator's start). Two requests 0.3 s apart: their extra TTFTs
+    # differ by ramp x their arrivals' distance, to the nanosecond of rounding.
+    ramp_ms, ttft_ms = 200.0, 2.0
+    before = time.monotonic_ns()
+    with pytps.Emulator(ttft_ms=ttft_ms, itl_us=100, ttft_ramp_ms_per_s=ramp_ms, default_output_tokens=2) as emu:
+        assert call(emu.port, "POST", "/v1/chat/completions", chat()).status == 200
+        time.sleep(0.3)
+        assert call(emu.port, "POST", "/v1/chat/completions", chat()).status == 200
+        recs = sorted(emu.wait_truth(2), key=lambda r: r["received_ns"])
+    extra = [int(r["scheduled_ns"][0]) - r["admitted_ns"] - round(ttft_ms * 1e6) for r in recs]
+    assert 0 <= extra[0] <= ramp_ms * 1e6 * (recs[0]["received_ns"] - before) / 1e9
+    expected = ramp_ms * 1e6 * (recs[1]["received_ns"] - recs[0]["received_ns"]) / 1e9
+    assert abs((extra[1] - extra[0]) - expected) <= 2, (extra, expected)
+    assert extra[1] - extra[0] >= 0.3 * ramp_ms * 1e6 * 0.99
+    with pytps.Emulator(ttft_ms=ttft_ms, itl_us=100, default_output_tokens=2) as emu:  # no ramp: none added
+        call(emu.port, "POST", "/v1/chat/completions", chat())
+        (r,) = emu.wait_truth(1)
+    assert int(r["scheduled_ns"][0]) - r["admitted_ns"] == round(ttft_ms * 1e6)
+    with pytest.raises(ValueError, match="ttft_ramp_ms_per_s"):
+        pytps.Emulator(ttft_ramp_ms_per_s=-1)

@@ -249,3 +249,69 @@ def test_accuracy_by_turn_of_task_sessions_equals_the_truth(tmp_path: Path) -> N
         mine = [line for line in lines if line["turn"] == b["turn"]]
         assert b["graded"] == len(mine) == 10
         assert b["correct"] == sum(truth[line["response_id"]]["answer"] == "right" for line in mine)
+
+
+class _CountingJson:
+    """json as grading/answers sees it, counting the characters each parse may read."""
+
+    JSONDecodeError = json.JSONDecodeError
+
+    def __init__(self) -> None:
+        self.read = 0
+        outer = self
+
+        class Decoder(json.JSONDecoder):
+            def raw_decode(self, s: str, idx: int = 0) -> Any:  # type: ignore[override]
+                outer.read += len(s) - idx
+                return super().raw_decode(s, idx)
+
+        self.JSONDecoder = Decoder
+
+    def loads(self, s: str) -> Any:
+        self.read += len(s)
+        return json.loads(s)
+
+    def dumps(self, value: Any, **kw: Any) -> str:
+        return json.dumps(value, **kw)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 20_000 + "}",
+        "{ " * 10_000 + "}",
+        '{"a":' * 5_000 + "1" + "x}" * 5_000,
+        '{"a":{}x' * 5_000,
+        "x {" * 10_000 + '{"k": 1}',
+    ],
+    ids=["braces", "spaced", "nested-bad", "many-bad", "prose"],
+)
+def test_first_json_object_reads_each_character_a_bounded_number_of_times(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40, defect 5: linear, counted rather than timed (bench/bench_first_json_object.py
+    times it). The old rule parsed from every "{" to wherever it failed: N^2/2 characters."""
+    import pytps.grading.answers as answers
+
+    counting = _CountingJson()
+    monkeypatch.setattr(answers, "json", counting)
+    answers.first_json_object(text)
+    assert counting.read <= 3 * len(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ('{"a": {"b": 1} x}', '{"b": 1}'),
+        ('{"s": "a\\"}"}', '{"s": "a\\"}"}'),
+        ('{"s": "}{"} {"t": 1}', '{"s": "}{"}'),
+        ('{"a":1}x{"b":2}', '{"a": 1}'),
+        ('{{{"a":{}}', '{"a": {}}'),
+        ("{" * 5000 + "}", "{}"),
+        ('{"a":' * 3000 + "1" + "}" * 3000, None),  # deeper than the recursion limit: no answer
+        ('He said "x". {"k": [1, {"m": null}]}', '{"k": [1, {"m": null}]}'),
+    ],
+    ids=["nested", "escaped-quote", "braces-in-string", "first", "inner", "last-pair", "too-deep", "prose"],
+)
+def test_first_json_object_edge_cases(text: str, want: str | None) -> None:
+    assert EXTRACTORS["first_json_object"](text) == want

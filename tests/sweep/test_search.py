@@ -22,7 +22,7 @@ def model_server(capacity: float, ttft_s: float = 0.005, seed: int = 0, sd: floa
     rng = np.random.default_rng(seed)
     calls: list[tuple[str, float]] = []
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float = 10.0) -> ProbeRun:
         calls.append((mode, load))
         n = 400
         if mode == "concurrency":  # one request in flight: 1 / latency
@@ -38,12 +38,13 @@ def model_server(capacity: float, ttft_s: float = 0.005, seed: int = 0, sd: floa
 @pytest.mark.parametrize("capacity", [222.2, 37.5, 1000.0, 5.3])
 def test_rate_search_brackets_the_capacity_within_precision_in_few_probes(capacity):
     run_probe, calls = model_server(capacity)
-    s = CapacitySearch("rate", run_probe, {"ttft:p90": 0.1}, precision=0.05, max_probes=10)
+    s = CapacitySearch("rate", run_probe, {"ttft:p90": 0.1}, precision=0.05, max_probes=11)  # 10 + the recheck
     out = s.run()
     cap = out["capacity"]
     assert cap["low"] <= capacity < cap["high"], cap
     assert cap["width"] <= 0.05 and cap["converged"]
-    assert out["runs"] == len(calls) <= 10
+    assert out["runs"] == len(calls) <= 11 and out["unstable"] is None
+    assert out["probes"][-1]["recheck"] and out["probes"][-1]["status"] == "pass"
     # Never a load past the capacity reported as passing.
     assert all(p["load"] <= capacity for p in out["probes"] if p["status"] == "pass")
 
@@ -53,7 +54,7 @@ def test_a_target_decides_where_the_server_is_not_saturated():
     # 0.0002 x + 1.2816 ms, which meets the SLO of 50 ms at x = 243.6 req/s.
     rng = np.random.default_rng(1)
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float = 10.0) -> ProbeRun:
         base = 0.036 if mode == "concurrency" else 0.0002 * load
         return ProbeRun({"ttft_s": list(rng.normal(base, 0.001, 300))}, [True] * 300, None, load, name)
 
@@ -67,20 +68,20 @@ def test_a_target_decides_where_the_server_is_not_saturated():
 def test_an_interval_straddling_the_limit_is_repeated_then_reported_undecided():
     runs = []
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float = 10.0) -> ProbeRun:
         runs.append(name)
         # p90 right at the limit, wide spread: the interval straddles 0.1 s every time.
         values = list(np.random.default_rng(len(runs)).normal(0.085, 0.012, 60))
         return ProbeRun({"ttft_s": values}, [True] * 60, None, load, name)
 
-    s = CapacitySearch("rate", run_probe, {"ttft:p90": 0.1}, start=10, repeats=2, max_probes=3)
+    s = CapacitySearch("rate", run_probe, {"ttft:p90": 0.1}, start=10, repeats=2, max_probes=3, recheck=False)
     p = s.probe(10.0)
     assert p.status == "undecided" and len(p.runs) == 3
     assert runs == ["rate=10", "rate=10-2", "rate=10-3"]
 
 
 def test_concurrency_search_bisects_integers():
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float = 10.0) -> ProbeRun:
         assert load == int(load)
         ttft = 0.01 * load  # 10 ms per request in flight
         return ProbeRun({"ttft_s": [ttft] * 50}, [True] * 50, None, load / 0.1, name)
@@ -90,7 +91,7 @@ def test_concurrency_search_bisects_integers():
 
 
 def test_errors_fail_a_probe():
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float = 10.0) -> ProbeRun:
         ok = [True] * 200 if load < 50 else [i % 5 != 0 for i in range(200)]
         return ProbeRun({"ttft_s": [0.01] * 200}, ok, None, load, name)
 
@@ -117,6 +118,8 @@ def feed_rate(watch: SaturationWatch, rate: float, capacity: float, seconds: flo
     """Constant arrivals at `rate` into a server finishing `capacity` per second (FIFO)."""
     t, served_at = 0.0, 0.0
     why = None
+    for i in range(int(rate * seconds)):
+        watch.arrived(int(i / rate * 1e9))
     for i in range(int(rate * seconds)):
         t = i / rate
         served_at = max(served_at, t) + 1 / capacity
@@ -157,7 +160,7 @@ def test_search_finds_the_emulators_constant_rate_capacity(tmp_path: Path):
         p = subprocess.run(
             [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--search", "rate",
              "--slo-run", "ttft:p90=0.1", "--output-tokens", "32", "--input-tokens", "16", "--arrival", "constant",
-             "--duration", "4", "--out", str(tmp_path / "s")],  # fmt: skip
+             "--search-probe-s", "6", "--out", str(tmp_path / "s")],  # fmt: skip
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -210,6 +213,8 @@ def feed_batch(rate: float, seconds: float, slots: int = 8, service_s: float = 0
         heapq.heappush(free, end)
         done.append((end + rng.uniform(0, 0.001), t))
     watch = SaturationWatch("rate", rate)
+    for _, t in done:
+        watch.arrived(int(t * 1e9))
     why = None
     for end, t in sorted(done):
         why = watch.observe(int(t * 1e9), int(end * 1e9), end - t) or why
@@ -228,7 +233,7 @@ def test_cli_search_writes_its_probes_and_refuses_a_load_flag(tmp_path: Path):
 
     with Emulator(ttft_ms=2, itl_us=500, max_batch=4) as emu:
         base = [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--search", "rate",
-                "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--duration", "1"]  # fmt: skip
+                "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--search-probe-s", "1"]  # fmt: skip
         bad = subprocess.run([*base, "--rate", "5"], capture_output=True, text=True)
         p = subprocess.run([*base, "--search-start", "20", "--search-max-probes", "2", "--out", str(tmp_path / "s")],
                            capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -246,7 +251,7 @@ def test_matrix_workload_can_ask_for_a_search(tmp_path: Path):
     cfg = tmp_path / "bench.toml"
     cfg.write_text(
         '[[endpoint]]\nname = "emu"\nemulator = { ttft_ms = 2, itl_us = 500, max_batch = 4 }\n'
-        '[[workload]]\nname = "cap"\noutput_tokens = 8\narrival = "constant"\nduration = 1\n'
+        '[[workload]]\nname = "cap"\noutput_tokens = 8\narrival = "constant"\nsearch_probe_s = 1\n'
         'search = "rate"\nsearch_start = 20\nsearch_max_probes = 2\n'
     )
     p = subprocess.run([sys.executable, "-m", "pytps", "sweep", "-c", str(cfg), "--out", str(tmp_path / "m")],
@@ -265,7 +270,7 @@ def test_the_sweep_page_draws_the_probes_and_the_bracket(tmp_path: Path):
     with Emulator(ttft_ms=2, itl_us=500, max_batch=4) as emu:
         p = subprocess.run(
             [sys.executable, "-m", "pytps", "sweep", "--base-url", emu.base_url, "--search", "rate",
-             "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--duration", "1",
+             "--slo-run", "ttft:p90=0.5", "--output-tokens", "8", "--arrival", "constant", "--search-probe-s", "1",
              "--search-start", "20", "--search-max-probes", "2", "--out", str(tmp_path / "s"),
              "--html", str(tmp_path / "s.html")],  # fmt: skip
             capture_output=True, text=True, timeout=300,

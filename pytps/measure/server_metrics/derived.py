@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pytps.measure.server_metrics.series import Series, increase
+from pytps.measure.server_metrics.series import Series
 
 NS_PER_S = 1_000_000_000
 Intervals = Sequence[tuple[int, int]]
@@ -36,19 +36,18 @@ def energy_figures(series: Sequence[Series], steady: Intervals) -> dict[str, Any
     for s in series:
         idx = _known(s, "energy_j")
         if len(idx) >= 2:
-            vals = s.values["energy_j"]
             t = s.times_ns
             span = (t[idx[-1]] - t[idx[0]]) / NS_PER_S
             steady_j = steady_s = 0.0
             for a, b in steady:
                 inside = [i for i in idx if a <= t[i] <= b]
                 if len(inside) >= 2:
-                    steady_j += increase([vals[i] for i in inside])
+                    steady_j += s.increase("energy_j", inside)
                     steady_s += (t[inside[-1]] - t[inside[0]]) / NS_PER_S
             return {
                 "source": "energy counter",
                 "url": s.url,
-                "energy_j": increase([vals[i] for i in idx]),
+                "energy_j": s.increase("energy_j", idx),
                 "error_bound_j": None,
                 "span_s": span,
                 "steady_power_w": steady_j / steady_s if steady_s > 0 else None,

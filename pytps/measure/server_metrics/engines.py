@@ -10,6 +10,7 @@ Families no table knows are kept raw, under their own names, never dropped.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 # common name -> (kind, unit, how series of several label sets add up: "sum" or "mean")
@@ -36,6 +37,26 @@ COMMON: dict[str, tuple[str, str, str]] = {
     "queue_time_s": ("histogram", "s", "sum"),
     "prefill_time_s": ("histogram", "s", "sum"),
 }
+
+#: Physical bounds of each common name, per reading (after the unit's scale; a ratio summed over
+#: several series is averaged first): a reading outside them is `implausible`, kept out of every
+#: figure (docs/server-metrics.md). Counters may not be negative; their resets are handled by
+#: increase(), per series, as Prometheus's increase() does.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "requests_running": (0.0, math.inf),
+    "requests_waiting": (0.0, math.inf),
+    "requests_in_flight": (0.0, math.inf),
+    "kv_cache_usage": (0.0, 1.0),
+    "gpu_utilization": (0.0, 1.0),
+    "power_w": (0.0, math.inf),
+    "gpu_memory_used_bytes": (0.0, math.inf),
+    **{name: (0.0, math.inf) for name, (kind, _, _) in COMMON.items() if kind == "counter"},
+}
+
+
+def plausible(name: str, value: float) -> bool:
+    lo, hi = BOUNDS.get(name, (-math.inf, math.inf))
+    return lo <= value <= hi
 
 
 @dataclass(frozen=True)

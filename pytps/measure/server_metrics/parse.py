@@ -59,10 +59,11 @@ class Scrape:
 
 
 def parse_exposition(
-    text: str, content_type: str = ""
+    text: str, content_type: str = "", max_series: int | None = None
 ) -> tuple[dict[str, str], list[tuple[str, dict[str, str], float]]]:
     """(family types, samples) of a /metrics body. Raises ParseError when it is not Prometheus
-    text (an HTML page, JSON, a truncated line)."""
+    text (an HTML page, JSON, a truncated line). max_series: parsing stops at that many samples
+    (the parser yields family by family, so a body of a million series is never all in memory)."""
     from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
     from prometheus_client.parser import text_string_to_metric_families as prometheus
 
@@ -74,6 +75,8 @@ def parse_exposition(
             types[family.name] = family.type
             for s in family.samples:
                 samples.append((s.name, dict(s.labels), float(s.value)))
+                if max_series is not None and len(samples) >= max_series:
+                    return types, samples
     except Exception as exc:  # the parser raises ValueError, IndexError, ... on text that is not Prometheus's
         raise ParseError(f"not Prometheus text exposition ({type(exc).__name__}: {exc})"[:200]) from None
     if not samples and text.strip() and not text.lstrip().startswith("#"):

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from pytps.measure.server_metrics.derived import derived_figures
+from pytps.measure.server_metrics.engines import BOUNDS
 from pytps.measure.server_metrics.histogram import histogram_quantile
 from pytps.measure.server_metrics.parse import Scrape
-from pytps.measure.server_metrics.series import Hist, Series, build, increase
+from pytps.measure.server_metrics.series import Hist, Series, build
 
 NS_PER_S = 1_000_000_000
 #: The scrapes file and the raw bodies' file in the results folder (docs/results.md).
@@ -47,22 +48,24 @@ def _gauge(values: list[float], idx: list[int]) -> dict[str, float] | None:
     return {"mean": float(v.mean()), "p50": float(np.percentile(v, 50)), "max": float(v.max()), "scrapes": len(v)}
 
 
-def _counter_run(values: list[float], times: list[int]) -> dict[str, float | None] | None:
+def _counter_run(s: Series, name: str) -> dict[str, float | None] | None:
+    values, times = s.values[name], s.times_ns
     known = [i for i, v in enumerate(values) if not math.isnan(v)]
     if len(known) < 2:
         return None
     span_s = (times[known[-1]] - times[known[0]]) / NS_PER_S
-    delta = increase(values)
+    delta = s.increase(name)
     return {"delta": delta, "rate_per_s": delta / span_s if span_s > 0 else None, "span_s": span_s}
 
 
-def _counter_steady(values: list[float], times: list[int], steady: Intervals) -> dict[str, float] | None:
+def _counter_steady(s: Series, name: str, steady: Intervals) -> dict[str, float] | None:
     """Increase and its time, summed over the steady intervals (scrapes inside each)."""
+    values, times = s.values[name], s.times_ns
     delta = span = 0.0
     for a, b in steady:
         idx = [i for i, t in enumerate(times) if a <= t <= b and not math.isnan(values[i])]
         if len(idx) >= 2:
-            delta += increase([values[i] for i in idx])
+            delta += s.increase(name, idx)
             span += (times[idx[-1]] - times[idx[0]]) / NS_PER_S
     if span <= 0:
         return None
@@ -100,7 +103,7 @@ def summarize_series(s: Series, steady: Intervals) -> dict[str, Any]:
     steady_idx = _inside(times, steady) if steady else []
     common: dict[str, Any] = {}
     raw: dict[str, Any] = {}
-    for name in sorted(set(s.values) | set(s.hists)):
+    for name in sorted(set(s.values) | set(s.hists) | set(s.implausible)):
         kind = s.kinds.get(name, "unknown")
         entry: dict[str, Any] = {"kind": kind}
         if name in s.units:
@@ -110,11 +113,20 @@ def summarize_series(s: Series, steady: Intervals) -> dict[str, Any]:
         if kind == "histogram":
             entry.update(_histogram(s.hists[name]) or {"count": 0})
         elif kind == "counter":
-            entry["run"] = _counter_run(s.values[name], times)
-            entry["steady"] = _counter_steady(s.values[name], times, steady) if steady else None
+            entry["run"] = _counter_run(s, name)
+            entry["steady"] = _counter_steady(s, name, steady) if steady else None
         else:
             entry["run"] = _gauge(s.values[name], every)
             entry["steady"] = _gauge(s.values[name], steady_idx) if steady_idx else None
+        if name in s.implausible:
+            lo, hi = BOUNDS[name]
+            readings = s.implausible[name]
+            entry["implausible"] = {
+                "readings": len(readings),
+                "example": readings[0],
+                "bounds": [lo, hi if math.isfinite(hi) else None],
+                "note": "readings outside the physical bounds: left out of every figure",
+            }
         (common if name in s.common else raw)[name] = entry
     unc = np.asarray(s.uncertainties_ns, dtype=float)
     return {
@@ -123,6 +135,7 @@ def summarize_series(s: Series, steady: Intervals) -> dict[str, Any]:
         "scrapes": len(times),
         "failed": s.failed,
         "errors": s.errors,
+        "not_finite_samples": s.not_finite,
         "span_s": (times[-1] - times[0]) / NS_PER_S if len(times) > 1 else None,
         "uncertainty_ms": (
             {"p50": float(np.percentile(unc, 50)) / 1e6, "max": float(unc.max()) / 1e6} if len(unc) else None

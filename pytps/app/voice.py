@@ -1,0 +1,208 @@
+"""Voice jobs (docs/voice.md): a text-to-speech or speech-to-text run, realtime transcription
+sessions, and voice turns (stt → chat → tts). Each takes the run's flags as a mapping (`opts`: the
+table's voice settings and the run's shared ones: base_url, api, model, requests, concurrency,
+warmup, seed, timeout, header, stream, out, emu_ttft_ms, emu_itl_us), writes its JSON file in the
+results folder and returns (the data written, the folder). The CLI prints; the library may call
+these directly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pytps.app.runs import results_folder
+from pytps.errors import ConfigError
+from pytps.settings.table import parse_headers
+from pytps.workload.speech_inputs import (
+    SpeechItem,
+    espeak_items,
+    load_audio_dataset,
+    spoken_texts,
+)
+
+__all__ = ["realtime_job", "voice_job", "voice_turn_job"]
+
+Say = Callable[[str], None]
+
+
+def _texts(opts: Mapping[str, Any], n: int) -> tuple[str, ...]:
+    if opts["speech_texts"]:
+        p = Path(opts["speech_texts"])
+        if not p.is_file():
+            raise ConfigError(f"--speech-texts {p}: no such file (one text to speak per line)")
+        texts = tuple(line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
+        if not texts:
+            raise ConfigError(f"--speech-texts {p}: no text in it")
+        return texts
+    return tuple(spoken_texts(n, opts["seed"], opts["speech_words"]))
+
+
+def _utterances(opts: Mapping[str, Any], n: int) -> tuple[SpeechItem, ...]:
+    if opts["audio_dataset"]:
+        return tuple(load_audio_dataset(opts["audio_dataset"]))
+    return tuple(espeak_items(spoken_texts(min(n, 100), opts["seed"], opts["speech_words"])))
+
+
+def _emulator(stack: ExitStack, opts: Mapping[str, Any], items: tuple[SpeechItem, ...]) -> str:
+    from pytps.emulator import Emulator
+
+    emu = stack.enter_context(
+        Emulator(
+            ttft_ms=opts["emu_ttft_ms"],
+            itl_us=opts["emu_itl_us"],
+            keep_truth=False,
+            speech_rtf=opts["emu_speech_rtf"],
+            speech_chunk_ms=opts["emu_speech_chunk_ms"],
+            speech_sample_rate=opts["sample_rate"],
+            stt_rtfx=opts["emu_stt_rtfx"],
+            stt_word_error_rate=opts["emu_stt_word_error_rate"],
+            stt_vllm_shape=opts["emu_stt_vllm_shape"],
+            transcripts=[(i.audio, i.reference) for i in items if i.reference is not None],
+        )
+    )
+    url: str = emu.base_url
+    return url
+
+
+def _write(out_dir: Path, name: str, data: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / (name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(out_dir / name)
+
+
+def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
+    """--api openai-speech or openai-transcriptions: voice.json."""
+    from pytps.measure.voice import PcmFormat
+    from pytps.runner.voice import VoiceSettings, run_voice_sync
+
+    if opts.get("config") or opts.get("rate") is not None or opts.get("duration") is not None:
+        raise ConfigError("a voice run takes --concurrency and --requests (no -c FILE, --rate or --duration yet)")
+    requests = opts["requests"] or 20
+    items: tuple[SpeechItem, ...] = ()
+    texts: tuple[str, ...] = ()
+    if opts["api"] == "openai-speech":
+        texts = _texts(opts, requests)
+    else:
+        items = _utterances(opts, requests)
+    with ExitStack() as stack:
+        base_url = opts["base_url"]
+        if base_url is None:
+            base_url = _emulator(stack, opts, items)
+            say(f"no --base-url: a voice run against the built-in emulator at {base_url}")
+        elif not opts["model"]:
+            raise ConfigError("--model is required for a voice run against a server (e.g. tts-1, whisper-1)")
+        settings = VoiceSettings(
+            base_url=base_url,
+            api=opts["api"],
+            model=opts["model"] or "pytps-emulator",
+            requests=requests,
+            concurrency=opts["concurrency"] or 1,
+            warmup=opts["warmup"],
+            texts=texts,
+            audio_format=opts["audio_format"],
+            stream_format=opts["speech_stream_format"],
+            voice=opts["voice"],
+            pcm=PcmFormat(opts["sample_rate"]),
+            playback_buffer_ms=opts["playback_buffer_ms"],
+            items=items,
+            stream=opts["stream"],
+            headers=parse_headers(opts["header"]),
+            read_timeout_s=opts["timeout"],
+        )
+        result = run_voice_sync(settings)
+    out_dir = results_folder(opts["out"], "voice")
+    result.save(out_dir)
+    return result.to_json(), out_dir
+
+
+def voice_turn_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
+    """--pipeline stt,chat,tts: voice_turn.json."""
+    from pytps.runner.voice_turn import TurnSettings, run_turns_sync
+
+    if [x.strip() for x in str(opts["pipeline"]).split(",")] != ["stt", "chat", "tts"]:
+        raise ConfigError(f"--pipeline {opts['pipeline']!r}: the voice turn is 'stt,chat,tts'")
+    turns = opts["requests"] or 8
+    items = _utterances(opts, turns)
+    with ExitStack() as stack:
+        urls = {stage: opts[f"{stage}_url"] or opts["base_url"] for stage in ("stt", "chat", "tts")}
+        if any(u is None for u in urls.values()):
+            emu_url = _emulator(stack, opts, items)
+            urls = {k: v or emu_url for k, v in urls.items()}
+            say(f"the built-in emulator at {emu_url} serves the stages without a URL")
+        models = {stage: opts[f"{stage}_model"] or opts["model"] or "pytps-emulator" for stage in urls}
+        settings = TurnSettings(
+            urls["stt"],
+            urls["chat"],
+            urls["tts"],
+            models["stt"],
+            models["chat"],
+            models["tts"],
+            items,
+            turns=turns,
+            concurrency=opts["concurrency"] or 1,
+            voice=opts["voice"],
+        )
+        result = run_turns_sync(settings)
+    out_dir = results_folder(opts["out"], "voice-turn")
+    data = {
+        "metadata": {"pipeline": "stt,chat,tts", "urls": urls, "models": models},
+        "summary": result.summary,
+        "turns": result.rows,
+    }
+    _write(out_dir, "voice_turn.json", data)
+    return data, out_dir
+
+
+def realtime_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
+    """--api openai-realtime: sessions against --base-url (ws://.../v1/realtime) or the realtime
+    emulator, started in its own process; voice_realtime.json."""
+    from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+
+    sessions = opts["requests"] or 8
+    items = _utterances(opts, sessions)
+    with ExitStack() as stack:
+        url = opts["base_url"]
+        if url is None:
+            import io
+            import wave
+
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-realtime-"))
+            with wave.open(io.BytesIO(items[0].audio)) as w:
+                rate = int(w.getframerate())
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pytps.realtime_emulator", f"{tmp}/truth.json", str(rate)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            stack.callback(proc.wait, 20)
+            stack.callback(lambda: proc.stdin.close() if proc.stdin else None)
+            assert proc.stdout is not None
+            url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+            say(f"no --base-url: realtime sessions against the realtime emulator at {url}")
+        settings = RealtimeSettings(
+            url,
+            opts["model"] or "pytps-emulator",
+            items,
+            sessions=sessions,
+            concurrency=opts["concurrency"] or sessions,
+            shape=opts["realtime_shape"],
+            frame_ms=opts["frame_ms"],
+        )
+        data = run_realtime_sync(settings)
+    data["metadata"] = {
+        "api": "openai-realtime",
+        "url": url,
+        "shape": opts["realtime_shape"],
+        "frame_ms": opts["frame_ms"],
+    }
+    out_dir = results_folder(opts["out"], "realtime")
+    _write(out_dir, "voice_realtime.json", data)
+    return data, out_dir

@@ -1,0 +1,82 @@
+"""The emulator's audio routes: their refusals (each a 400 in OpenAI's shape naming what was
+wrong), the truth of a speech stream's writes, and a transcription's planted errors."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import wave
+
+import pytest
+
+import pytps
+from pytps.workload.speech_inputs import SpeechItem, multipart_body
+
+
+def _post(emu: pytps.Emulator, path: str, body: bytes, ctype: str = "application/json") -> tuple[int, bytes]:
+    c = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=10)
+    c.request("POST", path, body, {"Content-Type": ctype})
+    r = c.getresponse()
+    return r.status, r.read()
+
+
+def _wav(seconds: float, rate: int = 16000) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\x01\x00" * int(seconds * rate))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"model": "m"}, "'input' is required"),
+        ({"input": "hi", "response_format": "mp3"}, "pcm and wav"),
+        ({"input": "hi", "stream_format": "chunks"}, "stream_format"),
+        ({"input": "hi", "response_format": "wav", "stream_format": "sse"}, "use response_format 'pcm'"),
+    ],
+)
+def test_speech_refusals(body: dict[str, str], says: str) -> None:
+    with pytps.Emulator() as emu:
+        status, out = _post(emu, "/v1/audio/speech", json.dumps(body).encode())
+    assert status == 400 and says in json.loads(out)["error"]["message"]
+
+
+def test_transcription_refusals() -> None:
+    with pytps.Emulator() as emu:
+        status, out = _post(emu, "/v1/audio/transcriptions", b"{}")
+        assert status == 400 and "multipart" in json.loads(out)["error"]["message"]
+        body, ctype = multipart_body({"model": "m"}, SpeechItem(b"ID3 not a wav", None))
+        status, out = _post(emu, "/v1/audio/transcriptions", body, ctype)
+        assert status == 400 and "WAV" in json.loads(out)["error"]["message"]
+        c = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=10)
+        c.request("GET", "/v1/audio/speech")
+        assert c.getresponse().status == 405
+
+
+def test_speech_truth_is_bytes_per_write_at_the_rtf() -> None:
+    with pytps.Emulator(ttft_ms=5, speech_rtf=0.5, speech_chunk_ms=20, speech_words_per_s=10) as emu:
+        status, out = _post(emu, "/v1/audio/speech", json.dumps({"input": "one two three four five"}).encode())
+        (t,) = emu.wait_truth(1)
+    assert status == 200 and len(out) == 0.5 * 24000 * 2
+    assert t["audio_bytes_per_s"] == 48000 and int(t["tokens"].sum()) == len(out)
+    assert list(t["tokens"]) == [960] * 25  # 20 ms of 24 kHz s16 each
+    gaps = [b - a for a, b in zip(t["scheduled_ns"], t["scheduled_ns"][1:], strict=False)]
+    assert all(g == 10_000_000 for g in gaps)  # 20 ms of audio x RTF 0.5
+
+
+def test_transcription_plants_round_n_times_rate_errors() -> None:
+    audio = _wav(2.0)
+    text = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+    with pytps.Emulator(stt_word_error_rate=0.3, transcripts=[(audio, text)]) as emu:
+        body, ctype = multipart_body({"model": "m"}, SpeechItem(audio, text))
+        status, out = _post(emu, "/v1/audio/transcriptions", body, ctype)
+        (t,) = emu.wait_truth(1)
+    got = json.loads(out)["text"].split()
+    assert status == 200 and len(got) == 10
+    assert sum(a != b for a, b in zip(got, text.split(), strict=True)) == 3 == t["planted_errors"]
+    assert t["input_audio_s"] == pytest.approx(2.0) and t["transcript"] == " ".join(got)
