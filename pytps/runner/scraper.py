@@ -182,11 +182,17 @@ class Scraper:
         if status != 200:
             scrape.error = f"HTTP {status}"
         else:
-            try:
-                scrape.types, scrape.samples = parse_exposition(body, ctype, self.max_series + 1)
-            except ParseError as exc:
-                scrape.error = str(exc)
-            if len(scrape.samples) > self.max_series:
+            # Sample lines counted at C speed before parsing: the parser builds a whole family
+            # before it yields it, so one family of a million series would be parsed to the end.
+            sample_lines = body.count("\n") + 1 - body.count("\n#") - body.startswith("#") - body.endswith("\n")
+            too_many = sample_lines > self.max_series
+            if not too_many:
+                try:
+                    scrape.types, scrape.samples = parse_exposition(body, ctype, self.max_series + 1)
+                except ParseError as exc:
+                    scrape.error = str(exc)
+                too_many = len(scrape.samples) > self.max_series
+            if too_many:
                 # Dropped whole, not cut: a partial scrape would make counters look reset, and a
                 # million series at every interval would fill the disk.
                 scrape.types, scrape.samples = {}, []
