@@ -29,10 +29,10 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from pytps.app.rank_runs import INTERLEAVES
+    from pytps.app.rank_options import INTERLEAVES
     from pytps.cli.report import add_html_argument
     from pytps.cli.run_args import add_run_arguments
-    from pytps.report.rank import OBJECTIVES
+    from pytps.report.rank_objectives import OBJECTIVES
 
     rk = p.add_argument_group("rank (docs/rank.md)")
     rk.add_argument(

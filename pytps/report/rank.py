@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,36 +22,9 @@ from pytps.errors import ConfigError
 from pytps.measure.bootstrap import paired_replicates
 from pytps.measure.grade_figures import wilson_interval
 from pytps.report.paired import mcnemar_exact_p, paired_interval
+from pytps.report.rank_objectives import CORRECT, COST, E2E, OBJECTIVES, TTFT, USER_TPS, Objective
 from pytps.results.folder import SavedResults
 from pytps.store.store import endpoint_of
-
-# The per-item columns every side is read at (NaN: none).
-E2E, TTFT, USER_TPS, COST, CORRECT, E2E_CORRECT = range(6)
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What the rank orders by: one statistic of the per-item columns."""
-
-    name: str
-    label: str
-    unit: str  # "s", "tok/s" or "currency"
-    lower_is_better: bool
-    column: int
-    stat: str  # "p50", "p90" or "per_correct" (a column's sum over the correct answers)
-
-
-OBJECTIVES: dict[str, Objective] = {
-    o.name: o
-    for o in (
-        Objective("time_to_correct", "time to a correct answer p50", "s", True, E2E_CORRECT, "p50"),
-        Objective("e2e_p50", "E2E p50", "s", True, E2E, "p50"),
-        Objective("e2e_p90", "E2E p90", "s", True, E2E, "p90"),
-        Objective("ttft_p50", "TTFT p50", "s", True, TTFT, "p50"),
-        Objective("user_tps_p50", "output speed per user p50", "tok/s", False, USER_TPS, "p50"),
-        Objective("cost_per_correct", "cost per correct response", "currency", True, COST, "per_correct"),
-    )
-}
 
 
 def objective_named(name: str | None, graded: bool) -> Objective:
