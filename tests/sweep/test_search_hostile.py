@@ -275,7 +275,7 @@ def test_a_drifting_emulator_is_reported_unstable(tmp_path: Path):
 
     with Emulator(ttft_ms=100, itl_us=1000, ttft_ramp_ms_per_s=40) as emu:
         search, out, _ = sweep(tmp_path, emu.base_url, "--slo-run", "ttft:p90=2.0", "--output-tokens", "4",
-                               "--search-probe-s", "3", "--search-budget-s", "45")  # fmt: skip
+                               "--search-start", "20", "--search-probe-s", "3", "--search-budget-s", "45")  # fmt: skip
     assert search["unstable"] is not None, search["probes"]
     assert "the server is unstable" in out and "capacity: " not in out, out
 
