@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytps
+from pytps.measure.saturation import CLIENT_LAG
 
 SLO = ["--slo-run", "ttft:p90=1.0", "--output-tokens", "4"]
 
@@ -72,10 +73,11 @@ def main() -> None:
         for i, (name, emu, flags, expect) in enumerate(cases):
             with pytps.Emulator(**emu) as e:
                 wall, result, answer = search(e.base_url, Path(tmp) / str(i), args.budget_s, args.probe_s, *flags)
-            saturated = sum(1 for p in result["probes"] if p["saturation"])
+            reasons = [p["saturation"] for p in result["probes"] if p["saturation"]]
+            client = sum(1 for r in reasons if r.startswith(CLIENT_LAG))
             print(f"{name:<26} {wall:7.1f} {result['elapsed_s']:9.1f} {result['runs']:5d}  {expect:<14} {answer}")
-            if saturated:
-                print(f"{'':<26} ({saturated} probe(s) past saturation)")
+            if reasons:
+                print(f"{'':<26} ({len(reasons) - client} probe(s) past saturation, {client} with the client behind)")
 
 
 if __name__ == "__main__":

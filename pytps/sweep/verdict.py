@@ -18,8 +18,8 @@ from pytps.measure.saturation import CLIENT_LAG
 from pytps.measure.slo import REQUEST_METRICS
 
 #: A repeated load point disagrees with its earlier result when an interval of one lies wholly
-#: outside the other's and the values differ by more than this share: beyond both intervals and
-#: beyond what a reader would call the same figure.
+#: outside the other's and the values differ by more than this share of the larger of them and the
+#: limit: beyond both intervals, and by enough to move the answer.
 UNSTABLE_SHARE = 0.10
 #: A probe passes only on at least this many measured requests: the bootstrap interval of a handful
 #: of values is as narrow as the handful (one ok request: an error rate of 0% [0%, 0%]).
@@ -136,7 +136,9 @@ def disagreement(before: Probe, after: Probe) -> dict[str, Any] | None:
             continue
         (blo, bhi), (alo, ahi) = b["ci95"], c["ci95"]
         apart = alo > bhi or ahi < blo
-        scale = max(abs(b["value"]), abs(c["value"]), 1e-12)
+        # Against the limit too: a 2 ms TTFT that became 15 ms under a 500 ms target is the host's
+        # jitter, not a server whose capacity moved.
+        scale = max(abs(b["value"]), abs(c["value"]), abs(c.get("limit") or 0.0), 1e-12)
         if apart and abs(c["value"] - b["value"]) > UNSTABLE_SHARE * scale:
             return {"target": c["target"], "before": b, "after": c}
     return None

@@ -275,7 +275,7 @@ def test_a_drifting_emulator_is_reported_unstable(tmp_path: Path):
 
     with Emulator(ttft_ms=100, itl_us=1000, ttft_ramp_ms_per_s=40) as emu:
         search, out, _ = sweep(tmp_path, emu.base_url, "--slo-run", "ttft:p90=2.0", "--output-tokens", "4",
-                               "--search-probe-s", "3", "--search-budget-s", "45")  # fmt: skip
+                               "--search-start", "20", "--search-probe-s", "3", "--search-budget-s", "45")  # fmt: skip
     assert search["unstable"] is not None, search["probes"]
     assert "the server is unstable" in out and "capacity: " not in out, out
 
@@ -307,3 +307,14 @@ def test_a_handful_of_requests_never_passes_and_a_low_rate_probe_lasts_for_twent
 
     out = CapacitySearch("rate", run_probe, {"ttft:p90": 1.0}, start=4, probe_s=2, budget_s=300, max_probes=20).run()
     assert asked[:3] == [10.0, 20.0, 40.0] and out["capacity"]["low"] is None
+
+
+def test_jitter_far_below_the_limit_is_not_instability():
+    from pytps.sweep.verdict import Probe, disagreement
+
+    def probe(value: float, lo: float, hi: float) -> Probe:
+        check = {"target": "ttft:p90", "value": value, "ci95": [lo, hi], "limit": 0.5, "verdict": "pass"}
+        return Probe(20.0, "pass", [], [check], check, 20.0)
+
+    assert disagreement(probe(0.0026, 0.0021, 0.004), probe(0.0157, 0.010, 0.022)) is None  # 13 ms of 500
+    assert disagreement(probe(0.2, 0.19, 0.21), probe(0.45, 0.43, 0.47)) is not None
