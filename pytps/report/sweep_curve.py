@@ -48,7 +48,7 @@ def print_curve(index: dict[str, Any]) -> None:
             row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
             row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
         rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]  # (a search may have no cell yet)
     print(" | ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
     for r in rows:
