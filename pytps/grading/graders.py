@@ -14,14 +14,12 @@ deadline (--grader-timeout-s), which makes the verdict grader_timeout.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import inspect
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -116,7 +114,6 @@ def compile_re2(pattern: str, case_fold: bool = False) -> Any:
         return re2.compile(pattern, options)
     except re2.error:
         return None
-
 
 
 def _source_sha256(fn: Any) -> str | None:
