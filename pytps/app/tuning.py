@@ -53,8 +53,13 @@ def tune(
         for name in ("concurrency", "rate"):
             if settings.get(name) is not None:
                 raise ConfigError(f"--search {search.axis} places the load itself: leave out --{name}")
+        for name in ("duration", "requests"):  # as pytps.app.search.search says
+            if settings.get(name) is not None:
+                raise ConfigError(
+                    f"--search {search.axis} bounds each probe in time: leave out --{name} (use --search-probe-s)"
+                )
         slo_run = parse_slo_run(settings.get("slo_run"))
-        base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "out")}
+        base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
         make_config(PLACEHOLDER_URL, **base, **{search.axis: 1})
 
         def search_body(config: Configuration, url: str, cfg_dir: Path) -> dict[str, Any]:

@@ -48,7 +48,8 @@ def print_curve(index: dict[str, Any]) -> None:
             row[len(names)] = cell["status"] + (f": {cell['error']}" if cell.get("error") else "")
             row[len(names) + 1 :] = [""] * (len(row) - len(names) - 1)
         rows.append(row)
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]  # (a search may have no cell yet)
+    # max() of a list: a search whose budget ended after its start run has no cell to show.
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     print(" | ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
     for r in rows:

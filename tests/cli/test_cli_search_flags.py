@@ -1,5 +1,6 @@
 """`pytps sweep --search rate` from the command line: the flags' own arrival settings and a probe's
-(a concurrency-1 start sets its arrival) meet in one make_config call, the probe's winning."""
+(a concurrency-1 start sets its arrival) meet in one make_config call, the probe's winning; and a
+search whose probes ran out after its start run prints its (empty) curve."""
 
 from __future__ import annotations
 

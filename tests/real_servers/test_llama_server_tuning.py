@@ -23,8 +23,8 @@ def test_np_grid_is_bracketed_ranked_and_kept(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "pytps", "sweep", "--serve", serve, "--serve-grid", "np=1,4",
          "--search", "rate", "--slo-run", "ttft:p90=0.5", "--input-tokens", "32", "--output-tokens", "32",
-         "--search-probe-s", "8", "--search-max-probes", "6", "--serve-starts", "5", "--out", str(out), "--no-store"],
-        capture_output=True, text=True, timeout=1800, check=False,
+         "--search-probe-s", "8", "--search-budget-s", "480", "--search-max-probes", "6", "--serve-starts", "5", "--out", str(out), "--no-store"],
+        capture_output=True, text=True, timeout=2400, check=False,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     index = json.loads((out / "tuning.json").read_text())

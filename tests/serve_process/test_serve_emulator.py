@@ -68,7 +68,7 @@ def test_each_bracket_contains_the_load_models_capacity(tmp_path: Path) -> None:
     serve = f"{PY} -m pytps serve --port {{port}} --ttft-ms {{ttft_ms}} --itl-us 1000 --max-batch 8"
     r = pytps_cli(
         "sweep", "--serve", serve, "--serve-grid", "ttft_ms=5,20", "--search", "rate", "--slo-run", "ttft:p90=0.2",
-        "--output-tokens", "32", "--input-tokens", "64", "--duration", "4", "--out", str(tmp_path), "--no-store",
+        "--output-tokens", "32", "--input-tokens", "64", "--search-probe-s", "4", "--out", str(tmp_path), "--no-store",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     index = json.loads((tmp_path / "tuning.json").read_text())
