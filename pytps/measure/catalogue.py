@@ -125,6 +125,7 @@ STORED: tuple[Metric, ...] = (
     _m(
         "cells_passed_share", "cells passed", "%", 100.0, "higher", "calibrate: share of the ladder's cells that passed"
     ),
+    _m("server_ready_s", "ready after start", "s", 1.0, "lower", "--serve: the server's start to its readiness"),
 )
 
 _BY_KEY = {m.key: m for m in (*DISTRIBUTIONS, *RUN)}

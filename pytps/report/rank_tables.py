@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytps.measure.catalogue import figure_heading
 from pytps.report.rank import fmt_value
 
 
@@ -33,8 +34,8 @@ def headers(v: dict[str, Any]) -> list[str]:
         "model",
         "accuracy [95% CI]",
         f"{obj['label']} [{unit}, 95% CI]",
-        "TTFT p50 [ms]",
-        "output speed p50 [tok/s]",
+        figure_heading("ttft_p50"),
+        figure_heading("user_tps_p50"),
         "cost per correct",
         "errors",
     ]
