@@ -1,8 +1,103 @@
-"""The library entry points: pytps.run(...) and its coroutine pytps.arun(...), the same job as
-`pytps run`, returning the RunResult (pytps.app.runs holds them)."""
+"""The library entry points, each the same job as a CLI command, through the same function of the
+application layer (pytps.app): pytps.run(...) and its coroutine pytps.arun(...) (`pytps run`),
+pytps.sweep(...) (`pytps sweep`), pytps.search(...) (`pytps sweep --search`) and pytps.matrix(...)
+(`pytps run -c` / `pytps sweep -c`). docs/library.md."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from pytps.app.runs import arun, run
 
-__all__ = ["arun", "run"]
+if TYPE_CHECKING:
+    from pytps.app.matrix import MatrixOutcome
+    from pytps.app.search import SearchOutcome
+    from pytps.app.sweeps import SweepOutcome
+
+__all__ = ["arun", "matrix", "run", "search", "sweep"]
+
+
+def sweep(
+    base_url: str | None = None,
+    *,
+    emulator: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    refine: int = 0,
+    slo_target: float = 0.95,
+    stop_error_rate: float = 0.5,
+    stop_e2e_factor: float = 20.0,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> SweepOutcome:
+    """One full run per cell of the sweep's axes: the run settings among concurrency, rate,
+    input_tokens and output_tokens given as lists (concurrency=[1, 4, 16]) or as the CLI writes
+    them ("1..64"); the other keyword arguments are pytps.run()'s settings. Into `out` (default
+    results/<UTC time>-sweep/), indexed by sweep.json; returns .out_dir, .index (sweep.json) and
+    .exit_code. refine, slo_target, stop_error_rate, stop_e2e_factor: as `pytps sweep`'s flags.
+    progress(line): each cell's line, as the CLI prints them."""
+    from pytps.app.endpoint import Endpoint
+    from pytps.app.sweeps import SweepPlan
+    from pytps.app.sweeps import sweep as sweep_job
+
+    plan = SweepPlan(refine, slo_target, stop_error_rate, stop_e2e_factor)
+    return sweep_job(Endpoint(base_url, emulator or {}), settings, plan=plan, out=out, say=progress or _quiet)
+
+
+def search(
+    base_url: str | None = None,
+    *,
+    axis: str = "rate",
+    emulator: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    start: float | None = None,
+    precision: float = 0.05,
+    max_probes: int = 10,
+    repeats: int = 2,
+    max_error_rate: float = 0.01,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> SearchOutcome:
+    """The capacity search: the highest load of `axis` ("rate" or "concurrency") whose slo_run
+    targets (a setting, e.g. slo_run="ttft:p90=0.5") and error rate hold, probe by probe, each a
+    full run of `settings` (pytps.run()'s) into `out` (default results/<UTC time>-sweep/).
+    Returns .out_dir and .index (sweep.json; .index["search"]["capacity"] is the answer). start,
+    precision, max_probes, repeats, max_error_rate: as `pytps sweep --search-*`."""
+    from pytps.app.endpoint import Endpoint
+    from pytps.app.search import SearchPlan
+    from pytps.app.search import search as search_job
+
+    plan = SearchPlan(axis, start, precision, max_probes, repeats, max_error_rate)
+    return search_job(Endpoint(base_url, emulator or {}), settings, plan, out=out, say=progress or _quiet)
+
+
+def matrix(
+    config: str | Path,
+    kind: str = "run",
+    *,
+    base_url: str | None = None,
+    out: str | Path | None = None,
+    refine: int = 0,
+    slo_target: float = 0.95,
+    stop_error_rate: float = 0.5,
+    stop_e2e_factor: float = 20.0,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> MatrixOutcome:
+    """Every endpoint x workload cell of the TOML matrix file `config` (docs/matrix.md): kind "run"
+    (each cell a run) or "sweep" (each cell a sweep, or a capacity search). `settings`
+    (pytps.run()'s) replace the file's in every cell, base_url every cell's endpoint. Into `out`
+    (default results/<UTC time>-<kind>-matrix/), indexed by matrix.json; returns .out_dir,
+    .index and .exit_code."""
+    from pytps.app.matrix import matrix as matrix_job
+    from pytps.app.sweeps import SweepPlan
+
+    plan = SweepPlan(refine, slo_target, stop_error_rate, stop_e2e_factor)
+    return matrix_job(
+        config, kind, overrides=settings, base_url=base_url, out=out, sweep_plan=plan, say=progress or _quiet
+    )
+
+
+def _quiet(line: str) -> None:
+    """No progress lines (the library's default)."""

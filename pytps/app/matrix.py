@@ -126,7 +126,7 @@ def matrix(
                         fixed: dict[str, Any] = search_settings,
                         url: str = base_url,
                     ) -> Any:
-                        return make_config(url, **fixed, **load, out=cell_out)
+                        return make_config(url, **{**fixed, **load, "out": cell_out})
 
                     found = search_folder(
                         plan,

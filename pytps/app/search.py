@@ -76,7 +76,7 @@ def search(
             plan,
             parse_slo_run(settings.get("slo_run")),
             folder,
-            lambda load, cell_out: make_config(base_url, **base, **load, out=cell_out),
+            lambda load, cell_out: make_config(base_url, **{**base, **load, "out": cell_out}),
             say,
         )
     return SearchOutcome(folder, index)
