@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from pytps import __version__
+from pytps._version import __version__
 from pytps.errors import ConfigError
 from pytps.report.numbers import fmt
 
