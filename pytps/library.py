@@ -14,7 +14,7 @@ from pytps.app.runs import arun, run
 if TYPE_CHECKING:
     from pytps.app.matrix import MatrixOutcome
     from pytps.app.search import SearchOutcome
-    from pytps.app.sweeps import SweepOutcome
+    from pytps.app.sweeps import SweepOutcome, SweepPlan
 
 __all__ = ["arun", "matrix", "run", "search", "sweep"]
 
@@ -24,24 +24,19 @@ def sweep(
     *,
     emulator: dict[str, Any] | None = None,
     out: str | Path | None = None,
-    refine: int = 0,
-    slo_target: float = 0.95,
-    stop_error_rate: float = 0.5,
-    stop_e2e_factor: float = 20.0,
     progress: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> SweepOutcome:
     """One full run per cell of the sweep's axes: the run settings among concurrency, rate,
     input_tokens and output_tokens given as lists (concurrency=[1, 4, 16]) or as the CLI writes
-    them ("1..64"); the other keyword arguments are pytps.run()'s settings. Into `out` (default
-    results/<UTC time>-sweep/), indexed by sweep.json; returns .out_dir, .index (sweep.json) and
-    .exit_code. refine, slo_target, stop_error_rate, stop_e2e_factor: as `pytps sweep`'s flags.
-    progress(line): each cell's line, as the CLI prints them."""
+    them ("1..64"); the other keyword arguments are pytps.run()'s settings, and the sweep's own
+    (refine, slo_target, stop_error_rate, stop_e2e_factor: as `pytps sweep`'s flags). Into `out`
+    (default results/<UTC time>-sweep/), indexed by sweep.json; returns .out_dir, .index
+    (sweep.json) and .exit_code. progress(line): each cell's line, as the CLI prints them."""
     from pytps.app.endpoint import Endpoint
-    from pytps.app.sweeps import SweepPlan
     from pytps.app.sweeps import sweep as sweep_job
 
-    plan = SweepPlan(refine, slo_target, stop_error_rate, stop_e2e_factor)
+    plan = _sweep_plan(settings)
     return sweep_job(Endpoint(base_url, emulator or {}), settings, plan=plan, out=out, say=progress or _quiet)
 
 
@@ -51,24 +46,25 @@ def search(
     axis: str = "rate",
     emulator: dict[str, Any] | None = None,
     out: str | Path | None = None,
-    start: float | None = None,
-    precision: float = 0.05,
-    max_probes: int = 10,
-    repeats: int = 2,
-    max_error_rate: float = 0.01,
     progress: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> SearchOutcome:
     """The capacity search: the highest load of `axis` ("rate" or "concurrency") whose slo_run
     targets (a setting, e.g. slo_run="ttft:p90=0.5") and error rate hold, probe by probe, each a
     full run of `settings` (pytps.run()'s) into `out` (default results/<UTC time>-sweep/).
-    Returns .out_dir and .index (sweep.json; .index["search"]["capacity"] is the answer). start,
-    precision, max_probes, repeats, max_error_rate: as `pytps sweep --search-*`."""
+    Returns .out_dir and .index (sweep.json; .index["search"]["capacity"] is the answer). The
+    search's own settings, as `pytps sweep --search-*` less the prefix: start, precision,
+    max_probes, repeats, max_error_rate."""
     from pytps.app.endpoint import Endpoint
     from pytps.app.search import SearchPlan
     from pytps.app.search import search as search_job
 
-    plan = SearchPlan(axis, start, precision, max_probes, repeats, max_error_rate)
+    own = {
+        f"search_{k}": settings.pop(k)
+        for k in ("start", "precision", "max_probes", "repeats", "max_error_rate")
+        if k in settings
+    }
+    plan = SearchPlan.of({"search": axis, **own})
     return search_job(Endpoint(base_url, emulator or {}), settings, plan, out=out, say=progress or _quiet)
 
 
@@ -78,25 +74,28 @@ def matrix(
     *,
     base_url: str | None = None,
     out: str | Path | None = None,
-    refine: int = 0,
-    slo_target: float = 0.95,
-    stop_error_rate: float = 0.5,
-    stop_e2e_factor: float = 20.0,
     progress: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> MatrixOutcome:
     """Every endpoint x workload cell of the TOML matrix file `config` (docs/matrix.md): kind "run"
-    (each cell a run) or "sweep" (each cell a sweep, or a capacity search). `settings`
-    (pytps.run()'s) replace the file's in every cell, base_url every cell's endpoint. Into `out`
-    (default results/<UTC time>-<kind>-matrix/), indexed by matrix.json; returns .out_dir,
-    .index and .exit_code."""
+    (each cell a run) or "sweep" (each cell a sweep, with pytps.sweep()'s own settings, or a
+    capacity search). `settings` (pytps.run()'s) replace the file's in every cell, base_url every
+    cell's endpoint. Into `out` (default results/<UTC time>-<kind>-matrix/), indexed by
+    matrix.json; returns .out_dir, .index and .exit_code."""
     from pytps.app.matrix import matrix as matrix_job
-    from pytps.app.sweeps import SweepPlan
 
-    plan = SweepPlan(refine, slo_target, stop_error_rate, stop_e2e_factor)
+    plan = _sweep_plan(settings)
     return matrix_job(
         config, kind, overrides=settings, base_url=base_url, out=out, sweep_plan=plan, say=progress or _quiet
     )
+
+
+def _sweep_plan(settings: dict[str, Any]) -> SweepPlan:
+    """A sweep's own settings, taken out of the run's."""
+    from pytps.app.sweeps import SweepPlan
+
+    names = ("refine", "slo_target", "stop_error_rate", "stop_e2e_factor")
+    return SweepPlan.of({k: settings.pop(k) for k in names if k in settings})
 
 
 def _quiet(line: str) -> None:

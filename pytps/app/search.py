@@ -127,17 +127,8 @@ def search_folder(
             dir=f"cells/{name}",
         )
 
-    search = CapacitySearch(
-        axis=axis,
-        run_probe=run_probe,
-        slo_run=slo_run,
-        max_error_rate=plan.max_error_rate,
-        precision=plan.precision,
-        max_probes=plan.max_probes,
-        repeats=plan.repeats,
-        start=plan.start,
-        progress=say,
-    )
+    limits = {f.name: getattr(plan, f.name) for f in fields(plan) if f.name != "axis"}
+    search = CapacitySearch(axis=axis, run_probe=run_probe, slo_run=slo_run, progress=say, **limits)
     sweep = Sweep(axes={axis: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)
     try:
         search.run()

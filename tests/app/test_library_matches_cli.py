@@ -21,6 +21,7 @@ TIMING = re.compile(
     r"(_ns|_s|_ms|_us|_tps|_rps|_per_token|_per_s)$|^(date_utc|client_cpu|clock|lateness|cpu|itl|gap|tpot"
     r"|useful_rate|goodput|throughput|knee|max_goodput|slo_capacity|envelope|kernel_read_lag|histograms"
     r"|interval|saturation|stopped|capacity|probes|bracket)"
+    r"|tps_(p\d+|mean)$"  # per-user and decode speed: None when a clock saw no decode time
     r"|^response_id$"  # the server's own count of the requests it answered (one emulator serves both)
 )
 
