@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"errors", "_version", "measure", "results", "store", "sweep"},
     "embed": {"errors", "_native", "measure", "results", "transport", "workload"},
     "calibrate": {"errors", "_native", "_version", "measure", "runner", "transport"},
-    "scale": {"errors", "_native", "calibrate", "measure", "results", "runner", "store", "workload"},
+    "scale": {"errors", "_native", "calibrate", "measure", "results", "runner", "store"},
     # The application layer: every job the CLI and the library run, with typed settings.
     "app": {"errors", "calibrate", "emulator", "measure", "results", "runner", "scale", "sweep"},
     "library": {"app"},
