@@ -11,6 +11,7 @@ it, at the first use of a compiled name (and at the import of any module that ne
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytps.errors import BuildError, ConfigError, EndpointError, ProtocolError, PytpsError
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from pytps.embed.instrument import instrument
     from pytps.embed.timer import StreamTimer, time_stream
     from pytps.emulator import Emulator
-    from pytps.library import arun, rank, run
+    from pytps.library import arun, matrix, rank, run, search
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord, ToolCall
     from pytps.measure.summary import summarize
@@ -52,6 +53,8 @@ _LAZY = {
     "arun": ("library", "arun"),
     "rank": ("library", "rank"),
     "RankResult": ("app.rank", "RankResult"),
+    "search": ("library", "search"),
+    "matrix": ("library", "matrix"),
     "Emulator": ("emulator", "Emulator"),
     "RunConfig": ("runner.config", "RunConfig"),
     "RunResult": ("results.output", "RunResult"),
@@ -87,6 +90,30 @@ _LAZY = {
         )
     },
 }
+
+
+class _SweepPackage(ModuleType):
+    """pytps.sweep is both the room of a sweep's planning (pytps.sweep.cells, .matrix, .search) and
+    the library's pytps.sweep(...): the package, once imported, is set on pytps by the import
+    system, so the package itself is what is called."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from pytps.library import sweep
+
+        return sweep(*args, **kwargs)
+
+
+def _callable_sweep_package() -> None:
+    import importlib
+
+    try:
+        package = importlib.import_module(".sweep", __name__)  # its docstring alone: nothing else loads
+    except ModuleNotFoundError:  # pragma: no cover - a partial copy of the package (tests/test_build.py)
+        return
+    package.__class__ = _SweepPackage
+
+
+_callable_sweep_package()
 
 
 def __getattr__(name: str) -> Any:
@@ -141,11 +168,14 @@ __all__ = [
     "clock_info",
     "collecting",
     "instrument",
+    "matrix",
     "now_ns",
     "rank",
     "request_metrics",
     "run",
+    "search",
     "summarize",
+    "sweep",
     "tag",
     "time_stream",
 ]

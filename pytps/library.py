@@ -1,18 +1,108 @@
-"""The library entry points: pytps.run(...) and its coroutine pytps.arun(...), the same job as
-`pytps run`, returning the RunResult (pytps.app.runs holds them); pytps.rank(...), `pytps rank`'s
-(pytps.app.rank), returning the RankResult."""
+"""The library entry points, each the same job as a CLI command, through the same function of the
+application layer (pytps.app): pytps.run(...) and its coroutine pytps.arun(...) (`pytps run`),
+pytps.sweep(...) (`pytps sweep`), pytps.search(...) (`pytps sweep --search`) and pytps.matrix(...)
+(`pytps run -c` / `pytps sweep -c`); pytps.rank(...) (`pytps rank`), returning the RankResult.
+docs/library.md."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytps.app.runs import arun, run
 
 if TYPE_CHECKING:
+    from pytps.app.matrix import MatrixOutcome
     from pytps.app.rank import RankResult
+    from pytps.app.search import SearchOutcome
+    from pytps.app.sweeps import SweepOutcome, SweepPlan
 
-__all__ = ["arun", "rank", "run"]
+__all__ = ["arun", "matrix", "rank", "run", "search", "sweep"]
+
+
+def sweep(
+    base_url: str | None = None,
+    *,
+    emulator: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> SweepOutcome:
+    """One full run per cell of the sweep's axes: the run settings among concurrency, rate,
+    input_tokens and output_tokens given as lists (concurrency=[1, 4, 16]) or as the CLI writes
+    them ("1..64"); the other keyword arguments are pytps.run()'s settings, and the sweep's own
+    (refine, slo_target, stop_error_rate, stop_e2e_factor: as `pytps sweep`'s flags). Into `out`
+    (default results/<UTC time>-sweep/), indexed by sweep.json; returns .out_dir, .index
+    (sweep.json) and .exit_code. progress(line): each cell's line, as the CLI prints them."""
+    from pytps.app.endpoint import Endpoint
+    from pytps.app.sweeps import sweep as sweep_job
+
+    plan = _sweep_plan(settings)
+    return sweep_job(Endpoint(base_url, emulator or {}), settings, plan=plan, out=out, say=progress or _quiet)
+
+
+def search(
+    base_url: str | None = None,
+    *,
+    axis: str = "rate",
+    emulator: dict[str, Any] | None = None,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> SearchOutcome:
+    """The capacity search: the highest load of `axis` ("rate" or "concurrency") whose slo_run
+    targets (a setting, e.g. slo_run="ttft:p90=0.5") and error rate hold, probe by probe, each a
+    full run of `settings` (pytps.run()'s) into `out` (default results/<UTC time>-sweep/).
+    Returns .out_dir and .index (sweep.json; .index["search"]["capacity"] is the answer). The
+    search's own settings, as `pytps sweep --search-*` less the prefix: start, precision,
+    max_probes, repeats, max_error_rate, probe_s, budget_s."""
+    from pytps.app.endpoint import Endpoint
+    from pytps.app.search import SearchPlan
+    from pytps.app.search import search as search_job
+
+    own = {
+        f"search_{k}": settings.pop(k)
+        for k in ("start", "precision", "max_probes", "repeats", "max_error_rate", "probe_s", "budget_s")
+        if k in settings
+    }
+    plan = SearchPlan.of({"search": axis, **own})
+    return search_job(Endpoint(base_url, emulator or {}), settings, plan, out=out, say=progress or _quiet)
+
+
+def matrix(
+    config: str | Path,
+    kind: str = "run",
+    *,
+    base_url: str | None = None,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> MatrixOutcome:
+    """Every endpoint x workload cell of the TOML matrix file `config` (docs/matrix.md): kind "run"
+    (each cell a run) or "sweep" (each cell a sweep, with pytps.sweep()'s own settings, or a
+    capacity search). `settings` (pytps.run()'s) replace the file's in every cell, base_url every
+    cell's endpoint. Into `out` (default results/<UTC time>-<kind>-matrix/), indexed by
+    matrix.json; returns .out_dir, .index and .exit_code."""
+    from pytps.app.matrix import matrix as matrix_job
+
+    plan = _sweep_plan(settings)
+    return matrix_job(
+        config, kind, overrides=settings, base_url=base_url, out=out, sweep_plan=plan, say=progress or _quiet
+    )
+
+
+def _sweep_plan(settings: dict[str, Any]) -> SweepPlan:
+    """A sweep's own settings, taken out of the run's."""
+    from pytps.app.sweeps import SweepPlan
+
+    names = ("refine", "slo_target", "stop_error_rate", "stop_e2e_factor")
+    return SweepPlan.of({k: settings.pop(k) for k in names if k in settings})
+
+
+def _quiet(line: str) -> None:
+    """No progress lines (the library's default)."""
 
 
 def rank(
@@ -36,7 +126,6 @@ def rank(
     with `url` (none: the built-in emulator with the `emulator` settings) and the endpoint's own
     run settings (`model`, `api`, prices, …). every / for_: seconds or "1h"-style durations.
     Returns a RankResult (.data: rank.json; .verdict: the last round's)."""
-    from pathlib import Path
 
     from pytps.app.rank import RankSettings, parse_duration
     from pytps.app.rank import rank as run_rank

@@ -14,46 +14,48 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "pytps"
 
-# room -> the rooms its modules may import (besides its own). A room is a package under pytps/,
-# or a module at the root; arrows point down: cli -> library / runner -> transport, workload,
-# measure -> _native. report/ and sweep/ read saved results; calibrate/, scale/ and embed/ use the
-# run, and the run never imports them.
-BASE = {"errors", "_native", "_version"}
+# room -> the rooms its modules import (besides its own): exactly the arrows the code uses, each
+# allowed on purpose (an arrow listed here that no import uses fails too). A room is a package
+# under pytps/, or a module at the root; arrows point down: cli -> app -> runner, sweep, scale,
+# calibrate -> transport, workload, store, results -> measure -> grading -> _native.
+# docs/architecture.md draws the same map.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_version": set(),
     "_native": {"errors"},
-    # The emulator's answers are a dataset's records (workload) that each grader (measure) must
-    # tell right from wrong; neither room imports the emulator.
-    "emulator": BASE | {"grading", "measure", "workload"},
-    "grading": BASE,
-    # Realtime transcription's emulator (a WebSocket server): run as its own process, imported by none.
-    "realtime_emulator": BASE,
-    "measure": BASE | {"grading"},
-    "workload": BASE,
-    "transport": BASE | {"measure", "workload"},
-    "results": BASE | {"measure"},
-    "store": BASE | {"results"},
-    # The table of settings: flag choices come from the APIs, transports and the emulator's defaults.
-    "settings": BASE | {"emulator", "transport", "workload"},
-    "runner": BASE | {"grading", "measure", "workload", "transport", "results", "settings", "store"},
-    "sweep": BASE | {"measure", "results", "settings"},
-    "report": BASE | {"measure", "results", "store", "sweep"},
-    "embed": BASE | {"measure", "results", "transport", "workload"},
-    "calibrate": BASE | {"measure", "results", "transport", "workload", "runner", "emulator"},
-    "scale": BASE | {"measure", "results", "store", "transport", "workload", "runner", "calibrate"},
-    # Launching the server under test (--serve): its processes, readiness, facts and hooks.
-    "serve_process": BASE,
+    "grading": {"errors"},
+    "measure": {"errors", "_native", "grading"},
+    "workload": {"errors", "_native"},
+    # The emulator's answers are a dataset's records (workload) that each grader must tell right
+    # from wrong; neither room imports the emulator.
+    "emulator": {"errors", "_native", "grading", "workload"},
+    "transport": {"errors", "_native", "measure"},
+    "results": {"errors", "measure"},
+    "store": {"errors"},
+    # The table of settings: flag choices come from the APIs, the transports and the emulator's defaults.
+    "settings": {"errors", "emulator", "transport", "workload"},
+    "runner": {"errors", "_native", "_version", "grading", "measure", "results", "settings", "store"}
+    | {"transport", "workload"},
+    "sweep": {"errors", "measure", "results", "settings"},
+    "report": {"errors", "_version", "measure", "results", "store", "sweep"},
+    "embed": {"errors", "_native", "measure", "results", "transport", "workload"},
+    "calibrate": {"errors", "_native", "_version", "measure", "runner", "transport"},
+    "scale": {"errors", "_native", "calibrate", "measure", "results", "runner", "store"},
     # The application layer: every job the CLI and the library run, with typed settings.
-    # (workload: the voice jobs make their utterances and texts, pytps.app.voice)
-    # (report: pytps rank's verdict of a round, computed from its saved folders like every report.)
-    "app": BASE
-    | {"measure", "results", "runner", "settings", "store", "sweep", "report", "scale", "calibrate", "emulator"}
-    | {"workload", "serve_process"},
-    "library": BASE | {"app", "runner", "scale", "calibrate", "emulator", "results"},
-    "cli": BASE
-    | {"measure", "results", "transport", "workload", "runner", "sweep", "report"}
-    | {"embed", "calibrate", "scale", "library", "emulator", "store", "grading", "settings", "app"},
+    # (settings, workload: the voice jobs make their utterances from the table's settings; report:
+    # pytps rank's verdict of a round is computed from its saved folders, like every report;
+    # serve_process: --serve launches the server per configuration; store: each job records its runs.)
+    "app": {"errors", "calibrate", "emulator", "measure", "results", "runner", "scale", "sweep"}
+    | {"report", "serve_process", "settings", "store", "workload"},
+    "library": {"app"},
+    # The CLI parses, calls the app and prints; the commands not yet in app (calibrate, history,
+    # report, serve, clock) still read their rooms, never runner, sweep or scale (test_thin_cli).
+    "cli": {"errors", "_native", "_version", "app", "calibrate", "emulator", "report", "results", "settings"}
+    | {"store", "transport", "workload"},
+    # Realtime transcription's emulator (a WebSocket server): run as its own process, imported by none.
+    "realtime_emulator": {"_native"},
+    # Launching the server under test (--serve): its processes, readiness, facts and hooks.
+    "serve_process": {"errors"},
     "__main__": {"cli"},
 }
 MAX_ROOT_MODULES = 10
@@ -70,6 +72,23 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+BUILT = {"pytps._version"}  # written by the build, so not in the source tree
+
+
+def _public_names() -> dict[str, str]:
+    """`from pytps import X`: X -> the module that defines it (the root loads each name from its
+    module on first use: pytps/__init__.py's _LAZY; its errors; __version__ from _version)."""
+    import pytps
+    import pytps.errors
+
+    names = {name: f"pytps.{module}" for name, (module, _attr) in pytps._LAZY.items()}
+    names.update({n: "pytps.errors" for n, v in vars(pytps.errors).items() if isinstance(v, type)})
+    names["__version__"] = "pytps._version"
+    names["_core"] = "pytps._native"  # the compiled module, loaded by _native
+    return names
+
+
+PUBLIC = _public_names()
 
 
 def _imports(name: str, path: Path) -> set[str]:
@@ -82,7 +101,7 @@ def _imports(name: str, path: Path) -> set[str]:
         for i in range(2, len(parts) + 1):
             m = ".".join(parts[:i])
             own_package = name.startswith(m + ".")  # already running when name is imported
-            if m in MODULES and (i == len(parts) or not own_package):
+            if (m in MODULES or m in BUILT) and (i == len(parts) or not own_package):
                 found.add(m)
 
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -101,6 +120,10 @@ def _imports(name: str, path: Path) -> set[str]:
                 for alias in node.names:
                     if f"{module}.{alias.name}" in MODULES:
                         found.add(f"{module}.{alias.name}")
+                    elif module == "pytps":
+                        # `from pytps import X` is an arrow to the module defining X; one the
+                        # root does not know is an arrow to the root itself.
+                        found.add(PUBLIC.get(alias.name, "pytps"))
     found.discard(name)
     return found
 
@@ -118,15 +141,31 @@ def test_every_room_is_known():
     assert rooms == set(ALLOWED) - {"_version"}, rooms ^ (set(ALLOWED) - {"_version"})
 
 
-def test_rooms_import_only_what_they_may():
-    wrong = sorted(
+def wrong_arrows(graph: dict[str, set[str]], allowed: dict[str, set[str]]) -> list[str]:
+    """Every import of a room the importer's room may not import."""
+    return sorted(
         f"{m} imports {t}"
-        for m, targets in GRAPH.items()
+        for m, targets in graph.items()
         if room(m) != "__init__"
         for t in targets
-        if room(t) != room(m) and room(t) not in ALLOWED[room(m)]
+        if room(t) != room(m) and room(t) not in allowed[room(m)]
     )
+
+
+def unused_arrows(graph: dict[str, set[str]], allowed: dict[str, set[str]]) -> list[str]:
+    """Every arrow of the table that no import uses."""
+    used = {(room(m), room(t)) for m, targets in graph.items() for t in targets}
+    return sorted(f"{r} -> {t}" for r, targets in allowed.items() for t in targets if (r, t) not in used)
+
+
+def test_rooms_import_only_what_they_may():
+    wrong = wrong_arrows(GRAPH, ALLOWED)
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_table_lists_only_arrows_the_code_uses():
+    unused = unused_arrows(GRAPH, ALLOWED)
+    assert not unused, "arrows no import uses (remove them from ALLOWED): " + ", ".join(unused)
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -183,3 +222,41 @@ def test_the_circle_finder_finds_circles():
 def test_the_root_keeps_the_public_face_only():
     root = sorted(p.name for p in PKG.glob("*.py") if p.name != "__init__.py")
     assert len(root) <= MAX_ROOT_MODULES, root
+
+
+def test_from_pytps_import_is_an_arrow_to_the_defining_module():
+    assert PUBLIC["Emulator"] == "pytps.emulator" and PUBLIC["RunConfig"] == "pytps.runner.config"
+    assert "pytps._version" in GRAPH["pytps.report.html_page"]  # from pytps._version import __version__
+
+
+def _plant(tmp_path: Path, name: str, text: str) -> dict[str, set[str]]:
+    path = tmp_path / (name.rsplit(".", 1)[1] + ".py")
+    path.write_text(text, encoding="utf-8")
+    return {**GRAPH, name: _imports(name, path)}
+
+
+def test_a_planted_upward_import_fails(tmp_path: Path):
+    for text in (
+        "from pytps.runner.loop import Runner\n",  # at module level
+        "def f():\n    import pytps.runner.loop\n",  # in a function
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytps.runner import loop\n",  # type-only
+        "from pytps import RunConfig\n",  # through the root's public face
+    ):
+        graph = _plant(tmp_path, "pytps.measure.planted", text)
+        assert [w for w in wrong_arrows(graph, ALLOWED) if w.startswith("pytps.measure.planted imports pytps.runner")]
+
+
+def test_a_planted_import_of_the_root_counts(tmp_path: Path):
+    graph = _plant(tmp_path, "pytps.measure.planted", "from pytps import __version__, Emulator\n")
+    assert graph["pytps.measure.planted"] == {"pytps._version", "pytps.emulator"}
+    assert "pytps.measure.planted imports pytps.emulator" in wrong_arrows(graph, ALLOWED)
+
+
+def test_a_planted_circle_fails(tmp_path: Path):
+    graph = _plant(tmp_path, "pytps.errors_planted", "from pytps.cli import main\n")
+    graph["pytps.errors"] = {*graph["pytps.errors"], "pytps.errors_planted"}
+    assert any("pytps.errors_planted" in circle for circle in _circles(graph))
+
+
+def test_an_unused_arrow_fails():
+    assert unused_arrows(GRAPH, {**ALLOWED, "store": ALLOWED["store"] | {"results"}}) == ["store -> results"]

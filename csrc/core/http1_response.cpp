@@ -337,16 +337,9 @@ size_t Http1ResponseParser::feed_chunk_line(const char* data, size_t n, size_t i
                     fail("bad chunk-size line: expected hex digits, got " + quote(std::string_view(&data[i], 1)));
                     return i;
                 }
-                if (c == ';') chunk_phase_ = ChunkPhase::ext;
-                else if (is_ows(c)) chunk_phase_ = ChunkPhase::space;
-                else if (c == '\r') chunk_phase_ = ChunkPhase::cr;
-                else if (c == '\n') break;
-                else {
-                    fail("bad chunk-size line: unexpected " + quote(std::string_view(&data[i], 1)) + " after the size");
-                    return i;
-                }
-                continue;
+                chunk_phase_ = ChunkPhase::space;  // past the digits: the size's tail reads c
             }
+                [[fallthrough]];
             case ChunkPhase::space:
                 if (is_ows(c)) continue;
                 if (c == ';') chunk_phase_ = ChunkPhase::ext;

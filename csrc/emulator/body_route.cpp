@@ -37,18 +37,15 @@ private:
 }  // namespace
 
 void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, int64_t received_ns) {
-    auto s = open_stream(c, req, received_ns, api.api == BodyApi::Rerank ? "rerank-" : "embd-", body_api_name(api));
+    BodyRequest br;
+    auto s = open_request(c, req, received_ns, api.api == BodyApi::Rerank ? "rerank-" : "embd-", body_api_name(api), br,
+                          [&](const std::string& body, BodyRequest& out, std::string& err) {
+                              return parse_body_request(api, body, out, err);
+                          });
+    if (!s) return;
     TruthRecord& rec = s->rec;
-    const uint64_t seq = rec.seq;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
-
-    BodyRequest br;
-    std::string err;
-    if (!parse_body_request(api, req.body, br, err)) {
-        reject(c, req, std::move(rec), id_header, error_body(fam, 400, err));
-        return;
-    }
     const std::vector<int64_t> tokens = body_input_tokens(api, br);
     for (int64_t t : tokens) rec.prompt_tokens += t;
     rec.inputs = static_cast<int64_t>(br.inputs.size());
@@ -62,7 +59,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
     if (refuse_by_fault(c, req, *s, id_header, fam, true, fault)) return;
 
     ResponsePlan& p = s->plan;
-    p.seq = seq;
+    p.seq = rec.seq;
     p.id = rec.id;
     p.model = br.model.empty() ? cfg_.model : br.model;
     p.created_s = static_cast<int64_t>(std::time(nullptr));
@@ -73,7 +70,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
     // One event carrying no token, due base + per-token x input tokens after admission.
     s->events = {TokenEvent{0, 0, TokKind::content}};
     LoadState& load = s->load;
-    load.seq = seq;
+    load.seq = rec.seq;
     load.conn_id = c.id;
     load.gap_ns = {cfg_.embed_ns + cfg_.embed_ns_per_token * rec.prompt_tokens};
     load.planned = 1;
@@ -82,14 +79,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
     rec.kinds = {0};
     rec.sent_ns = {0};
     rec.planned_events = 1;
-    rec.status = 200;
-    s->chunked = req.minor_version == 1;
-    c.stream = std::move(s);
-    n_streams_.fetch_add(1, std::memory_order_relaxed);
-    std::vector<uint64_t> admitted;
-    model_.arrive(c.stream->load, received_ns, admitted);
-    arm_admitted(admitted, c.id);
-    if (c.stream->load.admitted()) on_stream_timer(c);
+    launch(c, req, std::move(s), received_ns);
 }
 
 }  // namespace pytps

@@ -64,13 +64,13 @@ struct EmulatorConfig {
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;
     std::vector<int64_t> itl_replay_ns;  // cycled when itl_dist == replay
-    int64_t prefill_ns_per_token = 0;
+    int64_t prefill_ns_per_token = 0;  // added to TTFT per prompt token not served by the prefix cache
     // Embeddings and rerank (emulator/embeddings.hpp): the answer is due embed_ns +
     // embed_ns_per_token x input tokens after admission; vectors have embedding_dim components
     // unless the request asks for `dimensions`.
     int64_t embed_ns = 2'000'000;
     int64_t embed_ns_per_token = 10'000;
-    int64_t embedding_dim = 384;    // added to TTFT per prompt token not served by the prefix cache
+    int64_t embedding_dim = 384;
     // The prefix cache (emulator/prefix_cache.hpp): capacity in tokens (0: none) and block size.
     int64_t prefix_cache_tokens = 0;
     int64_t prefix_cache_block_tokens = 16;

@@ -148,6 +148,22 @@ private:
     // A generation or body request's stream, its truth record opened (sequence, id, API, receipt).
     std::unique_ptr<Stream> open_stream(const Conn& c, const HttpRequest& req, int64_t received_ns,
                                         const std::string& id_head, std::string api);
+    // The start every request route shares: its stream opened (open_stream) and its body read by
+    // parse(body, out, err); a body that cannot be read is answered 400 and recorded (reject),
+    // and then the stream is null.
+    template <class Parsed, class Parse>
+    std::unique_ptr<Stream> open_request(Conn& c, const HttpRequest& req, int64_t received_ns,
+                                         const std::string& id_head, std::string api, Parsed& out, Parse parse) {
+        auto s = open_stream(c, req, received_ns, id_head, std::move(api));
+        std::string err;
+        if (parse(req.body, out, err)) return s;
+        const std::string id_header = "x-request-id: " + s->rec.id + "\r\n";
+        reject(c, req, std::move(s->rec), id_header, error_body(error_family(req.path), 400, err));
+        return nullptr;
+    }
+    // The end every request route shares: the stream, its plan and truth made, answered 200 and
+    // handed to the connection and the load model (admitted now, or queued).
+    void launch(Conn& c, const HttpRequest& req, std::unique_ptr<Stream> s, int64_t received_ns);
     // A 400 for a request body that could not be read: the truth keeps it, the client gets `body`.
     void reject(Conn& c, const HttpRequest& req, TruthRecord&& rec, const std::string& id_header,
                 const std::string& body);

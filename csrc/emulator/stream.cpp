@@ -104,18 +104,16 @@ void Server::place_fault(Stream& s, const FaultSpec* fault) {
 }
 
 void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int64_t received_ns) {
-    auto s = open_stream(c, req, received_ns, id_prefix(api.dialect), api_name(api));
+    ChatRequest cr;
+    auto s = open_request(c, req, received_ns, id_prefix(api.dialect), api_name(api), cr,
+                          [&](const std::string& body, ChatRequest& out, std::string& err) {
+                              return parse_chat_request(api, body, out, err);
+                          });
+    if (!s) return;
     TruthRecord& rec = s->rec;
     const uint64_t seq = rec.seq;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
-
-    ChatRequest cr;
-    std::string err;
-    if (!parse_chat_request(api, req.body, cr, err)) {
-        reject(c, req, std::move(rec), id_header, error_body(fam, 400, err));
-        return;
-    }
     rec.stream = cr.stream;
     rec.prompt_tokens = estimate_prompt_tokens(cr);
     rec.images = cr.images.count;
@@ -209,7 +207,11 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
         rec.sent_ns = {0};
         rec.planned_events = 1;
     }
-    rec.status = 200;
+    launch(c, req, std::move(s), received_ns);
+}
+
+void Server::launch(Conn& c, const HttpRequest& req, std::unique_ptr<Stream> s, int64_t received_ns) {
+    s->rec.status = 200;
     s->chunked = req.minor_version == 1;
     c.stream = std::move(s);
     n_streams_.fetch_add(1, std::memory_order_relaxed);

@@ -74,7 +74,7 @@ def cpu_model() -> str | None:
 
 
 def host_facts() -> dict[str, Any]:
-    from pytps import __version__
+    from pytps._version import __version__
 
     return {
         "host": platform.node(),

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
-    from pytps import __version__
+    from pytps._version import __version__
     from pytps.app.exit_codes import TABLE
     from pytps.cli import agents, calibrate, clock, compare, history, rank, report, run, serve, sweep
     from pytps.cli._help import add_command

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from pytps.app.exit_codes import TABLE
@@ -37,8 +38,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from pytps.report.sweep_curve import print_curve
-
     if args.config:
         from pytps.cli.run import run_matrix_file
 
@@ -57,42 +56,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.search:
         from pytps.app.search import SearchPlan, capacity_line, search
 
+        plan = SearchPlan.of(SETTINGS.from_flags(args, "search"))
         found = search(
             endpoint(args, settings),
             settings,
-            SearchPlan.of(SETTINGS.from_flags(args, "search")),
+            plan,
             out=args.out,
             say=say("sweep"),
             say_endpoint=emulator_line("searching"),
             between=between,
         )
-        if args.json:
-            print(json.dumps(found.index, indent=2))
-        else:
-            print_curve(found.index)
-            print(capacity_line(found.index["search"]))
-        print(f"results: {found.out_dir} (sweep.json indexes the probes)", file=sys.stderr)
-        if args.html is not None:
-            write_html(found.out_dir, args.html)
+        _show(args, found.index, found.out_dir, "probes", capacity_line(found.index["search"]))
         return 0
     from pytps.app.sweeps import SweepPlan, sweep
 
+    sweep_plan = SweepPlan.of(SETTINGS.from_flags(args, "sweep"))
     swept = sweep(
         endpoint(args, settings),
         settings,
-        plan=SweepPlan.of(SETTINGS.from_flags(args, "sweep")),
+        plan=sweep_plan,
         out=args.out,
         say=say("sweep"),
         say_endpoint=emulator_line("sweeping"),
         between=between,
     )
-    if args.json:
-        print(json.dumps(swept.index, indent=2))
-    else:
-        print_curve(swept.index)
-    print(f"results: {swept.out_dir} (sweep.json indexes the cells)", file=sys.stderr)
-    if args.html is not None:
-        write_html(swept.out_dir, args.html)
+    _show(args, swept.index, swept.out_dir, "cells")
     return swept.exit_code
 
 
@@ -123,3 +111,18 @@ def _tune(args: argparse.Namespace, opts: Any, settings: dict[str, Any]) -> int:
 
         print(f"report: {write_tuning_page(outcome.out_dir, args.html)}", file=sys.stderr)
     return outcome.exit_code
+
+
+def _show(args: argparse.Namespace, index: dict[str, Any], out_dir: Path, what: str, answer: str | None = None) -> None:
+    """The sweep's curve (and a search's answer), or sweep.json with --json; where it is; --html."""
+    from pytps.report.sweep_curve import print_curve
+
+    if args.json:
+        print(json.dumps(index, indent=2))
+    else:
+        print_curve(index)
+        if answer is not None:
+            print(answer)
+    print(f"results: {out_dir} (sweep.json indexes the {what})", file=sys.stderr)
+    if args.html is not None:
+        write_html(out_dir, args.html)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytps import __version__
+from pytps._version import __version__
 from pytps.errors import ConfigError
 from pytps.report import verdicts
 from pytps.report.numbers import fmt

@@ -113,6 +113,11 @@ class RunConfig:
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
+    def request_headers(self) -> dict[str, str]:
+        """What every request sends: the API's auth header for the key, then --header's (which win)."""
+        return {**request_formats.auth_headers(self.api, self.api_key), **self.headers}
+
+    @property
     def secrets(self) -> list[str]:
         """Every secret of these settings (pytps.measure.redact's one rule): the key, secret header
         values, the URL's userinfo and secret query values (the metrics URLs' and headers' too)."""

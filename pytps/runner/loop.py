@@ -183,7 +183,7 @@ class Runner:
     # ---- setup ------------------------------------------------------------------------------
 
     def _headers(self) -> dict[str, str]:
-        return {**request_formats.auth_headers(self.cfg.api, self.cfg.api_key), **self.cfg.headers}
+        return self.cfg.request_headers
 
     def _redact(self, text: str | None) -> str | None:
         return self._redactor.optional(text)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def run_metadata(cfg: RunConfig, model: str, transport: Transport) -> dict[str, Any]:
     """What results.json records about a run before it starts: what was measured, how and when."""
-    from pytps import __version__
+    from pytps._version import __version__
     from pytps.runner.event_loop import event_loop_name
 
     url = urlsplit(cfg.base_url)

@@ -149,18 +149,16 @@ class LoadPlan:
     # It is rate mode (an open loop on an absolute schedule) without a rate.
     schedule_ns: list[int] | None = field(default=None, repr=False)
 
-    @property
-    def mode(self) -> str:
-        """ "rate" when a rate or a trace's schedule is set, else "concurrency"."""
-        return "rate" if self.rate_rps is not None or self.schedule_ns is not None else "concurrency"
-
-    @property
-    def max_in_flight(self) -> int | None:
-        """The bound on concurrent requests: concurrency, or max_concurrency (None = unbounded)."""
-        return self.max_concurrency if self.mode == "rate" else (self.concurrency or 1)
+    # Set once, when the plan is made (the plan owns them; nothing re-derives them): "rate" when a
+    # rate or a trace's schedule is set, else "concurrency"; and the bound on requests in flight,
+    # concurrency or max_concurrency (None = unbounded).
+    mode: str = field(init=False, repr=False, compare=False)
+    max_in_flight: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self.mode = "rate" if self.rate_rps is not None or self.schedule_ns is not None else "concurrency"
         self.validate()  # once, where the plan is made
+        self.max_in_flight = self.max_concurrency if self.mode == "rate" else (self.concurrency or 1)
 
     def validate(self) -> LoadPlan:
         """Check the plan and fill in defaults, in place; returns self. Raises ConfigError. Run
@@ -227,6 +225,7 @@ class LoadPlan:
         """The plan's fields and mode, for a results file."""
         d = {"mode": self.mode, **dataclasses.asdict(self)}
         d.pop("schedule_ns")  # a trace's: its file and settings are in metadata.workload
+        d.pop("max_in_flight")  # concurrency or max_concurrency, both given
         return d
 
 

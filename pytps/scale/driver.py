@@ -31,7 +31,6 @@ from pytps.scale.handle import WorkerHandle
 from pytps.scale.merge import MergePart, merge_results
 from pytps.scale.share import Share, divide
 from pytps.scale.worker import WorkerJob, WorkerResult
-from pytps.workload import request_formats
 
 if TYPE_CHECKING:
     from pytps.runner.scrape_process import ScraperProcess
@@ -334,7 +333,7 @@ class ScaledRun:
         secrets = cfg.secrets
         endpoint = Endpoint(
             cfg.base_url,
-            headers={**request_formats.auth_headers(cfg.api, cfg.api_key), **cfg.headers},
+            headers=cfg.request_headers,
             secrets=secrets,
             ca_file=cfg.ca_bundle,
             verify=not cfg.insecure,
