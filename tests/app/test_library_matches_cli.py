@@ -23,6 +23,7 @@ TIMING = re.compile(
     r"|interval|saturation|stopped|capacity|probes|bracket)"
     r"|tps_(p\d+|mean)$"  # per-user and decode speed: None when a clock saw no decode time
     r"|^response_id$"  # the server's own count of the requests it answered (one emulator serves both)
+    r"|^connection_id$"  # which connection a request rode: at concurrency 2, whichever was free first
 )
 
 
@@ -80,15 +81,45 @@ def test_a_sweep(url: str, tmp_path: Path) -> None:
     assert_same_folder(tmp_path / "cli", tmp_path / "lib")
 
 
+def _keys(value: Any) -> Any:
+    """A JSON value's shape: its keys, nested; lists as the set of their items' shapes."""
+    if isinstance(value, dict):
+        return {k: _keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return sorted({json.dumps(_keys(v), sort_keys=True) for v in value})
+    return None
+
+
+def assert_same_shape(cli: Path, lib: Path) -> None:
+    """The same files, and in each JSON file the same keys: a capacity search's probes are bounded in
+    time (--search-probe-s, issue 40), so how many requests each made is a clock's measurement too."""
+    names = [p.relative_to(cli) for p in _files(cli)]
+    assert names == [p.relative_to(lib) for p in _files(lib)]
+    assert names, "nothing was written"
+    for name in names:
+        if name.suffix == ".json":
+            a, b = (_keys(json.loads((root / name).read_text())) for root in (cli, lib))
+        elif name.suffix == ".jsonl":
+            a, b = ({json.dumps(_keys(json.loads(x)), sort_keys=True) for x in (root / name).read_text().splitlines()}
+                    for root in (cli, lib))  # fmt: skip
+        else:
+            continue
+        assert a == b, name
+
+
 def test_a_search(url: str, tmp_path: Path) -> None:
-    limits = ["--slo-run", "ttft:p90=5", "--search-max-probes", "2"]
+    limits = ["--slo-run", "ttft:p90=5", "--search-max-probes", "3", "--search-probe-s", "1"]
+    common = [flag for flag in COMMON if flag not in ("--requests", "3")]
     assert (
-        main(["sweep", "--base-url", url, "--search", "concurrency", *limits, *COMMON, "--out", str(tmp_path / "cli")])
+        main(["sweep", "--base-url", url, "--search", "concurrency", *limits, *common, "--out", str(tmp_path / "cli")])
         == 0
     )
-    found = pytps.search(url, axis="concurrency", slo_run="ttft:p90=5", max_probes=2, out=tmp_path / "lib", **SETTINGS)
+    settings = {k: v for k, v in SETTINGS.items() if k != "requests"}
+    found = pytps.search(
+        url, axis="concurrency", slo_run="ttft:p90=5", max_probes=3, probe_s=1, out=tmp_path / "lib", **settings
+    )
     assert found.index["search"]["capacity"] is not None
-    assert_same_folder(tmp_path / "cli", tmp_path / "lib")
+    assert_same_shape(tmp_path / "cli", tmp_path / "lib")
 
 
 def test_a_matrix(url: str, tmp_path: Path) -> None:
