@@ -172,11 +172,12 @@ def request_row(s: VoiceSettings, rec: RequestRecord, item: SpeechItem | None) -
         return row
     row["t_send_ns"] = rec.t_send_ns  # the HTML page's stall timeline places each request by it
     if s.api == "openai-speech":
-        fig = speech_figures(rec, s.pcm, s.playback_buffer_ms)
-        row.update(fig.row())
+        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms)
+        row.update(speech.row())
         # When the simulated player started and each stall began, from the send (seconds).
-        row["play_start_s"] = (fig.playback.start_ns - rec.t_send_ns) / 1e9 if fig.playback.start_ns else None
-        row["stall_at_s"] = [(t - rec.t_send_ns) / 1e9 for t in fig.playback.stall_at_ns]
+        play = speech.playback
+        row["play_start_s"] = (play.start_ns - rec.t_send_ns) / 1e9 if play.start_ns else None
+        row["stall_at_s"] = [(t - rec.t_send_ns) / 1e9 for t in play.stall_at_ns]
     else:
         assert item is not None
         fig = transcription_figures(rec, _transcript(rec), item.seconds, item.reference)
