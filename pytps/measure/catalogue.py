@@ -126,7 +126,7 @@ VOICE: tuple[Metric, ...] = (
     _m("generation_s", "generation", "s", 1.0, "lower", "sent → the last audio byte"),
     _m("rtf", "RTF", "×", 1.0, "lower", "real-time factor: generation time / audio seconds"),
     _m("inverse_rtf", "inverse RTF", "×", 1.0, "higher", "audio seconds / generation time"),
-    _m("stalls", "stalls", "stalls", 1.0, "lower", "the simulated player's stalls per request"),
+    _m("stalls", "stalls", "per request", 1.0, "lower", "the simulated player's stalls per request"),
     _m("stalled_s", "stalled", "ms", MS, "lower", "the simulated player's stalled time per request"),
     _m("input_audio_s", "input audio", "s", 1.0, None, "the uploaded audio's seconds"),
     _m("first_text_s", "first text", "ms", MS, "lower", "speech to text: sent → the first text"),

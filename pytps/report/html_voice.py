@@ -38,7 +38,7 @@ def _stall_timeline(rows: list[dict[str, Any]]) -> Any:
 
     ok = [r for r in rows if r.get("ok") and r.get("play_start_s") is not None]
     t0 = min(r["t_send_ns"] for r in ok)
-    fig = figure(width=_WIDTH, height=min(600, 80 + 14 * len(ok)), x_axis_label="run time [s]",
+    fig = figure(width=_WIDTH, height=min(600, 80 + 14 * len(ok)), x_axis_label="seconds from the run's first send",
                  y_axis_label="request", toolbar_location=None)  # fmt: skip
     wait: dict[str, list[float]] = {"y": [], "l": [], "r": []}
     play: dict[str, list[float]] = {"y": [], "l": [], "r": []}
@@ -82,7 +82,7 @@ def voice_run_page(directory: Path, data: dict[str, Any]) -> Page:
     page.add(f"<h1>pytps voice run: {e(directory.name)}</h1>")
     page.add(meta_list([("API", meta["api"]), ("model", meta["model"]), ("concurrency", meta["concurrency"]),
                         ("requests ok", f"{s['ok']} of {s['requests']}"), ("date (UTC)", meta.get("date_utc")),
-                        ("player buffer [ms]" if speech else "", meta.get("playback_buffer_ms") if speech else None),
+                        ("player buffer", f"{meta['playback_buffer_ms']:g} ms" if speech else None),
                         ("results folder", str(directory))]))  # fmt: skip
     page.add(_figures_table(s))
     key = "ttfa_s" if speech else "final_s"
