@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -29,6 +30,8 @@ from pytps.workload.speech_inputs import (
 __all__ = ["realtime_job", "voice_job", "voice_turn_job"]
 
 Say = Callable[[str], None]
+#: The endpoint a voice run against the built-in emulator is recorded under in the results store.
+BUILTIN_EMULATOR = "emulator://builtin"
 
 
 def _texts(opts: Mapping[str, Any], n: int) -> tuple[str, ...]:
@@ -77,6 +80,39 @@ def _write(out_dir: Path, name: str, data: dict[str, Any]) -> None:
     tmp.replace(out_dir / name)
 
 
+def _inputs(opts: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """What the run spoke or transcribed, for the store's fingerprint: a file by name and hash, or
+    generated text by its length (the seed stays out: reruns vary it by design)."""
+    from pytps.store.fingerprint import file_sha256
+
+    key = "speech_texts" if what == "openai-speech" else "audio_dataset"
+    if opts.get(key):
+        return {key: Path(opts[key]).name, f"{key}_sha256": file_sha256(opts[key])}
+    return {"generated_words": opts["speech_words"]}
+
+
+def _record(
+    opts: Mapping[str, Any], what: str, url: str, model: str, workload: dict[str, Any], data: dict[str, Any], out: Path
+) -> None:
+    """The run in the results store (kind "voice"), unless --no-store; a store that fails warns in
+    one line and the folder stays complete (pytps.store.run_entry)."""
+    from pytps.store.run_entry import record_in_store
+    from pytps.store.voice_entry import voice_figures, voice_store_metadata
+
+    if opts.get("no_store") or opts.get("store") is False:
+        return
+    if not opts.get("base_url") and not (what == "voice-turn" and opts.get("tts_url")):
+        # The built-in emulator's port changes from run to run; its runs are one endpoint's.
+        url = BUILTIN_EMULATOR
+    date = str(data.get("metadata", {}).get("date_utc") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    meta = voice_store_metadata(what, url, model, opts["concurrency"] or 1, workload, date)
+    summary = data["summary"]
+    figures = voice_figures(what, summary)
+    store = opts.get("store")
+    spec = None if store is None or isinstance(store, bool) else str(store)
+    record_in_store(spec, {"metadata": meta, "summary": summary}, out, kind="voice", figures=figures)
+
+
 def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     """--api openai-speech or openai-transcriptions: voice.json."""
     from pytps.measure.voice import PcmFormat
@@ -119,7 +155,18 @@ def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
         result = run_voice_sync(settings)
     out_dir = results_folder(opts["out"], "voice")
     result.save(out_dir)
-    return result.to_json(), out_dir
+    data = result.to_json()
+    workload: dict[str, Any] = {"stream": settings.stream, **_inputs(opts, settings.api)}
+    if settings.api == "openai-speech":
+        workload.update(
+            audio_format=settings.audio_format,
+            stream_format=settings.stream_format,
+            voice=settings.voice,
+            sample_rate=opts["sample_rate"],
+            playback_buffer_ms=settings.playback_buffer_ms,
+        )
+    _record(opts, settings.api, settings.base_url, settings.model, workload, data, out_dir)
+    return data, out_dir
 
 
 def voice_turn_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
@@ -157,6 +204,8 @@ def voice_turn_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], P
         "turns": result.rows,
     }
     _write(out_dir, "voice_turn.json", data)
+    workload = {"stages": "stt,chat,tts", "models": models, **_inputs(opts, "voice-turn")}
+    _record(opts, "voice-turn", urls["tts"], models["chat"], workload, data, out_dir)
     return data, out_dir
 
 
@@ -205,4 +254,6 @@ def realtime_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Pat
     }
     out_dir = results_folder(opts["out"], "realtime")
     _write(out_dir, "voice_realtime.json", data)
+    workload = {"shape": opts["realtime_shape"], "frame_ms": opts["frame_ms"], **_inputs(opts, "openai-realtime")}
+    _record(opts, "openai-realtime", url, opts["model"] or "pytps-emulator", workload, data, out_dir)
     return data, out_dir

@@ -143,7 +143,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
     metrics = parse_metrics(args.metric)
     with _open(args, read_only=True) as store:
-        groups = _selected(args, store, None if args.all else ("run", "rank"))
+        groups = _selected(args, store, None if args.all else ("run", "rank", "voice"))
     if not groups:
         print(f"no runs in the results store {store.where} match; pytps run records each run there "
               "(pytps history add DIR imports saved folders)", file=sys.stderr)  # fmt: skip
@@ -349,7 +349,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     # A check only reads; a store that is not there is a mistake (a typo would pass a CI gate).
     with _open(args, read_only=True, must_exist=True) as store:
-        groups = _selected(args, store, ("run", "rank"))
+        groups = _selected(args, store, ("run", "rank", "voice"))
     findings = check(groups, limits, window=args.window, resamples=args.resamples, seed=args.seed)
     regressions = [f for f in findings if f.regression]
     if args.check_json:

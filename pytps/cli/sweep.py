@@ -44,6 +44,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_matrix_file(args, "sweep")
     if args.html is not None:
         check_html_available()
+    if args.api in ("openai-speech", "openai-transcriptions"):
+        return _voice_sweep(args)
     settings = flag_settings(args)
     from pytps.app.serve_plan import plain_hooks, serve_options
     from pytps.app.served import CellHooks
@@ -82,6 +84,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     _show(args, swept.index, swept.out_dir, "cells")
     return swept.exit_code
+
+
+def _voice_sweep(args: argparse.Namespace) -> int:
+    """A sweep of a speech or transcription service over concurrency (pytps.app.voice_sweep)."""
+    from pytps.app.voice_sweep import voice_sweep
+    from pytps.report.voice_sweep import voice_sweep_lines
+
+    index, out_dir = voice_sweep(vars(args), lambda line: print(line, file=sys.stderr))
+    print(json.dumps(index, indent=2) if args.json else voice_sweep_lines(index))
+    print(f"results: {out_dir} (voice_sweep.json indexes the cells)", file=sys.stderr)
+    if args.html is not None:
+        from pytps.report.html_voice import write_voice_sweep_html
+
+        print(f"report: {write_voice_sweep_html(index, out_dir, args.html or None)}", file=sys.stderr)
+    return 0 if all(c["ok"] == c["requests"] for c in index["cells"]) else 3
 
 
 def _tune(args: argparse.Namespace, opts: Any, settings: dict[str, Any]) -> int:

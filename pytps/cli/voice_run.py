@@ -31,8 +31,17 @@ def cmd_voice(args: argparse.Namespace) -> int:
     from pytps.app.voice import voice_job
     from pytps.report.voice_console import render_voice
 
+    if args.html is not None:
+        from pytps.cli.report import check_html_available
+
+        check_html_available()
     data, out_dir = voice_job(vars(args), _say)
-    return _finish(data, out_dir, args, render_voice)
+    code = _finish(data, out_dir, args, render_voice)
+    if args.html is not None:
+        from pytps.report.html_voice import write_voice_html
+
+        print(f"report: {write_voice_html(data, out_dir, args.html or None)}", file=sys.stderr)
+    return code
 
 
 def cmd_voice_turn(args: argparse.Namespace) -> int:

@@ -116,6 +116,44 @@ RUN: tuple[Metric, ...] = (
     _m("output_tokens_per_joule", "tokens per joule", "tok/J", 1.0, "higher", "output tokens / the server's energy"),
 )
 
+#: A voice run's per-request figures (docs/metrics.md, "Voice"; docs/voice.md), by the keys of
+#: its rows: text to speech, speech to text, realtime sessions and the voice turn. TTFB is
+#: DISTRIBUTIONS' entry. Ratios (RTF, RTFx) have the unit "×".
+VOICE: tuple[Metric, ...] = (
+    _m("ttfa_s", "TTFA", "ms", MS, "lower", "time to first audio: sent → the first audio byte"),
+    _m("first_playable_s", "first playable", "ms", MS, "lower", "sent → one whole audio frame received"),
+    _m("audio_s", "audio", "s", 1.0, None, "audio seconds received per request"),
+    _m("generation_s", "generation", "s", 1.0, "lower", "sent → the last audio byte"),
+    _m("rtf", "RTF", "×", 1.0, "lower", "real-time factor: generation time / audio seconds"),
+    _m("inverse_rtf", "inverse RTF", "×", 1.0, "higher", "audio seconds / generation time"),
+    _m("stalls", "stalls", "per request", 1.0, "lower", "the simulated player's stalls per request"),
+    _m("stalled_s", "stalled", "ms", MS, "lower", "the simulated player's stalled time per request"),
+    _m("input_audio_s", "input audio", "s", 1.0, None, "the uploaded audio's seconds"),
+    _m("first_text_s", "first text", "ms", MS, "lower", "speech to text: sent → the first text"),
+    _m("final_s", "final transcript", "ms", MS, "lower", "speech to text: sent → the final transcript"),
+    _m("rtfx", "RTFx", "×", 1.0, "higher", "input audio seconds / time to the final transcript"),
+    _m("wer", "WER", "%", 100.0, "lower", "word error rate against the reference transcript"),
+    _m("cer", "CER", "%", 100.0, "lower", "character error rate against the reference"),
+    _m("first_delta_s", "first delta", "ms", MS, "lower", "realtime: start of speech → the first delta"),
+    _m("eos_final_s", "speech end → final", "ms", MS, "lower", "realtime: end of speech → the final transcript"),
+    _m("frame_late_p50_s", "frame late p50", "ms", MS, "lower", "realtime: a session's median frame lateness"),
+    _m("frame_late_p99_s", "frame late p99", "ms", MS, "lower", "realtime: a session's p99 frame lateness"),
+    _m("frame_late_max_s", "frame late max", "ms", MS, "lower", "realtime: a session's latest frame"),
+    _m("turn_s", "voice turn", "ms", MS, "lower", "end of user speech → first audio of the reply"),
+    _m("stt_s", "turn: stt", "ms", MS, "lower", "the turn's stt stage: → the final transcript"),
+    _m("chat_s", "turn: chat", "ms", MS, "lower", "the turn's chat stage: → the first speakable piece"),
+    _m("tts_s", "turn: tts", "ms", MS, "lower", "the turn's tts stage: → the piece's first audio"),
+    _m("chat_handoff_s", "chat hand-off", "ms", MS, "lower", "the chat request sent after the transcript"),
+    _m("chat_ttft_s", "chat TTFT", "ms", MS, "lower", "the turn's chat request's TTFT"),
+    _m("tts_handoff_s", "tts hand-off", "ms", MS, "lower", "the speech request sent after its piece"),
+)
+
+#: A voice run's run-level figures.
+VOICE_RUN: tuple[Metric, ...] = (
+    _m("audio_throughput", "audio throughput", "audio s/s", 1.0, "higher", "audio seconds per second, all streams"),
+    _m("stall_rate", "stalled requests", "%", 100.0, "lower", "share of requests whose playback stalled"),
+)
+
 #: Figures the results store keeps that no run summary has: a run's request count, and a
 #: calibration's (pytps calibrate, docs/calibrate.md).
 STORED: tuple[Metric, ...] = (
@@ -128,7 +166,7 @@ STORED: tuple[Metric, ...] = (
     _m("server_ready_s", "ready after start", "s", 1.0, "lower", "--serve: the server's start to its readiness"),
 )
 
-_BY_KEY = {m.key: m for m in (*DISTRIBUTIONS, *RUN)}
+_BY_KEY = {m.key: m for m in (*DISTRIBUTIONS, *RUN, *VOICE, *VOICE_RUN)}
 _STORED_BY_KEY = {m.key: m for m in STORED}
 _SERVER_BY_KEY = {m.key: m for m in SERVER}
 

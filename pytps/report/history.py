@@ -22,6 +22,7 @@ from pytps.report.compare import bootstrap_diff, load_run
 from pytps.report.verdicts import change_class
 from pytps.results.files import JOURNAL
 from pytps.store.store import CALIBRATION_FIGURES, DISTRIBUTIONS, SCALARS, STATS, StoredRun
+from pytps.store.voice_entry import VOICE_FIGURE_NAMES
 
 SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_METRICS = ("ttft_p50", "tpot_p50", "decode_tps_p50", "output_throughput_tps")
@@ -38,7 +39,8 @@ DEFAULT_WINDOW = 5
 
 
 def known_metrics() -> list[str]:
-    return [f"{name}_{stat}" for name in DISTRIBUTIONS for stat in STATS] + list(SCALARS) + list(CALIBRATION_FIGURES)
+    common = [f"{name}_{stat}" for name in DISTRIBUTIONS for stat in STATS] + list(SCALARS) + list(CALIBRATION_FIGURES)
+    return common + [n for n in VOICE_FIGURE_NAMES if n not in common]
 
 
 def check_metric(name: str) -> str:

@@ -5,39 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-_LABELS = {
-    "ttfb_s": ("time to first byte", "ms", 1e3),
-    "ttfa_s": ("time to first audio", "ms", 1e3),
-    "first_playable_s": ("time to first playable audio", "ms", 1e3),
-    "audio_s": ("audio per request", "s", 1.0),
-    "generation_s": ("generation time", "s", 1.0),
-    "rtf": ("real-time factor (RTF)", "", 1.0),
-    "inverse_rtf": ("inverse RTF (x real time)", "", 1.0),
-    "stalls": ("stalls per request", "", 1.0),
-    "stalled_s": ("stalled time per request", "ms", 1e3),
-    "input_audio_s": ("input audio", "s", 1.0),
-    "first_text_s": ("time to first text", "ms", 1e3),
-    "final_s": ("time to final transcript", "ms", 1e3),
-    "rtfx": ("RTFx (audio s / processing s)", "", 1.0),
-    "wer": ("WER per request", "", 1.0),
-    "turn_s": ("turn: end of speech -> first audio", "ms", 1e3),
-    "stt_s": ("  stt: -> final transcript", "ms", 1e3),
-    "chat_s": ("  chat: -> first speakable piece", "ms", 1e3),
-    "tts_s": ("  tts: -> first audio", "ms", 1e3),
-    "chat_handoff_s": ("chat request sent after transcript", "ms", 1e3),
-    "chat_ttft_s": ("chat TTFT", "ms", 1e3),
-    "tts_handoff_s": ("speech request sent after piece", "ms", 1e3),
-    "first_delta_s": ("start of speech -> first delta", "ms", 1e3),
-    "frame_late_p50_s": ("frame lateness p50 per session", "ms", 1e3),
-    "frame_late_p99_s": ("frame lateness p99 per session", "ms", 1e3),
-    "frame_late_max_s": ("frame lateness max per session", "ms", 1e3),
-}
+from pytps.measure.catalogue import metric
+
+
+def _heading(name: str) -> tuple[str, str, float]:
+    """(heading with its unit, unit, scale) of a row's figure, from the catalogue (pytps.measure.catalogue)."""
+    m = metric(name)
+    return m.heading, m.unit, m.scale
 
 
 def _line(label: str, unit: str, scale: float, d: dict[str, float]) -> str:
     u = f" {unit}" if unit else ""
     return (
-        f"  {label + (f' [{unit}]' if unit else ''):<38} {d['mean'] * scale:10.3f} ± {d['sd'] * scale:<9.3f}"
+        f"  {label:<38} {d['mean'] * scale:10.3f} ± {d['sd'] * scale:<9.3f}"
         f" [{d['min'] * scale:.3f} … {d['max'] * scale:.3f}]{u}  p50 {d['p50'] * scale:.3f}"
         f"  p99 {d['p99'] * scale:.3f}  n={int(d['count'])}"
     )
@@ -52,7 +32,7 @@ def render_voice(data: dict[str, Any]) -> str:
     for name, d in s["figures"].items():
         if d is None:
             continue
-        label, unit, scale = _LABELS.get(name, (name, "", 1.0))
+        label, unit, scale = _heading(name)
         lines.append(_line(label, unit, scale, d))
     if s.get("audio_throughput") is not None:
         lines.append(f"  audio throughput (all streams)          {s['audio_throughput']:10.3f} audio s per s")
@@ -75,7 +55,7 @@ def render_turns(data: dict[str, Any]) -> str:
     lines = [f"voice turn (stt,chat,tts) · {s['ok']}/{s['turns']} ok"]
     for name, d in s["figures"].items():
         if d is not None:
-            label, unit, scale = _LABELS.get(name, (name, "", 1.0))
+            label, unit, scale = _heading(name)
             lines.append(_line(label, unit, scale, d))
     return "\n".join(lines)
 
@@ -86,8 +66,6 @@ def render_realtime(data: dict[str, Any]) -> str:
     lines = [f"realtime ({meta['shape']}, {meta['frame_ms']:g} ms frames) · {s['ok']}/{s['sessions']} sessions ok"]
     for name, d in s["figures"].items():
         if d is not None:
-            label, unit, scale = _LABELS.get(name, (name, "", 1.0))
-            if name == "final_s":
-                label = "end of speech -> final transcript"
+            label, unit, scale = _heading("eos_final_s" if name == "final_s" else name)
             lines.append(_line(label, unit, scale, d))
     return "\n".join(lines)

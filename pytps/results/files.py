@@ -19,6 +19,8 @@ SCRAPES_RAW = "server_metrics_raw.jsonl"
 #: A sweep's index of its cells (pytps.sweep.cells), and a matrix's (pytps.app.matrix).
 SWEEP_INDEX = "sweep.json"
 MATRIX_INDEX = "matrix.json"
+#: A voice sweep's index (pytps.app.voice_sweep; docs/voice.md).
+VOICE_SWEEP = "voice_sweep.json"
 #: --serve (pytps.app.served, docs/tuning.md): the launched server's output (redacted), what it
 #: said and how it started and stopped, per configuration; and a tuning's index of its configurations.
 SERVER_LOG = "server.log"

@@ -170,8 +170,14 @@ def request_row(s: VoiceSettings, rec: RequestRecord, item: SpeechItem | None) -
     row: dict[str, Any] = {"index": rec.index, "ok": rec.ok, "error": rec.error, "error_detail": rec.error_detail}
     if not rec.ok:
         return row
+    row["t_send_ns"] = rec.t_send_ns  # the HTML page's stall timeline places each request by it
     if s.api == "openai-speech":
-        row.update(speech_figures(rec, s.pcm, s.playback_buffer_ms).row())
+        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms)
+        row.update(speech.row())
+        # When the simulated player started and each stall began, from the send (seconds).
+        play = speech.playback
+        row["play_start_s"] = (play.start_ns - rec.t_send_ns) / 1e9 if play.start_ns else None
+        row["stall_at_s"] = [(t - rec.t_send_ns) / 1e9 for t in play.stall_at_ns]
     else:
         assert item is not None
         fig = transcription_figures(rec, _transcript(rec), item.seconds, item.reference)

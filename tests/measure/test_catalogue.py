@@ -17,7 +17,7 @@ from pytps.report.console import render
 PKG = Path(catalogue.__file__).resolve().parents[1]
 # The docs sit beside the tests (an installed package has none beside it).
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-EVERY = (*catalogue.DISTRIBUTIONS, *catalogue.SERVER, *catalogue.RUN)
+EVERY = (*catalogue.DISTRIBUTIONS, *catalogue.SERVER, *catalogue.RUN, *catalogue.VOICE, *catalogue.VOICE_RUN)
 # Units as tables write them, in brackets after a label; counts ("[tokens]") are not metrics' units.
 BRACKETED = re.compile(r"\[(ms|µs|us|s|tok/s|req/s|%)\]")
 
@@ -75,7 +75,7 @@ def test_the_check_would_catch_a_table_of_its_own() -> None:
 
 
 def test_keys_are_unique_and_every_entry_is_complete() -> None:
-    for group in (catalogue.DISTRIBUTIONS, catalogue.SERVER, catalogue.RUN):
+    for group in (catalogue.DISTRIBUTIONS, catalogue.SERVER, catalogue.RUN, catalogue.VOICE, catalogue.VOICE_RUN):
         assert len({m.key for m in group}) == len(group)
     for m in EVERY:
         assert m.label and m.unit and m.scale > 0 and m.description
@@ -120,6 +120,20 @@ def test_every_console_row_keeps_its_label_on_one_line_at_80_columns() -> None:
 def test_docs_list_every_label() -> None:
     """docs/metrics.md, "Labels in reports", names each entry with its label and unit."""
     text = (DOCS / "metrics.md").read_text(encoding="utf-8")
-    for group, prefix in ((catalogue.DISTRIBUTIONS, ""), (catalogue.SERVER, "server_timings."), (catalogue.RUN, "")):
+    groups = ((catalogue.DISTRIBUTIONS, ""), (catalogue.SERVER, "server_timings."), (catalogue.RUN, ""))
+    for group, prefix in (*groups, (catalogue.VOICE, ""), (catalogue.VOICE_RUN, "")):
         for m in group:
             assert f"| `{prefix}{m.key}` | {m.heading} | {m.better or '-'} |" in text, m.key
+
+
+def test_voice_figures_have_their_entries() -> None:
+    """Every figure a voice run stores in the results store has its catalogue entry (history's
+    headings and its better direction come from there)."""
+    from pytps.store.voice_entry import VOICE_FIGURE_NAMES
+
+    assert [n for n in VOICE_FIGURE_NAMES if catalogue.of_figure(n) is None] == []
+    assert catalogue.figure_heading("ttfa_p50") == "TTFA p50 [ms]"
+    assert catalogue.figure_heading("eos_final_p99") == "speech end → final p99 [ms]"
+    assert catalogue.figure_heading("stall_rate") == "stalled requests [%]"
+    assert catalogue.of_figure("rtfx_p50").better == "higher"  # type: ignore[union-attr]
+    assert catalogue.of_figure("rtf_p50").better == "lower"  # type: ignore[union-attr]

@@ -269,3 +269,30 @@ def test_the_rank_page_loads_clean_with_the_pareto_scatter_and_the_rounds(browse
     assert len(check_clean_and_drawn(browser, page)) == 2
     width = browser.evaluate("document.documentElement.scrollWidth")
     assert width <= 1280, f"the rank page is {width} px wide"
+
+
+def test_the_voice_pages_load_clean_and_fit_1280_px(browser: Any, tmp_path: Path) -> None:
+    """Issue 36: a text-to-speech run at RTF 1.2 (every request stalls behind 200 ms): its page draws
+    the TTFA distribution and the stall timeline with a red bar per stall; a voice sweep's page
+    draws its TTFA and stall-rate curves; both fit a 1280 px window."""
+    common = ["--api", "openai-speech", "--speech-words", "5", "--emu-speech-chunk-ms", "20", "--no-store"]
+    proc = subprocess.run([sys.executable, "-m", "pytps", "run", *common, "--requests", "8", "--concurrency", "4",
+                           "--emu-speech-rtf", "1.2", "--out", str(tmp_path / "run"), "--html"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(check_clean_and_drawn(browser, tmp_path / "run" / "report.html")) == 2
+    stalls = browser.evaluate(
+        '[...Bokeh.documents[0].all_models].filter(m => m.type == "GlyphRenderer" && m.glyph.type == "HBar")'
+        '.map(m => m.data_source.data.y.length)'
+    )
+    import json
+
+    rows = json.loads((tmp_path / "run" / "voice.json").read_text())["requests"]
+    assert sum(r["stalls"] for r in rows) > 0 and sum(r["stalls"] for r in rows) in stalls
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
+    proc = subprocess.run([sys.executable, "-m", "pytps", "sweep", *common, "--requests", "4", "--concurrency", "1,2",
+                           "--out", str(tmp_path / "sweep"), "--html"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(check_clean_and_drawn(browser, tmp_path / "sweep" / "report.html")) == 2
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
