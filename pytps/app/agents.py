@@ -127,7 +127,8 @@ def _search(s: AgentSettings, plan: AgentPlan, work: list[Any], say: Callable[[s
         raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")
     slo_run = parse_slo_run(plan.slo_run)
 
-    def run_probe(mode: str, load: float, name: str) -> ProbeRun:
+    def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
+        # An agents probe runs whole trajectories (2 per agent at least), not the search's seconds.
         n = max(1, int(load))
         items = [work[i % len(work)] for i in range(max(len(work), 2 * n))]
         result = asyncio.run(run_agents(dataclasses.replace(s, agents=n, rate=None), items))
