@@ -22,7 +22,7 @@ from pytps.runner.loop import Runner
 
 GOLDEN = Path(__file__).parent / "data" / "request_rate_summary.json"
 CASES = {
-    "chat": dict(api="openai-chat", output_tokens=3, requests=40, concurrency=4, input_tokens=16),
+    "chat": dict(api="openai-chat", output_tokens=3, requests=40, concurrency=1, input_tokens=16),
     "embeddings": dict(api="openai-embeddings", requests=30, concurrency=1, input_tokens=16, batch_size=2),
 }
 # Summary leaves that depend on when things happened, not on what was sent and received.
@@ -67,7 +67,7 @@ def stable_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary's leaves that are not timing values: counts, token totals, names, flags."""
     out = {}
     for path, v in _leaves(summary).items():
-        if any(w in path for w in TIMING_WORDS) or isinstance(v, float) or isinstance(v, list):
+        if any(w in path for w in TIMING_WORDS) or isinstance(v, (float, list)):
             continue
         out[path] = v
     return out
