@@ -228,9 +228,22 @@ class RequestMetrics:
         for name in _METRIC_FIELDS:
             value = getattr(self, name)
             if type(value) not in _ATOMS:
-                value = asdict(value) if is_dataclass(value) and not isinstance(value, type) else copy.deepcopy(value)
+                value = asdict(value) if is_dataclass(value) and not isinstance(value, type) else _tree_copy(value)
             out[name] = value
         return out
+
+
+def _tree_copy(value: Any) -> Any:
+    """copy.deepcopy of a JSON-like tree (server_timings: dicts, lists and atoms), without
+    deepcopy's memo and dispatch for each leaf; anything else still goes through deepcopy."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {k: _tree_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_tree_copy(v) for v in value]
+    return copy.deepcopy(value)
 
 
 _METRIC_FIELDS = tuple(f.name for f in fields(RequestMetrics))
