@@ -11,7 +11,12 @@ if TYPE_CHECKING:
     import argparse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (a command's name, or "" for none), only that command's flags
+    are added: the others are listed in --help by name and summary, which needs none of their
+    flags, and a process runs one command. Some commands' flags import what their choices come
+    from (rank: the run machinery, numpy), so adding them all cost every command, `--version`
+    included, ~250 ms of imports (issue 42)."""
     import argparse
 
     from pytps._version import __version__
@@ -28,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (run, sweep, rank, agents, report, compare, history, serve, clock, calibrate):
-        add_command(sub, command)
+        add_command(sub, command, flags=only is None or only == command.__name__.rsplit(".", 1)[-1])
     return parser
 
 
@@ -114,7 +119,10 @@ def _dispatch(argv: list[str] | None) -> int:
     # import (~50 ms of CPU that every run would pay). A user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    # The command is the first word when it is one (argparse reads it there too); otherwise
+    # (--version, --help, a mistake) no command's flags are needed.
+    parser = build_parser(only=words[0] if words and not words[0].startswith("-") else "")
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -18,8 +18,11 @@ class Command(Protocol):
     def add_arguments(self, p: argparse.ArgumentParser, /) -> None: ...
 
 
-def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: Command) -> None:
-    """The subcommand named like its module (pytps.cli.run is `pytps run`)."""
+def add_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], command: Command, *, flags: bool = True
+) -> None:
+    """The subcommand named like its module (pytps.cli.run is `pytps run`); flags=False: its name
+    and summary only (pytps.cli.build_parser)."""
     p = sub.add_parser(
         command.__name__.rsplit(".", 1)[-1],
         help=command.HELP,
@@ -27,4 +30,5 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], comman
         epilog=command.EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    command.add_arguments(p)
+    if flags:
+        command.add_arguments(p)

@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from pytps.measure.records import ERROR_PROTOCOL, RequestRecord, ToolCall
 from pytps.measure.usage import implausible_counts
 
@@ -79,10 +81,17 @@ def _fail(rec: RequestRecord, detail: str) -> None:
     rec.done = False
 
 
+_FLOATS = {float}
+
+
 def _vector_length(value: Any) -> int | None:
     """Components of one embedding: a list of numbers, or a base64 string of float32s; -1 when it
     holds a NaN or an infinity (JSON's NaN/Infinity, which Python's parser takes, or such floats)."""
     if isinstance(value, list):
+        if value and set(map(type, value)) == _FLOATS:
+            # The common case, checked at C speed (a Python test per component cost ~250 us per
+            # 384-component vector, issue 42); anything else takes the checks below.
+            return len(value) if bool(np.isfinite(np.array(value, dtype=np.float64)).all()) else -1
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
             return None
         return len(value) if all(math.isfinite(x) for x in value) else -1

@@ -25,7 +25,20 @@ from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 SCHEMA_VERSION = 9
 
 
+# Values that are JSON as they are: most of a journal line, handed back without the checks below
+# (one call per value per request was the journal's largest cost, issue 42). bool and int are
+# exact types here, so numpy's scalars (not their subclasses) still take the slow path.
+_PLAIN = frozenset((str, int, bool, type(None)))
+
+
 def _jsonable(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {k: (v if type(v) in _PLAIN else _jsonable(v)) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, (np.integer,)):
