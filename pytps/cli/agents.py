@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from pytps.app.agents import AgentPlan, agents, capacity_line
+    from pytps.app.agents import AgentPlan, agents, agents_line
     from pytps.report.agent_lines import agent_lines, agent_trace
     from pytps.results.files import AGENT_TRACE
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         transport=args.transport,
     )
     if outcome.search is not None:
-        print(capacity_line(outcome.search).replace("concurrent requests", "concurrent agents"))
+        print(agents_line(outcome.search))
         return 0
     result = outcome.run
     assert result is not None

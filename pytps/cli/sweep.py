@@ -68,10 +68,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
         if args.json:
             print(json.dumps(found.index, indent=2))
+        elif args.search == "agents":
+            from pytps.app.agent_search import agents_line
+
+            print(agents_line(found.index["search"]))
         else:
             print_curve(found.index)
             print(capacity_line(found.index["search"]))
-        print(f"results: {found.out_dir} (sweep.json indexes the probes)", file=sys.stderr)
+        what = "agents_search.json holds the probes" if args.search == "agents" else "sweep.json indexes the probes"
+        print(f"results: {found.out_dir} ({what})", file=sys.stderr)
         if args.html is not None:
             write_html(found.out_dir, args.html)
         return 0

@@ -35,7 +35,14 @@ STORE_ENV = "PYTPS_STORE"
 TIMEOUT_ENV = "PYTPS_STORE_TIMEOUT_S"
 #: The longest busy timeout taken: a day.
 MAX_TIMEOUT_S = 86400.0
-KINDS = ("run", "sweep_cell", "calibrate", "rank", "agents")  # agents: `pytps agents` (docs/agents.md)
+KINDS = (
+    "run",
+    "sweep_cell",
+    "calibrate",
+    "rank",
+    "agents",
+    "agents_search",
+)  # agents: `pytps agents`, agents_search: its capacity search (docs/agents.md)
 
 # Distributions of the summary kept in the store, by the name figures carry, and their statistics.
 DISTRIBUTIONS = {

@@ -57,10 +57,12 @@ def test_search_says_its_probes_and_writes_them(tmp_path, capsys):
                      "--search", "--slo-run", "ttft:p99=30", "--search-max-probes", "3", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == [line for line in out if line.startswith("probe ")][:3]
-    assert out[0].startswith("probe 1: agents 1: pass") and out[-1].startswith("capacity: above 4 concurrent agents")
+    assert out[:2] == [line for line in out if line.startswith("probe ")][:2]
+    assert out[0].startswith("probe 1: agents 1: pass") and out[1].startswith("probe 2: agents 2: pass")
+    assert out[2].startswith("recheck: agents 1: pass")  # the search's rule: the first probe run again
+    assert out[-1].startswith("capacity: above 2 concurrent agents")
     search = json.loads((tmp_path / "agents_search.json").read_text())
-    assert [p["load"] for p in search["probes"]] == [1, 2, 4]
+    assert [p["load"] for p in search["probes"]] == [1, 2, 1] and search["unit"] == "agents"
 
 
 @pytest.mark.timing  # a busy machine moves TTFT by tens of ms: the bracket needs a quiet one
