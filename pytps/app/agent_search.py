@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytps.errors import ConfigError
 from pytps.results.files import AGENT_SEARCH, SCRAPES
@@ -23,8 +23,21 @@ from pytps.sweep.verdict import MIN_REQUESTS
 
 if TYPE_CHECKING:
     from pytps.app.endpoint import Endpoint
-    from pytps.app.search import SearchOutcome, SearchPlan
     from pytps.runner.scrape_settings import ServerMetrics
+
+
+class SearchRules(Protocol):
+    """The capacity search's settings this search reads (pytps.app.search.SearchPlan's)."""
+
+    start: float | None
+    precision: float
+    max_probes: int
+    repeats: int
+    max_error_rate: float
+    probe_s: float
+    budget_s: float
+    agents: str | None
+
 
 _SECONDS = re.compile(r" for [0-9.e+]+ s:")  # a probe runs its trajectories through, not for a time
 
@@ -33,7 +46,7 @@ def agent_capacity(
     s: AgentSettings,
     work: Sequence[Any],
     slo_run: dict[str, float],
-    plan: SearchPlan,
+    plan: SearchRules,
     *,
     folder: Path | None = None,
     server_metrics: ServerMetrics | None = None,
@@ -179,17 +192,17 @@ def agents_line(answer: dict[str, Any]) -> str:
 def sweep_agents(
     endpoint: Endpoint,
     settings: dict[str, Any],
-    plan: SearchPlan,
+    plan: SearchRules,
     *,
     out: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
     say_endpoint: Callable[[str], None] | None = None,
-) -> SearchOutcome:
+) -> tuple[Path, dict[str, Any]]:
     """`pytps sweep --search agents`: the run settings (api, model, stream, transport, seed,
     slo_run, server_metrics, store) and plan.agents (the trajectories, default the shipped set)
-    into a results folder: agents_search.json, and a row of kind "agents_search" in the store."""
+    into a results folder: agents_search.json, and a row of kind "agents_search" in the store.
+    Returns the folder and the index ({"search": the answer}) pytps.app.search gives back."""
     from pytps.app.runs import results_folder
-    from pytps.app.search import SearchOutcome
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 
@@ -224,7 +237,7 @@ def sweep_agents(
     (folder / AGENT_SEARCH).write_text(json.dumps(answer, indent=1, default=str) + "\n")
     if cfg.store_as is not None:
         record_search(settings.get("store"), s, answer, folder)
-    return SearchOutcome(folder, {"search": answer})
+    return folder, {"search": answer}
 
 
 def record_search(store: str | None, s: AgentSettings, answer: dict[str, Any], folder: Path) -> None:

@@ -81,7 +81,7 @@ def search(
     if plan.axis == "agents":  # sustained agents: N concurrent agents per probe (pytps.app.agent_search)
         from pytps.app.agent_search import sweep_agents
 
-        return sweep_agents(endpoint, settings, plan, out=out, say=say, say_endpoint=say_endpoint)
+        return SearchOutcome(*sweep_agents(endpoint, settings, plan, out=out, say=say, say_endpoint=say_endpoint))
     base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
     folder = results_folder(out, "sweep")
     with ExitStack() as stack:
