@@ -29,14 +29,22 @@ if TYPE_CHECKING:
 class SearchRules(Protocol):
     """The capacity search's settings this search reads (pytps.app.search.SearchPlan's)."""
 
-    start: float | None
-    precision: float
-    max_probes: int
-    repeats: int
-    max_error_rate: float
-    probe_s: float
-    budget_s: float
-    agents: str | None
+    @property
+    def start(self) -> float | None: ...
+    @property
+    def precision(self) -> float: ...
+    @property
+    def max_probes(self) -> int: ...
+    @property
+    def repeats(self) -> int: ...
+    @property
+    def max_error_rate(self) -> float: ...
+    @property
+    def probe_s(self) -> float: ...
+    @property
+    def budget_s(self) -> float: ...
+    @property
+    def agents(self) -> str | None: ...
 
 
 _SECONDS = re.compile(r" for [0-9.e+]+ s:")  # a probe runs its trajectories through, not for a time
