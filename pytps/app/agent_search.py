@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.results.files import AGENT_SEARCH, SCRAPES
 from pytps.runner.agents import AgentSettings, agent_work, run_agents
@@ -63,48 +64,43 @@ def agent_capacity(
 ) -> dict[str, Any]:
     """The capacity search's answer (its probes and bracket [highest pass, lowest fail]) over N
     concurrent agents: each probe max(len(work), 2N) trajectories (the set cycled), N at once, its
-    turns' TTFT and E2E checked against slo_run. With server_metrics, each probe's power is
-    scraped into folder/probes/agents=N/ and the answer gains `power` (agents per kilowatt at the
-    highest passing probe: docs/metrics.md, "Agents")."""
+    turns' TTFT and E2E checked against slo_run. With server_metrics, the search is scraped into
+    folder/server_metrics.jsonl, each probe's power read inside its time window, and the answer
+    gains `power` (agents per kilowatt at the highest passing probe: docs/metrics.md, "Agents")."""
     if not slo_run:
         raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")
     if not work:
         raise ConfigError("the agents' search has no trajectories: give --agents (or --search-agents) a workload")
-    power_by_load: dict[float, list[float]] = {}
+    windows: list[tuple[float, int, int]] = []  # (N, start, end) of each probe run, monotonic ns
     with ExitStack() as stack:
-        if server_metrics is not None and folder is None:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-agents-")))
+        scrapes = None
+        if server_metrics is not None:
+            # One scraper for the whole search, started before the warm-up (its start costs CPU):
+            # each probe's power is read from the scrapes inside its own time window.
+            from pytps.runner.scrape_process import ScraperProcess
+
+            if folder is None:
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-agents-")))
+            folder.mkdir(parents=True, exist_ok=True)
+            scraper = ScraperProcess(
+                server_metrics.urls,
+                folder,
+                interval_s=server_metrics.interval_s,
+                headers=server_metrics.headers,
+                raw=server_metrics.raw,
+                insecure=insecure,
+                secrets=[s.api_key] if s.api_key else [],
+                max_bytes=server_metrics.max_bytes,
+            )
+            scraper.start()
+            stack.callback(scraper.stop)
+            scrapes = folder / SCRAPES
 
         def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
             n = max(1, int(load))
-            items = probe_work(work, n)
-            probe_dir = name.replace("concurrency", "agents")
-            scraper = None
-            if server_metrics is not None and folder is not None:
-                from pytps.runner.scrape_process import ScraperProcess
-
-                where = folder / "probes" / probe_dir
-                where.mkdir(parents=True, exist_ok=True)
-                scraper = ScraperProcess(
-                    server_metrics.urls,
-                    where,
-                    interval_s=server_metrics.interval_s,
-                    headers=server_metrics.headers,
-                    raw=server_metrics.raw,
-                    insecure=insecure,
-                    secrets=[s.api_key] if s.api_key else [],
-                    max_bytes=server_metrics.max_bytes,
-                )
-                scraper.start()
-            try:
-                result = asyncio.run(run_agents(dataclasses.replace(s, agents=n, rate=None), items))
-            finally:
-                if scraper is not None:
-                    scraper.stop()
-            if scraper is not None and folder is not None:
-                watts = probe_power_w(folder / "probes" / probe_dir / SCRAPES)
-                if watts is not None:
-                    power_by_load.setdefault(float(n), []).append(watts)
+            t0 = _core.now_ns()
+            result = asyncio.run(run_agents(dataclasses.replace(s, agents=n, rate=None), probe_work(work, n)))
+            windows.append((float(n), t0, _core.now_ns()))
             turns = result.turn_rows()
             ok = [t for t in turns if t.ok]
             ends = [t.t_end_ns or t.t_send_ns for t in turns]
@@ -117,7 +113,7 @@ def agent_capacity(
                 ok=[t.ok for t in turns],
                 saturation=None,
                 completion_rps=len(ok) / span if span > 0 else None,
-                dir=probe_dir,
+                dir=name.replace("concurrency", "agents"),
             )
 
         search = CapacitySearch(
@@ -137,9 +133,18 @@ def agent_capacity(
         # server warmed, so the first probe is not slower than its recheck (which would read as unstable).
         asyncio.run(run_agents(dataclasses.replace(s, agents=1, rate=None), list(work[:1])))
         answer = search.run()
+        if scrapes is not None:
+            stack.close()  # the scraper's last scrapes; then the file is read, before a temporary folder goes
+            power_by_load: dict[float, list[float]] = {}
+            for n, t0, t1 in windows:
+                watts = window_power_w(scrapes, t0, t1)
+                if watts is not None:
+                    power_by_load.setdefault(n, []).append(watts)
+            # An unstable server has no capacity, so no agents per kilowatt either.
+            answer["power"] = agents_per_kw(
+                None if answer.get("unstable") else answer["capacity"]["low"], power_by_load
+            )
     answer["unit"] = "agents"
-    if server_metrics is not None:
-        answer["power"] = agents_per_kw(answer["capacity"]["low"], power_by_load)
     return answer
 
 
@@ -155,19 +160,20 @@ def probe_work(work: Sequence[Any], n: int) -> list[Any]:
     return items
 
 
-def probe_power_w(scrapes: Path) -> float | None:
-    """A probe's mean power (W): its energy between the first and the last scrape (an energy
-    counter's increase, else power integrated: docs/metrics.md, "energy") over that time."""
+def window_power_w(scrapes: Path, t0_ns: int, t1_ns: int) -> float | None:
+    """The mean power (W) over [t0, t1]: an energy counter's increase over the time between the
+    window's first and last scrape, else the mean of the power gauge at the scrapes inside it
+    (docs/metrics.md, "energy", its steady window); None with fewer than two scrapes inside."""
     from pytps.measure.server_metrics.derived import energy_figures
     from pytps.measure.server_metrics.series import build
     from pytps.measure.server_metrics.summary import read_scrapes
 
     if not scrapes.is_file():
         return None
-    energy = energy_figures(list(build(read_scrapes(scrapes)).values()), [])
-    if energy is None or not energy["span_s"]:
+    energy = energy_figures(list(build(read_scrapes(scrapes)).values()), [(t0_ns, t1_ns)])
+    if energy is None or energy["steady_power_w"] is None:
         return None
-    return float(energy["energy_j"]) / float(energy["span_s"])
+    return float(energy["steady_power_w"])
 
 
 def agents_per_kw(capacity: float | None, power_by_load: dict[float, list[float]]) -> dict[str, Any]:
@@ -193,7 +199,7 @@ def agents_line(answer: dict[str, Any]) -> str:
         if power["agents_per_kw"] is not None:
             line += f"; {power['agents_per_kw']:.3g} agents per kW ({power['power_w']:.4g} W at capacity)"
         else:
-            line += "; agents per kW: unknown (no passing probe, or the server reported no power)"
+            line += "; agents per kW: unknown (no capacity, or the server reported no power)"
     return line
 
 
