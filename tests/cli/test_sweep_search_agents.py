@@ -33,6 +33,9 @@ def test_sweep_search_agents_says_probes_and_gives_agents_per_kw(tmp_path, capsy
     assert answer["unit"] == "agents" and answer["workload"] == WORK
     assert [p["load"] for p in answer["probes"]][:2] == [1, 2]
     n = answer["capacity"]["low"]
+    if answer.get("unstable"):  # the search's stability rule, on a machine too busy for it
+        assert answer["power"]["agents_per_kw"] is None and "agents per kW: unknown" in lines[-1]
+        pytest.skip("the machine moved TTFT by over 10% between probe 1 and its recheck: no capacity to divide")
     assert n == 2 and lines[-1].startswith("capacity: above 2 concurrent agents")
     power = answer["power"]
     # The model's power is idle + per stream x requests holding a slot: between idle and idle + N x per stream.
