@@ -164,6 +164,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
     req.stream = ollama;  // Ollama streams unless told not to; the others only when asked
     bool have_required = false, have_stream_options = false;
     int64_t limit[3] = {-1, -1, -1};  // max_completion_tokens, max_tokens, max_output_tokens
+    std::string instructions;         // Responses' instructions
 
     JsonReader r(body);
     if (!open_request_object(r, error)) return false;
@@ -219,6 +220,17 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
                 break;
             }
             sum_strings(r, req.prompt_text, &req.last_text, &req.images);
+        } else if (key == "instructions" && responses) {
+            sum_strings(r, instructions);
+        } else if (key == "store" && responses) {
+            if (!r.read_null()) read_bool_field(r, "store", req.store, error);
+        } else if (key == "previous_response_id" && responses) {
+            if (r.read_null()) continue;
+            if (r.peek() != Type::String) {
+                if (!r.failed()) error = "Invalid type for 'previous_response_id': expected a string.";
+                break;
+            }
+            r.read_string(req.previous_response_id);
         } else if (key == "system" || key == "instructions") {
             sum_strings(r, req.prompt_text);
         } else {
@@ -226,6 +238,10 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
         }
     }
     if (!read_to_end(r, error)) return false;
+    if (responses) {  // instructions first, wherever the body put them: the state of a previous response goes after them
+        req.instructions_chars = instructions.size();
+        req.prompt_text.insert(0, instructions);
+    }
     req.prompt_chars = static_cast<int64_t>(req.prompt_text.size());
     if (!have_required) {
         error = std::string("Missing required parameter: '") + required + "'.";

@@ -42,6 +42,11 @@ struct ChatRequest {
     std::string last_text;              // the last string under messages/prompt/input (the answer book's key)
     std::string tool_name;              // first tool's name in `tools`, if any
     ChatImages images;                  // image parts: not text, counted by the tile rule
+    // Responses: `previous_response_id` (empty: none), and the bytes of `instructions` at the
+    // start of prompt_text (instructions are not carried over by previous_response_id, as OpenAI's).
+    std::string previous_response_id;
+    size_t instructions_chars = 0;
+    bool store = true;  // Responses' `store`: false keeps no state for a later previous_response_id
 };
 
 // Parses `body` as the request to the route `api` (one of the core's kApiPaths). On failure returns false and sets `error` to a

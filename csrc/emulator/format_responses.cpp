@@ -230,8 +230,13 @@ private:
                 item_json(s, done_items_[i].first, true, done_items_[i].second);
             }
         }
-        s += "],\"parallel_tool_calls\":true,\"previous_response_id\":null,\"temperature\":1.0,"
-             "\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":1.0,\"usage\":";
+        s += "],\"parallel_tool_calls\":true,\"previous_response_id\":";
+        if (p_.previous_response_id.empty()) {
+            s += "null";
+        } else {
+            json_str(s, p_.previous_response_id);
+        }
+        s += ",\"temperature\":1.0,\"tool_choice\":\"auto\",\"tools\":[],\"top_p\":1.0,\"usage\":";
         if (final) {
             s += "{\"input_tokens\":";
             json_int(s, p_.prompt_tokens);

@@ -34,6 +34,7 @@ struct ResponsePlan {
     std::vector<PlannedCall> calls;
     int64_t max_tokens = -1;    // as requested (-1: none); echoed where the provider echoes it
     bool hit_limit = false;     // the output stopped at the request's limit: finish "length"
+    std::string previous_response_id;  // Responses: echoed (empty: null)
 };
 
 // Times an Ollama final object reports (its durations are part of the format), and the load

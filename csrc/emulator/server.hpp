@@ -19,6 +19,7 @@
 #include "emulator/formats.hpp"
 #include "emulator/metrics.hpp"
 #include "emulator/prefix_cache.hpp"
+#include "emulator/response_states.hpp"
 #include "emulator/schedule.hpp"
 #include "emulator/truth.hpp"
 #include "emulator/emulator.hpp"
@@ -97,6 +98,7 @@ private:
     FaultPicker faults_;
     BatchModel model_;
     PrefixCache prefix_cache_;
+    ResponseStates responses_;  // Responses' previous_response_id state (response_states.hpp)
     TruthStore truth_;
     ServerMetrics metrics_;  // what /metrics serves (metrics.hpp)
     std::unique_ptr<EventLoop> loop_;

@@ -114,6 +114,17 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     const uint64_t seq = rec.seq;
     const std::string id_header = "x-request-id: " + rec.id + "\r\n";
     const ErrorFamily fam = error_family(req.path);
+    if (!cr.previous_response_id.empty()) {
+        // The server holds the conversation: it goes between the instructions and the new items.
+        const std::string* state = responses_.find(cr.previous_response_id);
+        if (state == nullptr) {
+            reject(c, req, std::move(rec), id_header,
+                   error_body(fam, 400, "Previous response with id '" + cr.previous_response_id + "' not found."));
+            return;
+        }
+        cr.prompt_text.insert(cr.instructions_chars, *state);
+        cr.prompt_chars = static_cast<int64_t>(cr.prompt_text.size());
+    }
     rec.stream = cr.stream;
     rec.prompt_tokens = estimate_prompt_tokens(cr);
     rec.images = cr.images.count;
@@ -173,6 +184,18 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
                                       p.answer_tokens));
     } else if (p.answer_tokens > 0) {
         book_key = cfg_.answers.find(cr.last_text);
+    }
+    if (d == Dialect::OpenAIResponses) {
+        p.previous_response_id = cr.previous_response_id;
+    }
+    if (d == Dialect::OpenAIResponses && cr.store) {
+        // This response's state: its conversation after the instructions, then its output (a
+        // stand-in of kBytesPerToken bytes a token, so a later prompt counts its tokens).
+        const size_t out_bytes =
+            static_cast<size_t>(p.reasoning_tokens + p.answer_tokens) * static_cast<size_t>(PrefixCache::kBytesPerToken);
+        std::string state = cr.prompt_text.substr(cr.instructions_chars);
+        for (size_t i = 0; i < out_bytes; ++i) state += static_cast<char>('a' + (seq + i) % 26);
+        responses_.store(rec.id, std::move(state));
     }
     s->fmt = Formatter::make(p);
     s->answer = book_key;

@@ -5,7 +5,6 @@ most concurrent agents whose turns meet the targets, by pytps.sweep.search's Cap
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,15 +13,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pytps.app.agent_search import agents_line as agents_line  # the answer in one line, for the CLI
 from pytps.errors import ConfigError
 from pytps.measure.agents import AgentSlo
 from pytps.measure.slo import parse_slo_run
 from pytps.results.files import AGENT_SEARCH, AGENT_TURNS, AGENTS
 from pytps.runner.agents import AgentRun, AgentSettings, agent_work, parse_tool_time, run_agents
-from pytps.sweep.search import CapacitySearch, ProbeRun
-from pytps.sweep.search import capacity_line as capacity_line  # the answer in one line, for the CLI
 
-__all__ = ["AgentPlan", "AgentsOutcome", "agents", "capacity_line"]
+__all__ = ["AgentPlan", "AgentsOutcome", "agents", "agents_line"]
 
 
 @dataclass(frozen=True)
@@ -121,37 +119,16 @@ def _record(s: AgentSettings, plan: AgentPlan, workload: str, run: AgentRun, out
 
 
 def _search(s: AgentSettings, plan: AgentPlan, work: list[Any], say: Callable[[str], None]) -> dict[str, Any]:
-    """The largest N agents whose turns meet plan.slo_run: CapacitySearch on the concurrency axis,
-    each probe max(len(work), 2N) agents (the set cycled), N at once."""
+    """The largest N agents whose turns meet plan.slo_run (pytps.app.agent_search, the one path
+    of `pytps agents --search` and `pytps sweep --search agents`)."""
+    from pytps.app.agent_search import agent_capacity
+    from pytps.app.search import SearchPlan
+
     if not plan.slo_run:
         raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")
-    slo_run = parse_slo_run(plan.slo_run)
-
-    def run_probe(mode: str, load: float, name: str, seconds: float) -> ProbeRun:
-        # An agents probe runs whole trajectories (2 per agent at least), not the search's seconds.
-        n = max(1, int(load))
-        items = [work[i % len(work)] for i in range(max(len(work), 2 * n))]
-        result = asyncio.run(run_agents(dataclasses.replace(s, agents=n, rate=None), items))
-        turns = result.turn_rows()
-        ok = [t for t in turns if t.ok]
-        span = (max(t.t_end_ns or t.t_send_ns for t in turns) - min(t.t_send_ns for t in turns)) / 1e9
-        return ProbeRun(
-            values={
-                "ttft_s": [t.ttft_s for t in ok if t.ttft_s is not None],
-                "e2e_s": [t.e2e_s for t in ok if t.e2e_s],
-            },
-            ok=[t.ok for t in turns],
-            saturation=None,
-            completion_rps=len(ok) / span if span > 0 else None,
-            dir=name.replace("concurrency", "agents"),
-        )
-
-    search = CapacitySearch(
-        axis="concurrency",
-        run_probe=run_probe,
-        slo_run=slo_run,
-        max_probes=plan.search_max_probes,
+    search = SearchPlan(
+        axis="agents",
         start=float(plan.search_start) if plan.search_start else None,
-        progress=lambda line: say(line.replace("concurrency", "agents")),
+        max_probes=plan.search_max_probes,
     )
-    return search.run()
+    return agent_capacity(s, work, parse_slo_run(plan.slo_run), search, say=say)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SearchPlan:
     """A capacity search's settings (the table's `search` ones, less the "search_" prefix): the
-    axis it searches ("rate" or "concurrency"), its first probe's load (None: found), the
+    axis it searches ("rate", "concurrency" or "agents"), its first probe's load (None: found), the
     bracket's precision, the probes' budget, the repeats of an undecided probe, the error
     rate a probe fails above, each probe's sending time and the whole search's time budget."""
 
@@ -34,6 +34,7 @@ class SearchPlan:
     max_error_rate: float = 0.01
     probe_s: float = 10.0
     budget_s: float = 300.0
+    agents: str | None = None  # --search agents: the trajectories (default: the shipped set)
 
     @classmethod
     def of(cls, settings: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SearchPlan:
@@ -77,6 +78,10 @@ def search(
             raise ConfigError(
                 f"--search {plan.axis} bounds each probe in time: leave out --{name} (use --search-probe-s)"
             )
+    if plan.axis == "agents":  # sustained agents: N concurrent agents per probe (pytps.app.agent_search)
+        from pytps.app.agent_search import sweep_agents
+
+        return SearchOutcome(*sweep_agents(endpoint, settings, plan, out=out, say=say, say_endpoint=say_endpoint))
     base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
     folder = results_folder(out, "sweep")
     with ExitStack() as stack:

@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool-time", default=None, metavar="DIST", help="replay's tool waits: S, S:SD, LO-HI or exp:MEAN")
     p.add_argument("--slo", default=None, metavar="TIER", help="per-turn tier: ttft=SECONDS,tps=TOKENS_PER_S")
     p.add_argument("--api", default="openai-chat", choices=("openai-chat", "openai-responses", "anthropic"))
+    p.add_argument(
+        "--previous-response-id",
+        action="store_true",
+        help="--api openai-responses replay: later turns send previous_response_id and only their new items",
+    )
     p.add_argument("--model", default="pytps-emulator", help="the model name sent (default pytps-emulator)")
     p.add_argument("--max-tokens", type=int, default=256, help="a live turn's output limit (default 256)")
     p.add_argument("--no-stream", dest="stream", action="store_false", help="ask for whole bodies")
@@ -88,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from pytps.app.agents import AgentPlan, agents, capacity_line
+    from pytps.app.agents import AgentPlan, agents, agents_line
     from pytps.report.agent_lines import agent_lines, agent_trace
     from pytps.results.files import AGENT_TRACE
 
@@ -121,9 +126,10 @@ def run(args: argparse.Namespace) -> int:
         api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
         seed=args.seed,
         transport=args.transport,
+        previous_response_id=args.previous_response_id,
     )
     if outcome.search is not None:
-        print(capacity_line(outcome.search).replace("concurrent requests", "concurrent agents"))
+        print(agents_line(outcome.search))
         return 0
     result = outcome.run
     assert result is not None

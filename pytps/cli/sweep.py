@@ -68,7 +68,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             say_endpoint=emulator_line("searching"),
             between=between,
         )
-        _show(args, found.index, found.out_dir, "probes", capacity_line(found.index["search"]))
+        if args.search == "agents":
+            from pytps.app.agent_search import agents_line
+
+            print(json.dumps(found.index, indent=2) if args.json else agents_line(found.index["search"]))
+            print(f"results: {found.out_dir} (agents_search.json holds the probes)", file=sys.stderr)
+            if args.html is not None:
+                write_html(found.out_dir, args.html)
+        else:
+            _show(args, found.index, found.out_dir, "probes", capacity_line(found.index["search"]))
         return 0
     from pytps.app.sweeps import SweepPlan, sweep
 

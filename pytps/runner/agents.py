@@ -59,8 +59,11 @@ class AgentSettings:
     slo: AgentSlo | None = None
     extra_body: dict[str, Any] | None = None
     transport: str = "native"
+    previous_response_id: bool = False  # Responses replay: later turns send only their new items
 
     def __post_init__(self) -> None:
+        if self.previous_response_id and self.api != "openai-responses":
+            raise ConfigError(f"--previous-response-id needs --api openai-responses, not {self.api!r}")
         if self.api not in AGENT_APIS:
             raise ConfigError(f"agents speak {', '.join(AGENT_APIS)}, not {self.api!r} (--api)")
         if self.rate is None and (not isinstance(self.agents, int) or self.agents < 1):
@@ -91,10 +94,24 @@ class _Sender:
         self.headers = {"Content-Type": "application/json", **auth_headers(s.api, s.api_key)}
         self.next_index = 0
 
-    def render(self, messages: Sequence[AgentMessage], tools: Sequence[dict[str, Any]], max_tokens: int) -> RequestSpec:
-        """The turn's request, ready to send (rendered ahead, during the previous tool wait, in replay)."""
+    def render(
+        self,
+        messages: Sequence[AgentMessage],
+        tools: Sequence[dict[str, Any]],
+        max_tokens: int,
+        previous: str | None = None,
+    ) -> RequestSpec:
+        """The turn's request, ready to send (rendered ahead, during the previous tool wait, in
+        replay); previous: the response id whose state the server holds (then messages are new ones)."""
         path, body = agent_request(
-            self.s.api, self.s.model, messages, tools, max_tokens, stream=self.s.stream, extra_body=self.s.extra_body
+            self.s.api,
+            self.s.model,
+            messages,
+            tools,
+            max_tokens,
+            stream=self.s.stream,
+            extra_body=self.s.extra_body,
+            previous_response_id=previous,
         )
         i = self.next_index
         self.next_index += 1
@@ -170,7 +187,13 @@ async def _replay(sender: _Sender, agent: int, t: Trajectory, rng: random.Random
             # within it (the workload is known), so nothing but the send follows the wait.
             wait_s = s.tool_time.sample(rng) if s.tool_time is not None else turn.tool_s
             end_ns = tr.t_end_ns or _core.now_ns()
-            spec = sender.render(t.context(k + 1), t.tools, t.turns[k + 1].output_tokens)
+            if s.previous_response_id and rec.response_id:
+                # The server holds turn k's conversation and its own reply (standing in for the
+                # recorded one): only turn k+1's messages go, with the system prompt again.
+                new = [m for m in t.context(0) if m.role == "system"] + list(t.turns[k + 1].messages)
+                spec = sender.render(new, t.tools, t.turns[k + 1].output_tokens, rec.response_id)
+            else:
+                spec = sender.render(t.context(k + 1), t.tools, t.turns[k + 1].output_tokens)
             left = wait_s - (_core.now_ns() - end_ns) / NS
             if left > 0:
                 await asyncio.sleep(left)

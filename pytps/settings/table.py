@@ -391,8 +391,10 @@ SETTINGS: tuple[Setting, ...] = (
       "cell's (default 20)", SWEEPING, metavar="X", applies=SWEEP, target="sweep"),
     # ---- a capacity search's (`pytps sweep --search`, a matrix workload's `search`) ----
     S("search", "str", None, "find the highest load whose --slo-run targets and error rate hold, by bracketing "
-      "and narrowing, instead of running a grid", SEARCH, choices=("rate", "concurrency"), applies=SWEEP, toml=W,
-      target="search"),
+      "and narrowing, instead of running a grid", SEARCH,
+      choices=("rate", "concurrency", "agents"), applies=SWEEP, toml=W, target="search"),
+    S("search_agents", "str", None, "--search agents: the agents' trajectories, synthetic:KEY=VALUE,..., example or "
+      "a file (default example; docs/agents.md)", SEARCH, metavar="WORK", applies=SWEEP, toml=W, target="search"),
     S("search_start", "float", None, "the first probe's load (default: rate, what one request in flight "
       "sustains, from a short run at concurrency 1; concurrency, 1)", SEARCH, metavar="LOAD", applies=SWEEP,
       toml=W, target="search"),

@@ -35,8 +35,8 @@ STORE_ENV = "PYTPS_STORE"
 TIMEOUT_ENV = "PYTPS_STORE_TIMEOUT_S"
 #: The longest busy timeout taken: a day.
 MAX_TIMEOUT_S = 86400.0
-# agents: `pytps agents` (docs/agents.md); voice: a voice run (docs/voice.md)
-KINDS = ("run", "sweep_cell", "calibrate", "rank", "agents", "voice")
+# agents: `pytps agents`, agents_search: its capacity search (docs/agents.md); voice: a voice run (docs/voice.md)
+KINDS = ("run", "sweep_cell", "calibrate", "rank", "agents", "agents_search", "voice")
 
 # Distributions of the summary kept in the store, by the name figures carry, and their statistics.
 DISTRIBUTIONS = {

@@ -111,9 +111,12 @@ def agent_request(
     *,
     stream: bool = True,
     extra_body: Mapping[str, Any] | None = None,
+    previous_response_id: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(path, body) of one agent turn: the conversation so far and the tools, asking for
-    max_tokens (chat with a final usage chunk, so cached tokens are known per turn)."""
+    max_tokens (chat with a final usage chunk, so cached tokens are known per turn). Responses
+    with previous_response_id: `messages` are only the new ones (the server holds the rest; its
+    system prompt is sent again as `instructions`, which the server does not carry over)."""
     if api not in AGENT_APIS:
         raise ConfigError(f"agents speak {', '.join(AGENT_APIS)}, not {api!r}")
     body: dict[str, Any] = {"model": model}
@@ -128,6 +131,8 @@ def agent_request(
             body["instructions"] = system
         body["input"] = items
         body["max_output_tokens"] = max_tokens
+        if previous_response_id is not None:
+            body["previous_response_id"] = previous_response_id
     else:
         system, msgs = _anthropic(messages)
         if system:

@@ -52,15 +52,20 @@ def test_bad_settings_are_one_line(argv, word, capsys):
 
 
 def test_search_says_its_probes_and_writes_them(tmp_path, capsys):
-    with pytps.Emulator(ttft_ms=5.0, itl_us=200.0) as emu:
+    # TTFT 50 ms: a busy machine's few ms of jitter stay within the recheck's 10% (the search's stability rule)
+    with pytps.Emulator(ttft_ms=50.0, itl_us=200.0) as emu:
         code = main(["agents", emu.base_url, "--agents", "synthetic:turns=2-3,context=2000,count=4,tool_s=0.001,output=20",
                      "--search", "--slo-run", "ttft:p99=30", "--search-max-probes", "3", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == [line for line in out if line.startswith("probe ")][:3]
-    assert out[0].startswith("probe 1: agents 1: pass") and out[-1].startswith("capacity: above 4 concurrent agents")
+    assert out[:2] == [line for line in out if line.startswith("probe ")][:2]
+    assert out[0].startswith("probe 1: agents 1: pass") and out[1].startswith("probe 2: agents 2: pass")
+    assert out[2].startswith("recheck: agents 1: pass")  # the search's rule: the first probe run again
+    # The search's own answer: a capacity, or (a busy machine moved TTFT by over 10% between probe 1
+    # and its recheck) "the server is unstable": both are its rules at work.
+    assert out[-1].startswith(("capacity: above 2 concurrent agents", "the server is unstable: at 1 concurrent agents"))
     search = json.loads((tmp_path / "agents_search.json").read_text())
-    assert [p["load"] for p in search["probes"]] == [1, 2, 4]
+    assert [p["load"] for p in search["probes"]] == [1, 2, 1] and search["unit"] == "agents"
 
 
 @pytest.mark.timing  # a busy machine moves TTFT by tens of ms: the bracket needs a quiet one
