@@ -46,7 +46,8 @@ ALLOWED: dict[str, set[str]] = {
     # pytps rank's verdict of a round is computed from its saved folders, like every report;
     # serve_process: --serve launches the server per configuration; store: each job records its runs.)
     "app": {"errors", "calibrate", "emulator", "measure", "results", "runner", "scale", "sweep"}
-    | {"report", "serve_process", "settings", "store", "workload"},
+    | {"report", "serve_process", "settings", "store", "workload"}
+    | {"_native"},  # (the agents search stamps each probe's span on the core's clock)
     "library": {"app"},
     # The CLI parses, calls the app and prints; the commands not yet in app (calibrate, history,
     # report, serve, clock) still read their rooms, never runner, sweep or scale (test_thin_cli).
