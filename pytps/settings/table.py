@@ -310,6 +310,9 @@ SETTINGS: tuple[Setting, ...] = (
       from_args=lambda a: False if a.no_store else a.store),
     S("no_store", "bool", False, "do not record the run in the results store", OUTPUT, action="store_true",
       target="cli"),
+    S("otlp", "str", None, "after the run, export it over OTLP/HTTP to an OpenTelemetry collector: a span "
+      "per request and the GenAI metrics (URL default: $OTEL_EXPORTER_OTLP_ENDPOINT; docs/interop.md)", OUTPUT,
+      nargs="?", const="", metavar="URL", applies=RUN, target="cli"),
     # ---- server metrics ----
     S("server_metrics", "urls", None, "scrape Prometheus metrics during the run (default URL: the base URL's "
       "origin + /metrics; several allowed, e.g. a DCGM exporter on :9400) into server_metrics.jsonl",
