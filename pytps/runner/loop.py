@@ -582,7 +582,7 @@ class Runner:
         metadata["interrupted"] = interrupted
         # Asked after the timing ended, so it never shares the endpoint with a measured request.
         metadata["server"] = await server_facts(
-            cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=cfg.connect_timeout_s
+            cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
         )
         metadata["stopped_reason"] = self.stopped_reason
         metadata["saturation"] = None

@@ -133,7 +133,7 @@ def server_root(base_url: str) -> str:
     return urlunsplit((url.scheme, netloc, "", "", ""))
 
 
-async def server_facts(base_url: str, *, verify: bool | str = True, timeout_s: float = 5.0) -> dict[str, Any]:
+async def server_facts(base_url: str, *, verify: bool | str = True, timeout_s: float = 2.0) -> dict[str, Any]:
     """`metadata.server`, asked after the run: the `server` header and each informational route's
     JSON answer (null where the server has none). No credentials are sent or kept."""
     import json
@@ -147,6 +147,8 @@ async def server_facts(base_url: str, *, verify: bool | str = True, timeout_s: f
             for path in ("/v1/models", *SERVER_INFO_PATHS):
                 try:
                     resp = await client.get(root + path)
+                except (httpx.TimeoutException, httpx.TransportError):
+                    break  # a server that does not answer is not asked again: the run's end waits no longer
                 except httpx.HTTPError:
                     continue
                 facts["server_header"] = facts["server_header"] or resp.headers.get("server")
