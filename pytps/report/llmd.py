@@ -40,8 +40,11 @@ UNFILLED = {
     "p95, p99, p99.9 and max",
 }
 
-_STATS = (("stddev", "stddev"), ("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"))
-_STATS += (("p99", "p99"), ("p999", "p99p9"), ("max", "max"))
+#: pytps's distribution keys -> v0.2 Statistics keys.
+_STATS: tuple[tuple[str, str], ...] = (
+    ("stddev", "stddev"), ("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"),
+    ("p99", "p99"), ("p999", "p99p9"), ("max", "max"),
+)  # fmt: skip
 
 
 def _statistics(dist: dict[str, Any] | None, units: str) -> dict[str, Any] | None:
