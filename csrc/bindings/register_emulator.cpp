@@ -37,6 +37,7 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "ttft_ns") c.ttft_ns = v.cast<int64_t>();
         else if (k == "ttft_sd_ns") c.ttft_sd_ns = v.cast<int64_t>();
         else if (k == "ttft_ramp_ns_per_s") c.ttft_ramp_ns_per_s = v.cast<int64_t>();
+        else if (k == "usage_overbill") c.usage_overbill = v.cast<double>();
         else if (k == "ttft_dist") c.ttft_dist = dist_from(v.cast<std::string>(), "ttft_dist", false);
         else if (k == "itl_ns") c.itl_ns = v.cast<int64_t>();
         else if (k == "itl_sd_ns") c.itl_sd_ns = v.cast<int64_t>();

@@ -65,6 +65,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
     p.created_s = static_cast<int64_t>(std::time(nullptr));
     p.stream = false;
     p.prompt_tokens = rec.prompt_tokens;
+    p.usage_overbill = cfg_.usage_overbill;
     s->fmt = std::make_unique<BodyFormatter>(p, api, std::move(br), dim, cfg_.seed);
 
     // One event carrying no token, due base + per-token x input tokens after admission.

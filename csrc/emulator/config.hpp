@@ -60,6 +60,8 @@ struct EmulatorConfig {
     // started (0: none). Models a server that slows down during a benchmark (thermal throttling,
     // a neighbour's load, a growing cache), which a capacity search must report as unstable.
     int64_t ttft_ramp_ns_per_s = 0;
+    // A server that bills more than it streams: usage reports this share more output tokens (0: none).
+    double usage_overbill = 0.0;
     Dist itl_dist = Dist::fixed;
     int64_t itl_ns = 500'000;  // gap between consecutive token events
     int64_t itl_sd_ns = 0;

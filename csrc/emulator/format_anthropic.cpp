@@ -77,7 +77,7 @@ public:
         out += "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"";
         out += stop_reason();
         out += "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":";
-        json_int(out, emitted_total());
+        json_int(out, billed(emitted_total()));
         out += "}}\n\n";
         out += "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     }

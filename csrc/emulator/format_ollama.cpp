@@ -27,7 +27,7 @@ public:
     void finish(std::string& out, const StreamTimes& t) override {
         head(out);
         piece(out, "", nullptr);
-        tail(out, t, emitted_total());
+        tail(out, t, billed(emitted_total()));
         out += "\n";
     }
 

@@ -100,7 +100,7 @@ protected:
                 out += "\"";
             }
             out += ",\"usage\":";
-            usage_object(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
+            usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(emitted_total()), emitted(TokKind::reasoning));
             timings_member(out, t);
             out += "}\n\n";
         }
@@ -212,7 +212,7 @@ public:
         out += "},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, p_.cached_tokens, r + a, r);
+        usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(r + a), r);
         out += ",\"system_fingerprint\":\"";
         out += kFingerprint;
         out += "\"}";
@@ -276,7 +276,7 @@ public:
         out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, p_.cached_tokens, a, 0);
+        usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(a), 0);
         out += "}";
         emitted_[1] = a;
     }

@@ -243,11 +243,11 @@ private:
             s += ",\"input_tokens_details\":{\"cached_tokens\":";
             json_int(s, p_.cached_tokens > 0 ? p_.cached_tokens : 0);
             s += "},\"output_tokens\":";
-            json_int(s, emitted_total());
+            json_int(s, billed(emitted_total()));
             s += ",\"output_tokens_details\":{\"reasoning_tokens\":";
             json_int(s, emitted(TokKind::reasoning));
             s += "},\"total_tokens\":";
-            json_int(s, p_.prompt_tokens + emitted_total());
+            json_int(s, p_.prompt_tokens + billed(emitted_total()));
             s += "}";
         } else {
             s += "null";

@@ -2,6 +2,7 @@
 // numbers, open content blocks, accumulated text), so the server only says "the next
 // event carries k tokens of this kind" and writes what comes back.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +36,9 @@ struct ResponsePlan {
     int64_t max_tokens = -1;    // as requested (-1: none); echoed where the provider echoes it
     bool hit_limit = false;     // the output stopped at the request's limit: finish "length"
     std::string previous_response_id;  // Responses: echoed (empty: null)
+    // A planted billing error: the final usage reports this share more output tokens than were
+    // streamed (0: honest). Tests pytps's token agreement check (docs/interop.md).
+    double usage_overbill = 0.0;
 };
 
 // Times an Ollama final object reports (its durations are part of the format), and the load
@@ -77,6 +81,8 @@ public:
     // "\nAnswer: <text>" instead of a word. Set before the first content token; empty: words only.
     void set_answer(std::string text) { answer_ = std::move(text); }
     int64_t emitted_total() const { return emitted_[0] + emitted_[1] + emitted_[2]; }
+    // The output tokens a final usage report bills for `n` generated: n, or more with usage_overbill.
+    int64_t billed(int64_t n) const { return n + static_cast<int64_t>(std::llround(static_cast<double>(n) * p_.usage_overbill)); }
 
     explicit Formatter(const ResponsePlan& plan) : p_(plan) {}
 

@@ -143,6 +143,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     p.stream = cr.stream;
     p.include_usage = cr.include_usage;
     p.continuous_usage = cr.continuous_usage;
+    p.usage_overbill = cfg_.usage_overbill;
     p.prompt_tokens = rec.prompt_tokens;
     // After the faults that refuse a request outright: a refused prompt is never computed, so never cached.
     rec.cached_tokens = prefix_cache_.lookup_insert(cr.prompt_text, rec.prompt_tokens);

@@ -68,6 +68,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--markdown", action="store_true", help="print the summary table as Markdown (metric, unit, mean, …, n)"
     )
     form.add_argument("--csv", action="store_true", help="print the summary table as CSV, full precision")
+    form.add_argument(
+        "--format",
+        choices=["llmd-report"],
+        help="llmd-report: print the run (or a sweep's cells, as a JSON list) as llm-d's benchmark report v0.2, "
+        "and on stderr the fields it cannot fill and why (docs/interop.md)",
+    )
     p.add_argument(
         "--trace",
         metavar="FILE",
@@ -109,6 +115,21 @@ def report_sweep(path: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def report_llmd(path: Path) -> int:
+    """`--format llmd-report`: the report(s) on stdout, the fields left empty on stderr."""
+    import sys
+
+    from pytps.report.llmd import reports, unfilled_note
+
+    if not (path / RESULTS).exists() and not (path / SWEEP_INDEX).exists():
+        raise ConfigError(f"{path} holds no run or sweep: name a directory written by pytps run or pytps sweep")
+    found = reports(path)
+    sweep = not (path / RESULTS).exists()
+    print(json.dumps(found if sweep else found[0], indent=2))
+    print(unfilled_note(), file=sys.stderr)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     import sys
 
@@ -116,6 +137,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pytps.results.rebuild import load_or_rebuild, repair
 
     path = Path(args.dir)
+    if args.format == "llmd-report":
+        return report_llmd(path)
     if (path / SWEEP_INDEX).exists() and not (path / RESULTS).exists():
         return report_sweep(path, args)
     if not path.is_dir():

@@ -57,6 +57,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_matrix_file(args, "run")
     if args.html is not None:
         check_html_available()
+    if args.otlp is not None:
+        from pytps.app.otlp import check_otlp_available
+
+        check_otlp_available()
     from pytps.app.runs import run_to_folder
     from pytps.app.serve_plan import plain_hooks, serve_options
     from pytps.app.served import CellHooks
@@ -97,6 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"results: {outcome.out_dir}", file=sys.stderr)
         if args.html is not None:
             write_html(outcome.out_dir, args.html)
+        if args.otlp is not None:
+            from pytps.app.otlp import export_run
+
+            sent = export_run(outcome.out_dir, args.otlp)
+            print(f"pytps: warning: {sent.line}" if sent.warning else sent.line, file=sys.stderr)
     if outcome.interrupted:
         print("pytps: interrupted; the requests that finished are saved", file=sys.stderr)
         return INTERRUPTED

@@ -74,6 +74,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a drifting server: each request's TTFT grows by MS ms per second since the server started (default 0)",
     )
     p.add_argument(
+        "--usage-overbill",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="a server that bills more than it streams: usage reports SHARE more output tokens (0.1: 10%%) than "
+        "were sent (default 0)",
+    )
+    p.add_argument(
         "--max-batch",
         type=int,
         default=0,
@@ -180,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
             ttft_dist=args.ttft_dist,
             ttft_sd_ms=args.ttft_sd_ms,
             ttft_ramp_ms_per_s=args.ttft_ramp_ms_per_s,
+            usage_overbill=args.usage_overbill,
             itl_us=args.itl_us,
             itl_dist=args.itl_dist,
             itl_sd_us=args.itl_sd_us,

@@ -219,6 +219,12 @@ class RequestMetrics:
     images: int = 0
     image_bytes: int = 0
     image_pixels: int = 0
+    # Token agreement (docs/metrics.md): output tokens asked for (max_tokens), counted from the
+    # stream (and how), and billed by the server (usage); each None where not known.
+    tokens_asked: int | None = None
+    tokens_streamed: int | None = None
+    tokens_streamed_source: str | None = None
+    tokens_billed: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """dataclasses.asdict(self), field for field, without its recursion over every scalar: a
@@ -249,6 +255,27 @@ def _tree_copy(value: Any) -> Any:
 _METRIC_FIELDS = tuple(f.name for f in fields(RequestMetrics))
 # What asdict hands back as it is (it deep-copies these to themselves).
 _ATOMS = frozenset((int, float, str, bool, type(None)))
+
+
+def token_agreement(rec: RequestRecord) -> dict[str, Any]:
+    """A request's output tokens as asked for, counted from the stream and billed (docs/metrics.md,
+    "Token agreement"). Counted: by the local tokenizer when one is set, else the output-bearing
+    events (one token each: a server that packs several into an event shows as billed > streamed,
+    which the summary's tokens_per_event tells apart). A whole body or an embedding streamed none."""
+    streamed: int | None = None
+    source: str | None = None
+    if rec.inputs is None:
+        if rec.tokenizer_tokens is not None:
+            streamed, source = int(rec.tokenizer_tokens), "tokenizer"
+        elif rec.stream:
+            streamed, source = len(rec.output_times_ns), "events"
+    billed = rec.usage.get("completion_tokens") if rec.inputs is None else None
+    return {
+        "tokens_asked": rec.max_tokens,
+        "tokens_streamed": streamed,
+        "tokens_streamed_source": source,
+        "tokens_billed": int(billed) if billed is not None else None,
+    }
 
 
 def _seconds(a: int | None, b: int | None) -> float | None:
@@ -305,6 +332,7 @@ def measure(rec: RequestRecord) -> tuple[RequestMetrics, np.ndarray]:
         images=rec.images,
         image_bytes=rec.image_bytes,
         image_pixels=rec.image_pixels,
+        **token_agreement(rec),
     ), layout
 
 

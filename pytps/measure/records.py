@@ -126,6 +126,10 @@ class RequestRecord:
     request_bytes: int | None = None  # the request body's size: bounds a plausible prompt_tokens
     # Read-outs of the StreamRecorder.
     response_id: str | None = None
+    # The server's id of the request: its x-request-id (or request-id) response header, else the
+    # body's `id` (pytps.runner.provenance); and the id pytps sent in --request-id-header's header.
+    request_id: str | None = None
+    sent_request_id: str | None = None
     model: str | None = None
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
@@ -205,6 +209,7 @@ class RequestRecord:
     def fill_from_recorder(self, rec: Any) -> None:
         """Copies a pytps.StreamRecorder's read-outs (after close) into this record."""
         self.response_id = rec.response_id
+        self.request_id = self.request_id or rec.response_id
         self.model = rec.model
         self.finish_reason = rec.finish_reason
         self.usage = dict(rec.usage)

@@ -41,6 +41,10 @@ class RunTotals:
     inputs_ok: int = 0  # embeddings' texts, rerank's documents, of successful requests
     streamed: int = 0  # measured requests whose responses were streams (the rest: whole bodies)
     embedding_dims: dict[int, int] = field(default_factory=dict)  # vector length -> requests
+    # Token agreement (docs/metrics.md): successful requests whose billed output tokens differ from
+    # those counted from the stream, and the largest difference (billed - streamed, signed).
+    token_mismatches: int = 0
+    token_mismatch_max: int | None = None
 
     def add(
         self, m: RequestMetrics, *, retries: int, useful: bool, why_not: str | None, usage_implausible: bool = False
@@ -64,6 +68,11 @@ class RunTotals:
             return False
         self.ok += 1
         self.tokens_ok += m.output_tokens
+        if m.tokens_billed is not None and m.tokens_streamed is not None and m.tokens_billed != m.tokens_streamed:
+            diff = m.tokens_billed - m.tokens_streamed
+            self.token_mismatches += 1
+            if self.token_mismatch_max is None or abs(diff) > abs(self.token_mismatch_max):
+                self.token_mismatch_max = diff
         self.events_ok += m.output_events
         self.token_sources[m.token_source] = self.token_sources.get(m.token_source, 0) + 1
         self.prompt_tokens_ok += m.prompt_tokens or 0
@@ -88,6 +97,8 @@ class RunTotals:
             "requests_ok": ok,
             "requests_retried": self.retried,
             "usage_implausible": self.usage_implausible,
+            "token_mismatches": self.token_mismatches,
+            "token_mismatch_max": self.token_mismatch_max,
             "error_rate": (n - ok) / n if n else None,
             "errors": dict(sorted(self.errors.items())),
             "token_source": next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None),

@@ -51,6 +51,14 @@ def collect(results: dict[str, Any]) -> list[str]:
             f"{implausible} request(s) reported implausible usage (a count beyond what arrived, "
             "docs/metrics.md): their figures use the events instead, and their cost leaves the count out."
         )
+    mismatches = summary.get("token_mismatches")
+    if mismatches:
+        largest = summary.get("token_mismatch_max")
+        out.append(
+            f"{mismatches} of {ok} successful request(s) were billed a different number of output tokens than "
+            f"the stream carried (largest: {largest:+d} billed - streamed): the figures use the billed counts. "
+            "Hint: compare the journal's tokens_streamed and tokens_billed (docs/metrics.md, Token agreement)."
+        )
     if meta.get("usage_note"):
         out.append(f"Note: {meta['usage_note']}.")
     rate = summary.get("error_rate")

@@ -22,7 +22,7 @@ from pytps.measure.records import RequestRecord
 from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
 # results.json's and the journal's layout (docs/results.md); bumped on every change to either.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 # Values that are JSON as they are: most of a journal line, handed back without the checks below
@@ -65,6 +65,8 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
         "end_ns": rec.end_ns,
         "error_detail": rec.error_detail,
         "response_id": rec.response_id,
+        "request_id": rec.request_id,
+        "sent_request_id": rec.sent_request_id,
         "finish_reason": rec.finish_reason,
         "usage": rec.usage,
         "usage_implausible": rec.usage_implausible,

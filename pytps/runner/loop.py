@@ -19,6 +19,7 @@ import dataclasses
 import json
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from pytps.results.output import RunOutput, RunResult, default_out_dir, write_re
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
 from pytps.runner.metadata import run_metadata
+from pytps.runner.provenance import host_facts, server_facts
 from pytps.runner.share import Share
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload import request_formats
@@ -125,6 +127,9 @@ class Runner:
         # The one redaction rule (pytps.measure.redact) over every secret of the settings.
         self._secrets = cfg.secrets
         self._redactor = Redactor(self._secrets)
+        # --request-id-header: the header's name, and this run's prefix of the ids sent in it.
+        self._id_header: str | None = cfg.settings.get("request_id_header")
+        self._id_prefix = f"pytps-{uuid.uuid4().hex[:12]}-"
         self._include_usage = True
         self._usage_note: str | None = None
         self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration
@@ -185,6 +190,15 @@ class Runner:
     def _headers(self) -> dict[str, str]:
         return self.cfg.request_headers
 
+    def _request_headers(self, i: int) -> tuple[dict[str, str], str | None]:
+        """A request's headers, with the id pytps sends in --request-id-header's header (and that id)."""
+        headers = self._headers()
+        if self._id_header is None:
+            return headers, None
+        sent = f"{self._id_prefix}{i}"
+        headers[self._id_header] = sent
+        return headers, sent
+
     def _redact(self, text: str | None) -> str | None:
         return self._redactor.optional(text)
 
@@ -207,11 +221,13 @@ class Runner:
             path, body, planned = body_request(cfg.inputs, cfg.api, model, cfg.workload.prompt, i, cfg.extra_body)
             if planned and cfg.api != "rerank":  # a rerank server counts the query once per document
                 self._planned[i] = planned
+            headers, sent_id = self._request_headers(i)
             return RequestSpec(
                 index=i,
                 path=path,
                 body=json.dumps(body).encode(),
-                headers=self._headers(),
+                headers=headers,
+                sent_request_id=sent_id,
                 dialect=request_formats.JSON_DIALECT,
                 warmup=warmup,
                 t_sched_ns=t_sched_ns,
@@ -237,11 +253,13 @@ class Runner:
             extra_body=cfg.extra_body,
             images=images,
         )
+        headers, sent_id = self._request_headers(i)
         return RequestSpec(
             index=i,
             path=path,
             body=json.dumps(body).encode(),
-            headers=self._headers(),
+            headers=headers,
+            sent_request_id=sent_id,
             dialect=request_formats.response_dialect(cfg.api, cfg.stream),
             stream=cfg.stream,
             images=len(images),
@@ -500,6 +518,10 @@ class Runner:
                 keep_records=self._keep_records,
             )
             metadata = run_metadata(cfg, model, self.transport)
+            metadata["host"] = await asyncio.to_thread(host_facts, cfg.base_url)
+            metadata["request_id_header"] = (
+                {"name": self._id_header, "prefix": self._id_prefix} if self._id_header is not None else None
+            )
             if cfg.server_metrics is not None:
                 metadata["server_metrics"] = cfg.server_metrics.describe(self._redactor)
             write_results(out_dir, metadata, None)
@@ -558,6 +580,10 @@ class Runner:
         metadata["usage_note"] = self._usage_note
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
+        # Asked after the timing ended, so it never shares the endpoint with a measured request.
+        metadata["server"] = await server_facts(
+            cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
+        )
         metadata["stopped_reason"] = self.stopped_reason
         metadata["saturation"] = None
         if self.saturation is not None:

@@ -193,6 +193,8 @@ SETTINGS: tuple[Setting, ...] = (
       "ANTHROPIC_API_KEY for --api anthropic)", metavar="VAR", toml=E),
     S("headers", "mapping", None, "extra request header", flag="--header", dest="header", action="append",
       flag_default=[], metavar="K:V", toml=E, from_args=lambda a: parse_headers(a.header)),
+    S("request_id_header", "str", None, "send each request an id in this header (e.g. X-Request-Id), kept in the "
+      "journal as sent_request_id, so the server's logs can be joined with the run", metavar="NAME", toml=E),
     S("extra_body", "mapping", None, "merged into each request body, e.g. '{\"ignore_eos\": true}'",
       metavar="JSON", toml=E, from_args=_extra_body),
     S("http2", "bool", False, "use HTTP/2 (HTTP/1.1 by default; implies httpx)", action="store_true", toml=E),
@@ -311,6 +313,9 @@ SETTINGS: tuple[Setting, ...] = (
       from_args=lambda a: False if a.no_store else a.store),
     S("no_store", "bool", False, "do not record the run in the results store", OUTPUT, action="store_true",
       target="cli"),
+    S("otlp", "str", None, "after the run, export it over OTLP/HTTP to an OpenTelemetry collector: a span "
+      "per request and the GenAI metrics (URL default: $OTEL_EXPORTER_OTLP_ENDPOINT; docs/interop.md)", OUTPUT,
+      nargs="?", const="", metavar="URL", applies=RUN, target="cli"),
     # ---- server metrics ----
     S("server_metrics", "urls", None, "scrape Prometheus metrics during the run (default URL: the base URL's "
       "origin + /metrics; several allowed, e.g. a DCGM exporter on :9400) into server_metrics.jsonl",

@@ -87,6 +87,8 @@ class RequestSpec:
     images: int = 0
     image_bytes: int = 0
     image_pixels: int = 0
+    # The id pytps sent in --request-id-header's header (its value), kept in the journal.
+    sent_request_id: str | None = None
 
     def new_record(self, transport: str) -> RequestRecord:
         """The record a transport fills in for this request, carrying what the spec knows."""
@@ -97,6 +99,7 @@ class RequestSpec:
             prompt_tokens_planned=self.prompt_tokens_planned,
             max_tokens=self.max_tokens,
             usage_requested=self.usage_requested,
+            sent_request_id=self.sent_request_id,
             request_bytes=len(self.body),
             transport=transport,
             stream=self.stream,
@@ -123,6 +126,21 @@ class Transport(Protocol):
 
     @property
     def thread_cpu_s(self) -> float | None: ...
+
+
+#: Response headers that carry the server's id of a request, in the order they are preferred;
+#: a response with none of them is known by its body's `id` (RequestRecord.response_id).
+REQUEST_ID_HEADERS = ("x-request-id", "request-id")
+
+
+def response_request_id(header: Callable[[str], str | None]) -> str | None:
+    """The server's request id from a response's headers (`header(name)`: a value or None), read
+    once the request finished (never while its reads are stamped)."""
+    for name in REQUEST_ID_HEADERS:
+        value = header(name)
+        if value:
+            return str(value)
+    return None
 
 
 def content_coding(header: str | None) -> str | None:

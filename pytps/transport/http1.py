@@ -7,7 +7,13 @@ import socket
 from typing import Any
 
 from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
-from pytps.transport.base import RequestSpec, classify_answer, classify_compressed, content_coding
+from pytps.transport.base import (
+    RequestSpec,
+    classify_answer,
+    classify_compressed,
+    content_coding,
+    response_request_id,
+)
 from pytps.transport.base_url import BaseUrl
 
 
@@ -69,6 +75,8 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     timeout_detail: the transport gave up waiting (error class "timeout", whatever was read)."""
     rec.t_headers_ns = recorder.t_headers_ns
     rec.status = recorder.status
+    if recorder.headers_done:
+        rec.request_id = response_request_id(recorder.header)
     rec.fill_from_recorder(recorder.recorder)
     coding = content_coding(recorder.header("content-encoding")) if recorder.headers_done else None
     if timeout_detail is not None:

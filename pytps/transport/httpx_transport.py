@@ -35,7 +35,13 @@ from pytps.measure.records import (
     no_response_detail,
     response_too_large_detail,
 )
-from pytps.transport.base import RequestSpec, classify_answer, content_coding, describe_exception
+from pytps.transport.base import (
+    RequestSpec,
+    classify_answer,
+    content_coding,
+    describe_exception,
+    response_request_id,
+)
 from pytps.transport.base_url import BaseUrl
 from pytps.transport.classify import error_class
 from pytps.transport.network import tls_hint
@@ -294,6 +300,7 @@ class HttpxTransport:
             rec.t_send_ns = trace.send_ns() or rec.t_submit_ns
         rec.t_headers_ns = getattr(stream, "last_read_ns", None) or _now_ns()
         rec.status = response.status_code
+        rec.request_id = response_request_id(response.headers.get)
         coding = content_coding(response.headers.get("content-encoding"))
         body_error: BaseException | None = None
         error_body = body_start = b""

@@ -48,6 +48,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             expect_regex=".",
             price_input=1.0,
             price_output=2.0,
+            request_id_header="X-Request-Id",  # provenance (issue 39): metadata.request_id_header
         ),
         # --server-metrics (issue 22): the emulator's /metrics with its power model.
         dict(
