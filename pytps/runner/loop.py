@@ -580,10 +580,14 @@ class Runner:
         metadata["usage_note"] = self._usage_note
         metadata["include_usage"] = self._include_usage
         metadata["interrupted"] = interrupted
-        # Asked after the timing ended, so it never shares the endpoint with a measured request.
-        metadata["server"] = await server_facts(
-            cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
-        )
+        # Asked after the timing ended, so it never shares the endpoint with a measured request; and
+        # only of a server that answered a request well (one that answered none is not waited on again).
+        if self._measured > self._errors:
+            metadata["server"] = await server_facts(
+                cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
+            )
+        else:
+            metadata["server"] = {"server_header": None, "version": None, "props": None}
         metadata["stopped_reason"] = self.stopped_reason
         metadata["saturation"] = None
         if self.saturation is not None:

@@ -135,28 +135,47 @@ def server_root(base_url: str) -> str:
 
 async def server_facts(base_url: str, *, verify: bool | str = True, timeout_s: float = 2.0) -> dict[str, Any]:
     """`metadata.server`, asked after the run: the `server` header and each informational route's
-    JSON answer (null where the server has none). No credentials are sent or kept."""
+    JSON answer (null where the server has none). No credentials are sent or kept. The whole asking
+    has one deadline, timeout_s, and each body a size cap: httpx's timeout is per read, so a server
+    trickling a byte a second would otherwise hold the run's end for ever."""
+    import asyncio
+    import contextlib
+
+    facts: dict[str, Any] = {"server_header": None, "version": None, "props": None}
+    paths = ("/v1/models", *SERVER_INFO_PATHS)
+    with contextlib.suppress(asyncio.TimeoutError, OSError):  # what was learnt by the deadline is kept
+        await asyncio.wait_for(_ask_server(base_url, verify, timeout_s, paths, facts), timeout_s)
+    return facts
+
+
+async def _ask_server(
+    base_url: str, verify: bool | str, timeout_s: float, paths: tuple[str, ...], facts: dict[str, Any]
+) -> None:
     import json
 
     import httpx
 
-    facts: dict[str, Any] = {"server_header": None, "version": None, "props": None}
     root = server_root(base_url)
     try:
         async with httpx.AsyncClient(verify=verify, timeout=timeout_s, trust_env=False) as client:
-            for path in ("/v1/models", *SERVER_INFO_PATHS):
+            for path in paths:
                 try:
-                    resp = await client.get(root + path)
+                    async with client.stream("GET", root + path) as resp:
+                        facts["server_header"] = facts["server_header"] or resp.headers.get("server")
+                        body = bytearray()
+                        async for chunk in resp.aiter_bytes():
+                            body += chunk
+                            if len(body) > MAX_INFO_BYTES:
+                                break  # larger than any server's facts: not read further
+                        status = resp.status_code
                 except (httpx.TimeoutException, httpx.TransportError):
                     break  # a server that does not answer is not asked again: the run's end waits no longer
                 except httpx.HTTPError:
                     continue
-                facts["server_header"] = facts["server_header"] or resp.headers.get("server")
-                if path in SERVER_INFO_PATHS and resp.status_code == 200 and len(resp.content) <= MAX_INFO_BYTES:
+                if path in SERVER_INFO_PATHS and status == 200 and len(body) <= MAX_INFO_BYTES:
                     try:
-                        facts[path.strip("/")] = json.loads(resp.content)
+                        facts[path.strip("/")] = json.loads(bytes(body))
                     except ValueError:
                         continue
     except (OSError, httpx.HTTPError):
         pass
-    return facts
