@@ -24,6 +24,7 @@ TIMING = re.compile(
     r"|tps_(p\d+|mean)$"  # per-user and decode speed: None when a clock saw no decode time
     r"|^response_id$"  # the server's own count of the requests it answered (one emulator serves both)
     r"|^connection_id$"  # which connection a request rode: at concurrency 2, whichever was free first
+    r"|^request_id$"  # the server's id of each request, counted by the one emulator that serves both
 )
 
 
