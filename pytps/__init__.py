@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pytps.embed.instrument import instrument
     from pytps.embed.timer import StreamTimer, time_stream
     from pytps.emulator import Emulator
-    from pytps.library import arun, matrix, rank, run, search
+    from pytps.library import arun, compare, history, matrix, rank, run, search
     from pytps.measure.metrics import RequestMetrics, request_metrics
     from pytps.measure.records import RequestRecord, ToolCall
     from pytps.measure.summary import summarize
@@ -55,6 +55,8 @@ _LAZY = {
     "RankResult": ("app.rank", "RankResult"),
     "search": ("library", "search"),
     "matrix": ("library", "matrix"),
+    "compare": ("library", "compare"),
+    "history": ("library", "history"),
     "Emulator": ("emulator", "Emulator"),
     "RunConfig": ("runner.config", "RunConfig"),
     "RunResult": ("results.output", "RunResult"),
@@ -167,6 +169,8 @@ __all__ = [
     "arun",
     "clock_info",
     "collecting",
+    "compare",
+    "history",
     "instrument",
     "matrix",
     "now_ns",

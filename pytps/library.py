@@ -1,8 +1,8 @@
 """The library entry points, each the same job as a CLI command, through the same function of the
 application layer (pytps.app): pytps.run(...) and its coroutine pytps.arun(...) (`pytps run`),
 pytps.sweep(...) (`pytps sweep`), pytps.search(...) (`pytps sweep --search`) and pytps.matrix(...)
-(`pytps run -c` / `pytps sweep -c`); pytps.rank(...) (`pytps rank`), returning the RankResult.
-docs/library.md."""
+(`pytps run -c` / `pytps sweep -c`); pytps.rank(...) (`pytps rank`), returning the RankResult;
+pytps.compare(...) (`pytps compare`) and pytps.history(...) (`pytps history`). docs/library.md."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from pytps.app.runs import arun, run
 
 if TYPE_CHECKING:
+    from pytps.app.compare import CompareOutcome
+    from pytps.app.history import TrendOutcome
     from pytps.app.matrix import MatrixOutcome
     from pytps.app.rank import RankResult
     from pytps.app.search import SearchOutcome
     from pytps.app.sweeps import SweepOutcome, SweepPlan
 
-__all__ = ["arun", "matrix", "rank", "run", "search", "sweep"]
+__all__ = ["arun", "compare", "history", "matrix", "rank", "run", "search", "sweep"]
 
 
 def sweep(
@@ -158,3 +160,42 @@ def rank(
         record=store is not False,
     )
     return run_rank(specs, settings, rank_settings, Path(out))
+
+
+def compare(
+    *runs: str | os.PathLike[str] | list[str | os.PathLike[str]],
+    resamples: int = 2000,
+    seed: int = 0,
+    max_days: float = 7.0,
+    html: str | os.PathLike[str] | None = None,
+) -> CompareOutcome:
+    """`pytps compare` from Python (docs/compare.md): each run a results folder, or a list of
+    repeated runs of one setup; the first is the baseline. Returns .result (what `pytps compare
+    --json` prints) and .html (the page written when `html` names a file)."""
+    from pytps.app.compare import ComparePlan
+    from pytps.app.compare import compare as compare_job
+
+    sides = [os.fspath(r) if isinstance(r, (str, os.PathLike)) else [os.fspath(p) for p in r] for r in runs]
+    return compare_job(sides, ComparePlan(resamples, seed, max_days), html=None if html is None else os.fspath(html))
+
+
+def history(
+    *,
+    store: str | os.PathLike[str] | None = None,
+    endpoint: str | None = None,
+    model: str | None = None,
+    fingerprint: str | None = None,
+    metrics: str | list[str] | None = None,
+    baseline: int | None = None,
+    limit: int = 10,
+    all_kinds: bool = False,
+) -> TrendOutcome:
+    """`pytps history` from Python (docs/history.md): the results store's runs grouped by endpoint,
+    model and workload fingerprint, each metric's trend. Returns .groups, .trends (what `pytps
+    history --json` prints) and .where (the store read)."""
+    from pytps.app.history import Selection, TrendPlan
+    from pytps.app.history import history as history_job
+
+    selection = Selection(None if store is None else os.fspath(store), endpoint, model, fingerprint)
+    names = ",".join(metrics) if isinstance(metrics, list) else metrics
+    return history_job(selection, TrendPlan(metrics=names, baseline=baseline, limit=limit, all_kinds=all_kinds))

@@ -49,8 +49,8 @@ ALLOWED: dict[str, set[str]] = {
     | {"report", "serve_process", "settings", "store", "workload"}
     | {"_native"},  # (the agents search stamps each probe's span on the core's clock)
     "library": {"app"},
-    # The CLI parses, calls the app and prints; the commands not yet in app (calibrate, history,
-    # report, serve, clock) still read their rooms, never runner, sweep or scale (test_thin_cli).
+    # The CLI parses, calls the app and prints; the commands not yet in app (calibrate, report,
+    # serve, clock) still read their rooms, never runner, sweep or scale (test_thin_cli).
     "cli": {"errors", "_native", "_version", "app", "calibrate", "emulator", "report", "results", "settings"}
     | {"store", "transport", "workload"},
     # Realtime transcription's emulator (a WebSocket server): run as its own process, imported by none.

@@ -1,10 +1,12 @@
 """`pytps compare A B [C …]`: saved runs side by side, differences from the first with bootstrap
-confidence intervals (pytps/compare.py does the arithmetic; this module the flags and the table)."""
+confidence intervals (pytps.app.compare runs the job, pytps.report.compare does the arithmetic;
+this module holds the flags and the table)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 EXAMPLES = """examples:
@@ -56,25 +58,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pytps.errors import ConfigError
-    from pytps.report.compare import compare, load_side, side_labels
+    from pytps.app.compare import ComparePlan, compare
 
-    if len(args.runs) < 2:
-        raise ConfigError("compare needs at least two runs (or run lists): a baseline and one to set against it")
-    labels = side_labels(len(args.runs))
-    sides = [load_side(spec, label) for spec, label in zip(args.runs, labels, strict=True)]
-    result = compare(sides, resamples=args.resamples, seed=args.seed, max_days=args.max_days)
+    plan = ComparePlan(resamples=args.resamples, seed=args.seed, max_days=args.max_days)
+    outcome = compare(args.runs, plan, html=args.html)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(outcome.result, indent=2))
     else:
-        render(result)
-    if args.html:
-        import sys
-
-        from pytps.report.html import write_compare
-
-        written = write_compare(result, [[str(r.path) for r in side.runs] for side in sides], args.html)
-        print(f"report: {written}", file=sys.stderr)
+        render(outcome.result)
+    if outcome.html:
+        print(f"report: {outcome.html}", file=sys.stderr)
     return 0
 
 

@@ -1,6 +1,6 @@
 """`pytps history`: the results store's runs grouped and trended, `history add DIR...` to import saved
-folders, `history check` to flag regressions (exit 1). The arithmetic is pytps.report.history's; this
-module holds the flags and the output (docs/history.md)."""
+folders, `history check` to flag regressions (exit 1). The jobs are pytps.app.history's, the
+arithmetic pytps.report.history's; this module holds the flags and the output (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import argparse
 import csv
 import json
 import sys
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
-
-from pytps.results.files import RESULTS, SWEEP_INDEX
 
 EXAMPLES = """examples:
   pytps history                                                  # recent runs, grouped
@@ -112,64 +108,43 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
     c.set_defaults(func=cmd_check)
 
 
-def _open(args: argparse.Namespace, *, read_only: bool = False, must_exist: bool = False) -> Any:
-    from pytps.store.store import Store
+def _selection(args: argparse.Namespace) -> Any:
+    from pytps.app.history import Selection
 
-    return Store(getattr(args, "store", None), read_only=read_only, must_exist=must_exist)
-
-
-def _selected(args: argparse.Namespace, store: Any, kinds: tuple[str, ...] | None) -> list[Any]:
-    from pytps.report.history import group_runs
-    from pytps.store.store import normalize_endpoint
-
-    endpoint = getattr(args, "endpoint", None)
-    runs = store.runs(
-        endpoint=normalize_endpoint(endpoint) if endpoint else None,
-        model=getattr(args, "model", None),
-        fingerprint=getattr(args, "fingerprint", None),
-        kinds=kinds,
-    )
-    return group_runs(runs)
+    # The subcommands' filters are suppressed unless given (so the value given before the
+    # subcommand's name stands): read with getattr.
+    return Selection(*(getattr(args, k, None) for k in ("store", "endpoint", "model", "fingerprint")))
 
 
 # ---- pytps history ---------------------------------------------------------------------------
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from pytps.errors import ConfigError
-    from pytps.report.history import check_each_run, parse_limit, parse_metrics, trend
+    from pytps.app.history import TrendPlan, history
 
-    if args.limit < 1:
-        raise ConfigError(f"--limit {args.limit}: show at least 1 run per group")
-    metrics = parse_metrics(args.metric)
-    with _open(args, read_only=True) as store:
-        groups = _selected(args, store, None if args.all else ("run", "rank", "voice"))
-    if not groups:
-        print(f"no runs in the results store {store.where} match; pytps run records each run there "
+    plan = TrendPlan(
+        metrics=args.metric,
+        baseline=args.baseline,
+        limit=args.limit,
+        all_kinds=args.all,
+        html=args.html,
+        max_change=args.band_max_change,
+        relative=args.relative,
+    )
+    selection = _selection(args)
+    outcome = history(selection, plan)
+    if not outcome.groups:
+        print(f"no runs in the results store {outcome.where} match; pytps run records each run there "
               "(pytps history add DIR imports saved folders)", file=sys.stderr)  # fmt: skip
         return 0
-    limit = parse_limit(args.band_max_change)
-    checks: list[Any] = [None] * len(groups)
-    if args.html:
-        # Each run shown as history check judged it when it was the latest (against the runs before
-        # it, shown or not): the page's marks.
-        checks = [
-            check_each_run(g, dict.fromkeys(metrics, limit), only={r.id for r in g.runs[-args.limit :]}) for g in groups
-        ]
-    for g in groups:
-        g.runs = g.runs[-args.limit :]
-    filtered = any(getattr(args, k) for k in ("endpoint", "model", "fingerprint"))
-    trends = [trend(g, metrics, args.baseline if filtered else None, c) for g, c in zip(groups, checks, strict=True)]
-    if args.html:
-        from pytps.report.html_history import write_history
-
-        written = write_history(trends, args.html, limit=limit, relative=args.relative)
-        print(f"report: {written}", file=sys.stderr)
+    groups, trends = outcome.groups, outcome.trends
+    if outcome.html:
+        print(f"report: {outcome.html}", file=sys.stderr)
     if args.json:
         print(json.dumps(trends, indent=2))
     elif args.csv:
         _csv(trends)
-    elif filtered:
+    elif selection.filtered:
         _render_trends(groups, trends)
     else:
         _render_groups(groups, trends)
@@ -266,91 +241,34 @@ def _render_trends(groups: list[Any], trends: list[dict[str, Any]]) -> None:
 # ---- pytps history add -----------------------------------------------------------------------
 
 
-def _folders(dirs: list[str]) -> list[Path]:
-    from pytps.errors import ConfigError
-
-    out: list[Path] = []
-    for d in dirs:
-        p = Path(d)
-        if (p / RESULTS).is_file():
-            out.append(p)
-        elif p.is_dir():
-            out.extend(sorted(r.parent for r in p.rglob(RESULTS)))
-        else:
-            raise ConfigError(f"{d}: no such folder; give results folders (holding results.json) or folders of them")
-    return out
-
-
 def cmd_add(args: argparse.Namespace) -> int:
-    from pytps.errors import ConfigError
-    from pytps.results.folder import load_results
-    from pytps.store.store import parse_when
+    from pytps.app.history import add
 
-    if not args.dirs and not args.prune:
-        raise ConfigError("history add needs results folders (DIR...), or --prune to forget runs with folders gone")
-    folders = _folders(args.dirs)
-    added = known = bad = 0
-    with _open(args) as store:
-        for folder in folders:
-            try:
-                results = load_results(folder)
-            except (OSError, ValueError) as exc:
-                print(f"pytps: skipped {folder}: results.json unreadable ({exc})", file=sys.stderr)
-                bad += 1
-                continue
-            meta = results.get("metadata") or {}
-            when = parse_when(meta.get("date_utc")) or datetime.fromtimestamp(
-                (folder / RESULTS).stat().st_mtime, timezone.utc
-            )
-            kind = "sweep_cell" if (folder.parent / SWEEP_INDEX).is_file() else "run"
-            if store.record(results, folder, kind=kind, when=when) is None:
-                known += 1
-            else:
-                added += 1
-        forgotten = 0
-        if args.prune:
-            gone = [r.id for r in store.runs() if _gone(r)]
-            forgotten = store.forget(gone)
-        where = store.where
+    outcome = add(args.dirs, prune=args.prune, store=getattr(args, "store", None))
+    for folder, why in outcome.skipped:
+        print(f"pytps: skipped {folder}: {why}", file=sys.stderr)
     print(
-        f"{added} runs added to {where}, {known} already there, {bad} unreadable"
-        + (f"; {forgotten} forgotten (folders gone)" if args.prune else "")
+        f"{outcome.added} runs added to {outcome.where}, {outcome.known} already there, {len(outcome.skipped)} "
+        "unreadable" + (f"; {outcome.forgotten} forgotten (folders gone)" if outcome.forgotten is not None else "")
     )
     return 0
-
-
-def _gone(run: Any) -> bool:
-    """A row --prune forgets: its folder (or a calibration's saved file) is no longer there, or a
-    run's folder no longer holds its results.json (emptied, or another folder made in its place)."""
-    path = Path(run.folder)
-    if run.kind in ("run", "sweep_cell"):
-        return not (path / RESULTS).is_file()
-    return not path.exists()
 
 
 # ---- pytps history check ---------------------------------------------------------------------
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from pytps.errors import ConfigError
-    from pytps.report.history import MIN_RESAMPLES, check, load_limits, parse_limit, parse_metrics
+    from pytps.app.history import CheckPlan, check
 
-    if args.limits and args.check_metric:
-        raise ConfigError("--limits FILE names the metrics and their limits: leave out --metric, or --limits")
-    if args.limits:
-        limits = load_limits(args.limits)
-    else:
-        limit = parse_limit(args.max_change)
-        limits = {m: limit for m in parse_metrics(args.check_metric or "ttft_p50")}
-    if args.resamples < MIN_RESAMPLES:
-        raise ConfigError(
-            f"--resamples {args.resamples}: give at least {MIN_RESAMPLES} (2000 is the default; fewer cannot "
-            "place a 95% interval's ends)"
-        )
-    # A check only reads; a store that is not there is a mistake (a typo would pass a CI gate).
-    with _open(args, read_only=True, must_exist=True) as store:
-        groups = _selected(args, store, ("run", "rank", "voice"))
-    findings = check(groups, limits, window=args.window, resamples=args.resamples, seed=args.seed)
+    plan = CheckPlan(
+        metrics=args.check_metric,
+        max_change=args.max_change,
+        limits=args.limits,
+        window=args.window,
+        seed=args.seed,
+        resamples=args.resamples,
+    )
+    findings = check(_selection(args), plan)
     regressions = [f for f in findings if f.regression]
     if args.check_json:
         print(json.dumps([f.as_dict() for f in findings], indent=2))
