@@ -13,39 +13,19 @@ import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.results.files import AGENT_SEARCH, SCRAPES
 from pytps.runner.agents import AgentSettings, agent_work, run_agents
-from pytps.sweep.search import CapacitySearch, ProbeRun
+from pytps.sweep.search import ProbeRun
 from pytps.sweep.verdict import MIN_REQUESTS
 
 if TYPE_CHECKING:
     from pytps.app.endpoint import Endpoint
+    from pytps.app.search import SearchPlan
     from pytps.runner.scrape_settings import ServerMetrics
-
-
-class SearchRules(Protocol):
-    """The capacity search's settings this search reads (pytps.app.search.SearchPlan's)."""
-
-    @property
-    def start(self) -> float | None: ...
-    @property
-    def precision(self) -> float: ...
-    @property
-    def max_probes(self) -> int: ...
-    @property
-    def repeats(self) -> int: ...
-    @property
-    def max_error_rate(self) -> float: ...
-    @property
-    def probe_s(self) -> float: ...
-    @property
-    def budget_s(self) -> float: ...
-    @property
-    def agents(self) -> str | None: ...
 
 
 _SECONDS = re.compile(r" for [0-9.e+]+ s:")  # a probe runs its trajectories through, not for a time
@@ -55,7 +35,7 @@ def agent_capacity(
     s: AgentSettings,
     work: Sequence[Any],
     slo_run: dict[str, float],
-    plan: SearchRules,
+    plan: SearchPlan,
     *,
     folder: Path | None = None,
     server_metrics: ServerMetrics | None = None,
@@ -116,17 +96,10 @@ def agent_capacity(
                 dir=name.replace("concurrency", "agents"),
             )
 
-        search = CapacitySearch(
+        search = plan.capacity_search(
+            run_probe,
+            slo_run,
             axis="concurrency",
-            run_probe=run_probe,
-            slo_run=slo_run,
-            max_error_rate=plan.max_error_rate,
-            precision=plan.precision,
-            max_probes=plan.max_probes,
-            repeats=plan.repeats,
-            start=plan.start,
-            probe_s=plan.probe_s,
-            budget_s=plan.budget_s,
             progress=lambda line: say(_SECONDS.sub(":", line.replace("concurrency", "agents"))),
         )
         # One agent through one trajectory first, not measured: the connections are opened and the
@@ -206,7 +179,7 @@ def agents_line(answer: dict[str, Any]) -> str:
 def sweep_agents(
     endpoint: Endpoint,
     settings: dict[str, Any],
-    plan: SearchRules,
+    plan: SearchPlan,
     *,
     out: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
@@ -217,10 +190,11 @@ def sweep_agents(
     into a results folder: agents_search.json, and a row of kind "agents_search" in the store.
     Returns the folder and the index ({"search": the answer}) pytps.app.search gives back."""
     from pytps.app.runs import results_folder
+    from pytps.app.search import probe_settings
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 
-    base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
+    base = probe_settings(settings, plan.axis)
     folder = results_folder(out, "agents")
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say_endpoint)
@@ -257,31 +231,50 @@ def sweep_agents(
 def record_search(store: str | None, s: AgentSettings, answer: dict[str, Any], folder: Path) -> None:
     """The search in the results store (kind "agents_search"): its bracket and, with power,
     agents per kilowatt; its fingerprint made of the API, model, workload and targets."""
+    cap = answer["capacity"]
+    power = answer.get("power") or {}
+    record_agent_row(
+        store,
+        s,
+        folder,
+        {"capacity": cap, "power": answer.get("power")},
+        {
+            "agents_capacity_low": cap["low"],
+            "agents_capacity_high": cap["high"],
+            "agents_per_kw": power.get("agents_per_kw"),
+            "agents_power_w": power.get("power_w"),
+        },
+        kind="agents_search",
+        workload={"kind": "agents_search", "agents": answer.get("workload"), "slo_run": answer["slo_run"]},
+    )
+
+
+def record_agent_row(
+    store: str | None,
+    s: AgentSettings,
+    folder: Path,
+    summary: dict[str, Any],
+    figures: dict[str, Any],
+    *,
+    kind: str,
+    **metadata: Any,
+) -> None:
+    """An agent run or search in the results store: its metadata the endpoint, model, API and
+    transport of `s`, then `metadata` (the workload, ...: with them, its fingerprint); the figures
+    given, those that are None left out."""
     from datetime import datetime, timezone
     from urllib.parse import urlsplit
 
     from pytps.store.run_entry import record_in_store
 
     url = urlsplit(s.base_url)
-    cap = answer["capacity"]
-    metadata = {
+    meta = {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path},
         "model": s.model,
         "api": s.api,
         "transport": s.transport,
-        "workload": {"kind": "agents_search", "agents": answer.get("workload"), "slo_run": answer["slo_run"]},
+        **metadata,
     }
-    power = answer.get("power") or {}
-    figures = {
-        k: float(v)
-        for k, v in {
-            "agents_capacity_low": cap["low"],
-            "agents_capacity_high": cap["high"],
-            "agents_per_kw": power.get("agents_per_kw"),
-            "agents_power_w": power.get("power_w"),
-        }.items()
-        if v is not None
-    }
-    summary = {"capacity": cap, "power": answer.get("power")}
-    record_in_store(store, {"metadata": metadata, "summary": summary}, folder, kind="agents_search", figures=figures)
+    kept = {k: float(v) for k, v in figures.items() if v is not None}
+    record_in_store(store, {"metadata": meta, "summary": summary}, folder, kind=kind, figures=kept)

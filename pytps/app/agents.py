@@ -8,12 +8,11 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pytps.app.agent_search import agents_line as agents_line  # the answer in one line, for the CLI
+from pytps.app.agent_search import record_agent_row
 from pytps.errors import ConfigError
 from pytps.measure.agents import AgentSlo
 from pytps.measure.slo import parse_slo_run
@@ -87,35 +86,28 @@ def agents(
 def _record(s: AgentSettings, plan: AgentPlan, workload: str, run: AgentRun, out: Path) -> None:
     """The run in the results store (kind "agents"), its fingerprint made of what ran: the agent
     workload, the load (agents or rate) and the API."""
-    from pytps.store.run_entry import record_in_store
-
-    url = urlsplit(s.base_url)
-    metadata = {
-        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "endpoint": {"scheme": url.scheme, "host": url.hostname, "port": url.port, "path": url.path},
-        "model": s.model,
-        "api": s.api,
-        "transport": s.transport,
-        "workload": {"kind": "agents", "agents": workload, "mode": run.mode},
-        "load": {"concurrency": s.agents, "rate": s.rate},
-        "slo": {"per_request_s": plan.slo},
-    }
     summary = run.summary
     figures = {
-        k: float(v)
-        for k, v in {
-            "agent_ttft_p50_s": summary["ttft_s"].get("p50"),
-            "agent_ttft_p90_s": summary["ttft_s"].get("p90"),
-            "agent_time_mean_s": summary["agent_time_s"].get("mean"),
-            "agent_output_tps_mean": summary["agent_output_tps"].get("mean"),
-            "agent_cached_share_mean": summary["cached_share"].get("mean"),
-            "agent_slo_turn_share": summary.get("slo_turn_share"),
-            "agent_task_success": summary.get("task_success"),
-            "agent_tool_call_validity": summary.get("tool_call_validity"),
-        }.items()
-        if v is not None
+        "agent_ttft_p50_s": summary["ttft_s"].get("p50"),
+        "agent_ttft_p90_s": summary["ttft_s"].get("p90"),
+        "agent_time_mean_s": summary["agent_time_s"].get("mean"),
+        "agent_output_tps_mean": summary["agent_output_tps"].get("mean"),
+        "agent_cached_share_mean": summary["cached_share"].get("mean"),
+        "agent_slo_turn_share": summary.get("slo_turn_share"),
+        "agent_task_success": summary.get("task_success"),
+        "agent_tool_call_validity": summary.get("tool_call_validity"),
     }
-    record_in_store(plan.store, {"metadata": metadata, "summary": summary}, out, kind="agents", figures=figures)
+    record_agent_row(
+        plan.store,
+        s,
+        out,
+        summary,
+        figures,
+        kind="agents",
+        workload={"kind": "agents", "agents": workload, "mode": run.mode},
+        load={"concurrency": s.agents, "rate": s.rate},
+        slo={"per_request_s": plan.slo},
+    )
 
 
 def _search(s: AgentSettings, plan: AgentPlan, work: list[Any], say: Callable[[str], None]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from pytps.app.endpoint import Endpoint
 from pytps.app.exit_codes import overall_exit_code, run_exit_code
 from pytps.app.runs import results_folder
 from pytps.app.search import SearchPlan, search_folder
-from pytps.app.sweeps import SweepPlan, sweep_folder
+from pytps.app.sweeps import SweepOutcome, SweepPlan, sweep_folder
 from pytps.errors import ConfigError, PytpsError
 from pytps.results.files import MATRIX_INDEX
 
@@ -21,13 +21,8 @@ from pytps.results.files import MATRIX_INDEX
 MATRIX_SCHEMA_VERSION = 2
 
 
-@dataclass(frozen=True)
-class MatrixOutcome:
-    """A finished (or failed) matrix: its folder, matrix.json's index, and its exit status."""
-
-    out_dir: Path
-    index: dict[str, Any]
-    exit_code: int
+#: A finished (or failed) matrix: its folder, matrix.json's index and its exit status.
+MatrixOutcome = SweepOutcome
 
 
 def matrix(

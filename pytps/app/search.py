@@ -17,6 +17,7 @@ from pytps.sweep.search import capacity_line as capacity_line  # the answer in o
 if TYPE_CHECKING:
     from pytps.app.served import CellHooks
     from pytps.runner.config import RunConfig
+    from pytps.sweep.search import CapacitySearch, ProbeRun
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,34 @@ class SearchPlan:
         named = {f.name: given["search_" + f.name] for f in fields(cls) if "search_" + f.name in given}
         return cls(axis=given["search"], **{k: v for k, v in named.items() if k != "axis"})
 
+    def capacity_search(
+        self, run_probe: Callable[[str, float, str, float], ProbeRun], slo_run: dict[str, float], *,
+        axis: str | None = None, progress: Callable[[str], None],
+    ) -> CapacitySearch:  # fmt: skip
+        """The search these settings make, each probe run by run_probe(mode, load, name, seconds);
+        axis: the load axis probed (default self.axis; the agents search probes concurrency)."""
+        from pytps.sweep.search import CapacitySearch
+
+        return CapacitySearch(
+            axis=axis or self.axis, run_probe=run_probe, slo_run=slo_run, max_error_rate=self.max_error_rate,
+            precision=self.precision, max_probes=self.max_probes, repeats=self.repeats, start=self.start,
+            probe_s=self.probe_s, budget_s=self.budget_s, progress=progress,
+        )  # fmt: skip
+
+
+def probe_settings(
+    settings: Mapping[str, Any], axis: str, *, start_hint: str = " (or use --search-start)"
+) -> dict[str, Any]:
+    """The run settings every probe of a search along `axis` shares: all but the load, the length
+    and the folder, which the search sets per probe; a load or a length given is refused."""
+    for name in ("concurrency", "rate"):
+        if settings.get(name) is not None:
+            raise ConfigError(f"--search {axis} places the load itself: leave out --{name}{start_hint}")
+    for name in ("duration", "requests"):
+        if settings.get(name) is not None:
+            raise ConfigError(f"--search {axis} bounds each probe in time: leave out --{name} (use --search-probe-s)")
+    return {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
+
 
 @dataclass(frozen=True)
 class SearchOutcome:
@@ -68,21 +97,11 @@ def search(
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 
-    for name in ("concurrency", "rate"):
-        if settings.get(name) is not None:
-            raise ConfigError(
-                f"--search {plan.axis} places the load itself: leave out --{name} (or use --search-start)"
-            )
-    for name in ("duration", "requests"):
-        if settings.get(name) is not None:
-            raise ConfigError(
-                f"--search {plan.axis} bounds each probe in time: leave out --{name} (use --search-probe-s)"
-            )
+    base = probe_settings(settings, plan.axis)
     if plan.axis == "agents":  # sustained agents: N concurrent agents per probe (pytps.app.agent_search)
         from pytps.app.agent_search import sweep_agents
 
         return SearchOutcome(*sweep_agents(endpoint, settings, plan, out=out, say=say, say_endpoint=say_endpoint))
-    base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
     folder = results_folder(out, "sweep")
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say_endpoint)
@@ -117,7 +136,7 @@ def search_folder(
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
     from pytps.sweep.cells import Cell, Sweep, headline
-    from pytps.sweep.search import CapacitySearch, ProbeRun
+    from pytps.sweep.search import ProbeRun
 
     axis = plan.axis
     cells: list[Cell] = []
@@ -149,19 +168,7 @@ def search_folder(
             dir=f"cells/{name}",
         )
 
-    search = CapacitySearch(
-        axis=axis,
-        run_probe=run_probe,
-        slo_run=slo_run,
-        max_error_rate=plan.max_error_rate,
-        precision=plan.precision,
-        max_probes=plan.max_probes,
-        repeats=plan.repeats,
-        start=plan.start,
-        probe_s=plan.probe_s,
-        budget_s=plan.budget_s,
-        progress=say,
-    )
+    search = plan.capacity_search(run_probe, slo_run, progress=say)
     sweep = Sweep(axes={axis: [1]}, out=out, run_cell=lambda v, d: {}, cells=cells)
     try:
         search.run()

@@ -41,7 +41,8 @@ class SweepPlan:
 
 @dataclass(frozen=True)
 class SweepOutcome:
-    """A finished (or interrupted) sweep: its folder, sweep.json's index, and its exit status."""
+    """A finished (or interrupted) sweep, or a study of sweeps (a matrix: MatrixOutcome; a tuning:
+    TuningOutcome): its folder, its index (sweep.json, matrix.json, tuning.json) and its exit status."""
 
     out_dir: Path
     index: dict[str, Any]

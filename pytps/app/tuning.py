@@ -5,29 +5,22 @@ capacity bracket (pytps.sweep.tuning). pytps.app.served launches and stops the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytps.app.exit_codes import NO_SUCCESS, overall_exit_code
 from pytps.app.runs import results_folder, run_cell
-from pytps.app.search import SearchPlan, search_folder
+from pytps.app.search import SearchPlan, probe_settings, search_folder
 from pytps.app.serve_plan import ServeOptions
 from pytps.app.served import CellHooks, StoreLater, record_with_startup, serve_configurations, store_later
-from pytps.app.sweeps import AXIS_SETTINGS, SweepPlan, sweep_axes, sweep_folder
-from pytps.errors import ConfigError
+from pytps.app.sweeps import AXIS_SETTINGS, SweepOutcome, SweepPlan, sweep_axes, sweep_folder
 from pytps.serve_process.grid import Configuration
 
 PLACEHOLDER_URL = "http://127.0.0.1:9"  # settings are checked before any server starts
 
 
-@dataclass(frozen=True)
-class TuningOutcome:
-    """A finished (or interrupted) tuning: its folder, tuning.json's index, and its exit status."""
-
-    out_dir: Path
-    index: dict[str, Any]
-    exit_code: int
+#: A finished (or failed) tuning: its folder, tuning.json's index and its exit status.
+TuningOutcome = SweepOutcome
 
 
 def tune(
@@ -50,16 +43,8 @@ def tune(
     codes: list[int] = []
     body: Callable[[Configuration, str, Path], dict[str, Any]]
     if search is not None:
-        for name in ("concurrency", "rate"):
-            if settings.get(name) is not None:
-                raise ConfigError(f"--search {search.axis} places the load itself: leave out --{name}")
-        for name in ("duration", "requests"):  # as pytps.app.search.search says
-            if settings.get(name) is not None:
-                raise ConfigError(
-                    f"--search {search.axis} bounds each probe in time: leave out --{name} (use --search-probe-s)"
-                )
+        base = probe_settings(settings, search.axis, start_hint="")  # as pytps.app.search.search refuses
         slo_run = parse_slo_run(settings.get("slo_run"))
-        base = {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
         make_config(PLACEHOLDER_URL, **base, **{search.axis: 1})
 
         def search_body(config: Configuration, url: str, cfg_dir: Path) -> dict[str, Any]:
