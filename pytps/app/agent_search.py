@@ -24,7 +24,7 @@ from pytps.sweep.verdict import MIN_REQUESTS
 
 if TYPE_CHECKING:
     from pytps.app.endpoint import Endpoint
-    from pytps.app.search import SearchPlan
+    from pytps.app.search_plan import SearchPlan
     from pytps.runner.scrape_settings import ServerMetrics
 
 
@@ -190,7 +190,7 @@ def sweep_agents(
     into a results folder: agents_search.json, and a row of kind "agents_search" in the store.
     Returns the folder and the index ({"search": the answer}) pytps.app.search gives back."""
     from pytps.app.runs import results_folder
-    from pytps.app.search import probe_settings
+    from pytps.app.search_plan import probe_settings
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 

@@ -114,7 +114,7 @@ def _search(s: AgentSettings, plan: AgentPlan, work: list[Any], say: Callable[[s
     """The largest N agents whose turns meet plan.slo_run (pytps.app.agent_search, the one path
     of `pytps agents --search` and `pytps sweep --search agents`)."""
     from pytps.app.agent_search import agent_capacity
-    from pytps.app.search import SearchPlan
+    from pytps.app.search_plan import SearchPlan
 
     if not plan.slo_run:
         raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")

@@ -3,74 +3,21 @@ sweep folder: `pytps sweep --search`, pytps.search() and a matrix file's workloa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytps.app.endpoint import Endpoint
 from pytps.app.runs import results_folder
-from pytps.errors import ConfigError
+from pytps.app.search_plan import SearchPlan as SearchPlan
+from pytps.app.search_plan import probe_settings
 from pytps.sweep.search import capacity_line as capacity_line  # the answer in one line, for the CLI
 
 if TYPE_CHECKING:
     from pytps.app.served import CellHooks
     from pytps.runner.config import RunConfig
-    from pytps.sweep.search import CapacitySearch, ProbeRun
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """A capacity search's settings (the table's `search` ones, less the "search_" prefix): the
-    axis it searches ("rate", "concurrency" or "agents"), its first probe's load (None: found), the
-    bracket's precision, the probes' budget, the repeats of an undecided probe, the error
-    rate a probe fails above, each probe's sending time and the whole search's time budget."""
-
-    axis: str
-    start: float | None = None
-    precision: float = 0.05
-    max_probes: int = 10
-    repeats: int = 2
-    max_error_rate: float = 0.01
-    probe_s: float = 10.0
-    budget_s: float = 300.0
-    agents: str | None = None  # --search agents: the trajectories (default: the shipped set)
-
-    @classmethod
-    def of(cls, settings: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SearchPlan:
-        """From the table's search settings (search, search_start, ...); defaults fill those not given."""
-        given = {**(defaults or {}), **{k: v for k, v in settings.items() if v is not None}}
-        named = {f.name: given["search_" + f.name] for f in fields(cls) if "search_" + f.name in given}
-        return cls(axis=given["search"], **{k: v for k, v in named.items() if k != "axis"})
-
-    def capacity_search(
-        self, run_probe: Callable[[str, float, str, float], ProbeRun], slo_run: dict[str, float], *,
-        axis: str | None = None, progress: Callable[[str], None],
-    ) -> CapacitySearch:  # fmt: skip
-        """The search these settings make, each probe run by run_probe(mode, load, name, seconds);
-        axis: the load axis probed (default self.axis; the agents search probes concurrency)."""
-        from pytps.sweep.search import CapacitySearch
-
-        return CapacitySearch(
-            axis=axis or self.axis, run_probe=run_probe, slo_run=slo_run, max_error_rate=self.max_error_rate,
-            precision=self.precision, max_probes=self.max_probes, repeats=self.repeats, start=self.start,
-            probe_s=self.probe_s, budget_s=self.budget_s, progress=progress,
-        )  # fmt: skip
-
-
-def probe_settings(
-    settings: Mapping[str, Any], axis: str, *, start_hint: str = " (or use --search-start)"
-) -> dict[str, Any]:
-    """The run settings every probe of a search along `axis` shares: all but the load, the length
-    and the folder, which the search sets per probe; a load or a length given is refused."""
-    for name in ("concurrency", "rate"):
-        if settings.get(name) is not None:
-            raise ConfigError(f"--search {axis} places the load itself: leave out --{name}{start_hint}")
-    for name in ("duration", "requests"):
-        if settings.get(name) is not None:
-            raise ConfigError(f"--search {axis} bounds each probe in time: leave out --{name} (use --search-probe-s)")
-    return {k: v for k, v in settings.items() if k not in ("concurrency", "rate", "duration", "requests", "out")}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import Any
 
 from pytps.app.exit_codes import NO_SUCCESS, overall_exit_code
 from pytps.app.runs import results_folder, run_cell
-from pytps.app.search import SearchPlan, probe_settings, search_folder
+from pytps.app.search import search_folder
+from pytps.app.search_plan import SearchPlan, probe_settings
 from pytps.app.serve_plan import ServeOptions
 from pytps.app.served import CellHooks, StoreLater, record_with_startup, serve_configurations, store_later
 from pytps.app.sweeps import AXIS_SETTINGS, SweepOutcome, SweepPlan, sweep_axes, sweep_folder

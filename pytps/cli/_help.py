@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Protocol
+from dataclasses import fields
+from typing import Any, Protocol, TypeVar
+
+Plan = TypeVar("Plan")
 
 
 class Command(Protocol):
@@ -32,3 +35,15 @@ def add_command(
     )
     if flags:
         command.add_arguments(p)
+
+
+def plan_from_args(cls: type[Plan], args: argparse.Namespace, **dests: str) -> Plan:
+    """An app job's settings (a dataclass) from the parsed flags: each field from the flag of its
+    name, or of the dest `dests` gives it; a flag the command did not set (a subcommand's
+    suppressed one) leaves the field's default."""
+    given: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        dest = dests.get(f.name, f.name)
+        if hasattr(args, dest):
+            given[f.name] = getattr(args, dest)
+    return cls(**given)

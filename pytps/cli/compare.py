@@ -9,6 +9,8 @@ import json
 import sys
 from typing import Any
 
+from pytps.cli._help import plan_from_args
+
 EXAMPLES = """examples:
   pytps compare results/before/ results/after/
   pytps compare results/vllm/ results/sglang/ results/trt/          # B and C each against A
@@ -60,8 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pytps.app.compare import ComparePlan, compare
 
-    plan = ComparePlan(resamples=args.resamples, seed=args.seed, max_days=args.max_days)
-    outcome = compare(args.runs, plan, html=args.html)
+    outcome = compare(args.runs, plan_from_args(ComparePlan, args), html=args.html)
     if args.json:
         print(json.dumps(outcome.result, indent=2))
     else:

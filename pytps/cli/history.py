@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any
 
+from pytps.cli._help import plan_from_args
+
 EXAMPLES = """examples:
   pytps history                                                  # recent runs, grouped
   pytps history --endpoint http://127.0.0.1:8000 --model llama --metric ttft_p50,decode_tps_p50
@@ -111,9 +113,7 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
 def _selection(args: argparse.Namespace) -> Any:
     from pytps.app.history import Selection
 
-    # The subcommands' filters are suppressed unless given (so the value given before the
-    # subcommand's name stands): read with getattr.
-    return Selection(*(getattr(args, k, None) for k in ("store", "endpoint", "model", "fingerprint")))
+    return plan_from_args(Selection, args)
 
 
 # ---- pytps history ---------------------------------------------------------------------------
@@ -122,15 +122,7 @@ def _selection(args: argparse.Namespace) -> Any:
 def cmd_history(args: argparse.Namespace) -> int:
     from pytps.app.history import TrendPlan, history
 
-    plan = TrendPlan(
-        metrics=args.metric,
-        baseline=args.baseline,
-        limit=args.limit,
-        all_kinds=args.all,
-        html=args.html,
-        max_change=args.band_max_change,
-        relative=args.relative,
-    )
+    plan = plan_from_args(TrendPlan, args, metrics="metric", all_kinds="all", max_change="band_max_change")
     selection = _selection(args)
     outcome = history(selection, plan)
     if not outcome.groups:
@@ -260,14 +252,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from pytps.app.history import CheckPlan, check
 
-    plan = CheckPlan(
-        metrics=args.check_metric,
-        max_change=args.max_change,
-        limits=args.limits,
-        window=args.window,
-        seed=args.seed,
-        resamples=args.resamples,
-    )
+    plan = plan_from_args(CheckPlan, args, metrics="check_metric")
     findings = check(_selection(args), plan)
     regressions = [f for f in findings if f.regression]
     if args.check_json:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytps.errors import ConfigError, loads_json
+from pytps.grading import DEFAULT_GRADER_TIMEOUT_S as DEFAULT_GRADER_TIMEOUT_S
 from pytps.grading.answers import EXTRACTORS
 from pytps.grading.grade import Grade
 
@@ -57,8 +58,6 @@ class Answered(Protocol):
 if TYPE_CHECKING:
     from pytps.grading.grader_pool import GraderPool
 
-#: --grader-timeout-s's default: the most one answer's grading may take.
-DEFAULT_GRADER_TIMEOUT_S = 30.0
 #: The verdict of an answer still with its grader when the run was stopped (Ctrl-C, SIGTERM).
 STOPPED_REASON = "grader_stopped: the run was stopped before this answer was graded"
 

@@ -9,9 +9,8 @@ from urllib.parse import urlsplit
 
 from pytps.errors import ConfigError
 from pytps.measure.redact import Redactor
+from pytps.settings.defaults import DEFAULT_MAX_SCRAPE_BYTES as DEFAULT_MAX_SCRAPE_BYTES
 
-#: --server-metrics-max-bytes's default: the most one scrape reads (a vLLM /metrics is ~100 KB).
-DEFAULT_MAX_SCRAPE_BYTES = 16 << 20
 #: The most series one scrape keeps; the rest are dropped, with one warning naming the cap.
 MAX_SCRAPE_SERIES = 50_000
 

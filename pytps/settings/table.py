@@ -23,6 +23,8 @@ from typing import Any
 
 from pytps.emulator import DEFAULT_ITL_US, DEFAULT_TTFT_MS
 from pytps.errors import ConfigError
+from pytps.grading import DEFAULT_GRADER_TIMEOUT_S
+from pytps.settings.defaults import DEFAULT_MAX_SCRAPE_BYTES
 from pytps.transport.registry import TRANSPORT_NAMES
 from pytps.workload.request_formats import ALL_APIS
 
@@ -297,9 +299,9 @@ SETTINGS: tuple[Setting, ...] = (
       toml=W),
     S("keep_text", "bool", False, "keep each answer's text (and reasoning) in requests.jsonl: what the grader "
       "saw", GRADED, action="store_true"),
-    # issue 40: grading.graders.DEFAULT_GRADER_TIMEOUT_S (this room may not import grading)
-    S("grader_timeout_s", "float", 30.0, "the most one answer's grading may take (a user's grader, a JSON "
-      "Schema); past it the verdict is grader_timeout (default %(default)s)", GRADED, "s", metavar="S"),
+    S("grader_timeout_s", "float", DEFAULT_GRADER_TIMEOUT_S, "the most one answer's grading may take (a user's "
+      "grader, a JSON Schema); past it the verdict is grader_timeout (default %(default)s)", GRADED, "s",
+      metavar="S"),
     # ---- output ----
     S("config", "path", None, "a TOML matrix of endpoints x workloads (examples/bench.toml, docs/matrix.md): "
       "every cell is run into one results folder; flags given here override the file", OUTPUT, short="-c",
@@ -328,10 +330,9 @@ SETTINGS: tuple[Setting, ...] = (
       from_args=lambda a: parse_headers(a.server_metrics_header, "--server-metrics-header") or None),
     S("server_metrics_raw", "bool", False, "also keep each scrape's text (server_metrics_raw.jsonl)",
       SERVER_METRICS, action="store_true", toml=E),
-    # issue 40: runner.scrape_settings.DEFAULT_MAX_SCRAPE_BYTES (this room may not import runner)
-    S("server_metrics_max_bytes", "int", 16 << 20, "the most one scrape of /metrics may read; a larger body "
-      "is dropped and warned of once (default %(default)s: 16 MiB)", SERVER_METRICS, "bytes", metavar="N",
-      toml=E),
+    S("server_metrics_max_bytes", "int", DEFAULT_MAX_SCRAPE_BYTES, "the most one scrape of /metrics may read; "
+      "a larger body is dropped and warned of once (default %(default)s: 16 MiB)", SERVER_METRICS, "bytes",
+      metavar="N", toml=E),
     # ---- the built-in emulator (its keyword arguments: the names less "emu_") ----
     S("emu_ttft_ms", "float", DEFAULT_TTFT_MS, "TTFT in ms (default %(default)s)", EMULATOR, "ms", metavar="MS",
       target="emulator"),
