@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytps.cli._help import plan_from_args
 from pytps.errors import ConfigError
 
 EXAMPLES = """examples:
@@ -107,18 +109,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
         check_html_available()
     endpoints, run_settings = _endpoints(args)
-    settings = RankSettings(
-        objective=args.objective,
-        min_accuracy=args.min_accuracy,
-        max_error_rate=args.max_error_rate,
-        interleave=args.interleave,
-        blocks=args.blocks,
+    # Each of RankSettings' fields from the flag of its name; the durations parsed, --no-store turned round.
+    settings = replace(
+        plan_from_args(RankSettings, args),
         every_s=parse_duration(args.every, "--every") if args.every else None,
         for_s=parse_duration(args.for_, "--for") if args.for_ else None,
-        resume=args.resume,
-        resamples=args.resamples,
-        seed=args.seed,
-        store=args.store,
         record=not args.no_store,
     )
     if args.resume and not args.out:

@@ -175,6 +175,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import inspect
     import signal
     import threading
 
@@ -182,48 +183,11 @@ def run(args: argparse.Namespace) -> int:
     from pytps.errors import ConfigError
 
     try:
-        emu = Emulator(
-            port=args.port,
-            ttft_ms=args.ttft_ms,
-            ttft_dist=args.ttft_dist,
-            ttft_sd_ms=args.ttft_sd_ms,
-            ttft_ramp_ms_per_s=args.ttft_ramp_ms_per_s,
-            usage_overbill=args.usage_overbill,
-            itl_us=args.itl_us,
-            itl_dist=args.itl_dist,
-            itl_sd_us=args.itl_sd_us,
-            itl_replay_us=args.itl_replay_us,
-            prefill_us_per_token=args.prefill_us_per_token,
-            embed_ms=args.embed_ms,
-            embed_us_per_token=args.embed_us_per_token,
-            embedding_dim=args.embedding_dim,
-            prefix_cache_tokens=args.prefix_cache_tokens,
-            prefix_cache_block_tokens=args.prefix_cache_block_tokens,
-            max_batch=args.max_batch,
-            batch_slowdown=args.batch_slowdown,
-            power_idle_w=args.power_idle_w,
-            power_per_stream_w=args.power_per_stream_w,
-            tokens_per_event=args.tokens_per_event,
-            coalesce=args.coalesce,
-            reasoning_tokens=args.reasoning_tokens,
-            tool_calls=args.tool_calls,
-            agent_turns=args.agent_turns,
-            agent_calls=args.agent_calls,
-            agent_invalid=args.agent_invalid,
-            keepalive_ms=args.keepalive_ms,
-            max_output_tokens=args.max_output_tokens,
-            default_output_tokens=args.default_output_tokens,
-            model=args.model,
-            faults=args.fault,
-            seed=args.seed,
-            spin_us=args.spin_us,
-            realtime=args.realtime,
-            truth_log=args.truth_log,
-            keep_truth=False,  # a long-running server keeps no records in memory; --truth-log has them
-            answers=args.answers,
-            answer_accuracy=args.answer_accuracy,
-            answer_accuracy_drop=args.answer_accuracy_drop,
-        )
+        # Each flag is the Emulator keyword of its name (--fault: faults). A long-running server keeps
+        # no records in memory; --truth-log has them.
+        given = vars(args)
+        keywords = {name: given[name] for name in inspect.signature(Emulator).parameters if name in given}
+        emu = Emulator(**keywords, faults=args.fault, keep_truth=False)
         emu.start()
     except (ValueError, ConfigError) as exc:
         print(f"pytps serve: {exc}", file=sys.stderr)
