@@ -57,21 +57,13 @@ def agent_capacity(
         if server_metrics is not None:
             # One scraper for the whole search, started before the warm-up (its start costs CPU):
             # each probe's power is read from the scrapes inside its own time window.
+            from pytps.measure.redact import Redactor
             from pytps.runner.scrape_process import ScraperProcess
 
             if folder is None:
                 folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-agents-")))
             folder.mkdir(parents=True, exist_ok=True)
-            scraper = ScraperProcess(
-                server_metrics.urls,
-                folder,
-                interval_s=server_metrics.interval_s,
-                headers=server_metrics.headers,
-                raw=server_metrics.raw,
-                insecure=insecure,
-                secrets=[s.api_key] if s.api_key else [],
-                max_bytes=server_metrics.max_bytes,
-            )
+            scraper = ScraperProcess.for_run(server_metrics, folder, insecure=insecure, redactor=Redactor([s.api_key]))
             scraper.start()
             stack.callback(scraper.stop)
             scrapes = folder / SCRAPES
