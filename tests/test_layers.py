@@ -35,7 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     # The table of settings: flag choices come from the APIs, the transports and the emulator's defaults.
     "settings": {"errors", "emulator", "transport", "workload"},
     "runner": {"errors", "_native", "_version", "grading", "measure", "results", "settings", "store"}
-    | {"transport", "workload"},
+    | {"transport", "workload"}
+    | {"serve_process"},  # (a run's metadata.server is asked as a launched server's facts are)
     "sweep": {"errors", "measure", "results", "settings"},
     "report": {"errors", "_version", "measure", "results", "store", "sweep"},
     "embed": {"errors", "_native", "measure", "results", "transport", "workload"},

@@ -57,12 +57,17 @@ def _chat(messages: Sequence[AgentMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _responses(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+def _apart(messages: Sequence[AgentMessage]) -> tuple[str, list[AgentMessage]]:
+    """Responses and Anthropic carry the system prompt apart from the conversation (instructions,
+    system): the system messages' text joined, and the other messages in order."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
+    return system, [m for m in messages if m.role != "system"]
+
+
+def _responses(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system, conversation = _apart(messages)
     items: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
+    for m in conversation:
         if m.role == "tool":
             items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
             continue
@@ -81,11 +86,9 @@ def _input_of(arguments: str) -> Any:
 
 
 def _anthropic(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    system, conversation = _apart(messages)
     out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
+    for m in conversation:
         role = "assistant" if m.role == "assistant" else "user"
         blocks: list[dict[str, Any]] = []
         if m.role == "tool":
