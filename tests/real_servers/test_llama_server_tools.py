@@ -60,7 +60,7 @@ def test_live_tool_loop_every_call_parsed_and_the_cache_carries_the_context(
     t0 = time.monotonic()
     outcome = agents(
         tool_server, plan, api="openai-chat", model="tiny", agents=AGENTS, step_cap=STEPS, max_tokens=64,
-        transport=transport, extra_body={"tool_choice": "required", "parallel_tool_calls": False},
+        transport=transport, tool_choice="required", parallel_tool_calls=False,
     )  # fmt: skip
     run = outcome.run
     assert run is not None and run.mode == "live"
