@@ -1,8 +1,9 @@
 """vLLM's `vllm bench serve` result JSON (`--save-result`; the older `benchmarks/benchmark_serving.py`
 writes the same): its aggregates in milliseconds (`mean_ttft_ms`, `median_ttft_ms`, `p99_ttft_ms`,
 ...), and with `--save-detailed` the per-request arrays `ttfts` (s), `itls` (s, each request's gaps
-between chunks after the first), `input_lens`, `output_lens` and `errors` ("" when it succeeded).
-Its per-request arrays hold no end of the response, so an imported request has no E2E."""
+between chunks after the first), `input_lens`, `output_lens`, `errors` ("" when it succeeded) and,
+from newer versions, `latencies` (s: each request's E2E) and `start_times` (its perf counter). An
+older file without `latencies` gives requests without E2E."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def read(data: dict[str, Any], source: str) -> list[ImportedRun]:
             aggregates.setdefault(_METRIC[m.group(2)], {})[name] = value / 1000.0
     completed = int(data.get("completed") or 0)
     errors = data.get("errors")
-    total = len(errors) if isinstance(errors, list) else data.get("num_prompts") or completed
+    failed = data.get("failed")
+    total = len(errors) if isinstance(errors, list) else completed + (failed if isinstance(failed, int) else 0)
     duration = data.get("duration")
     aggregates.update(
         requests_total=total,
@@ -99,19 +101,30 @@ def _requests(data: dict[str, Any]) -> list[ImportedRequest] | None:
     ttfts, itls, errors = data.get("ttfts"), data.get("itls"), data.get("errors")
     if not (isinstance(ttfts, list) and isinstance(itls, list) and isinstance(errors, list)):
         return None
-    ins = data.get("input_lens") or [None] * len(ttfts)
-    outs = data.get("output_lens") or [None] * len(ttfts)
+    n = len(ttfts)
+    ins = _column(data, "input_lens", n)
+    outs = _column(data, "output_lens", n)
+    e2es = _column(data, "latencies", n)
+    starts = _column(data, "start_times", n)
     out = []
-    for ttft, gaps, err, n_in, n_out in zip(ttfts, itls, errors, ins, outs, strict=True):
+    for i, (ttft, gaps, err) in enumerate(zip(ttfts, itls, errors, strict=True)):
         ok = not err
         out.append(
             ImportedRequest(
                 ok=ok,
                 error=str(err) if err else None,
                 ttft_s=float(ttft) if ok else None,
+                e2e_s=e2es[i] if ok else None,
                 chunk_gaps_s=[float(g) for g in gaps] if ok else None,
-                input_tokens=n_in,
-                output_tokens=n_out if ok else None,
+                input_tokens=ins[i],
+                output_tokens=outs[i] if ok else None,
+                start_s=starts[i],
             )
         )
     return out
+
+
+def _column(data: dict[str, Any], key: str, n: int) -> list[Any]:
+    """A per-request array, or Nones where the file has none of that length."""
+    values = data.get(key)
+    return list(values) if isinstance(values, list) and len(values) == n else [None] * n
