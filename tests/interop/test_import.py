@@ -78,7 +78,7 @@ def test_vllm_aggregates_only(tmp_path):
     ttft = results["summary"]["ttft_s"]
     assert ttft["p50"] == raw["median_ttft_ms"] / 1000 and ttft["mean"] == raw["mean_ttft_ms"] / 1000
     assert ttft["p99"] == raw["p99_ttft_ms"] / 1000 and ttft["count"] == raw["completed"]
-    assert "p90" not in ttft  # vLLM did not keep it: nothing is filled in
+    assert ttft["p90"] is None and ttft["max"] is None  # vLLM did not keep them: nothing is filled in
     assert results["summary"]["e2e_s"]["p50"] == raw["median_e2el_ms"] / 1000
 
 
@@ -173,3 +173,12 @@ def test_refusals(tmp_path):
     import_file(VLLM, tmp_path / "o", record=False)
     with pytest.raises(ConfigError, match="already holds a run"):
         import_file(VLLM, tmp_path / "o", record=False)
+
+
+@pytest.mark.parametrize("path", [VLLM, VLLM_AGG, AIPERF_AGG, GUIDELLM], ids=["vllm", "vllm-agg", "aiperf-agg", "guidellm"])
+def test_report_reads_an_imported_run(tmp_path, capsys, path):
+    out = tmp_path / "r"
+    import_file(path, out, record=False)
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "TTFT [ms]" in printed and "peer:" in printed

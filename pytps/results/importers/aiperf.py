@@ -22,7 +22,16 @@ _DISTRIBUTIONS = {
     "request_latency": "e2e_s",
     "inter_chunk_latency": "chunk_gap_s",
 }
-_STATS = {"avg": "mean", "std": "stddev", "min": "min", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
+_STATS = {
+    "avg": "mean",
+    "std": "stddev",
+    "min": "min",
+    "max": "max",
+    "p50": "p50",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+}
 
 
 def detect(data: Any) -> bool:
@@ -138,6 +147,9 @@ def _aggregates(data: dict[str, Any], source: str) -> ImportedRun:
     aggregates.update(
         requests_ok=int(ok) if ok is not None else None,
         requests_total=int(ok + errors) if ok is not None else None,
+        # Output tokens by the server's usage where aiperf kept it (pytps's count), else aiperf's own.
+        output_tokens_total=_int(_avg(data, "total_usage_completion_tokens") or _avg(data, "total_output_tokens")),
+        input_tokens_total=_int(_avg(data, "total_usage_prompt_tokens") or _avg(data, "total_isl")),
         output_throughput_tps=_avg(data, "output_token_throughput"),
         request_throughput_rps=_avg(data, "request_throughput"),
         measured_window_s=_avg(data, "benchmark_duration"),
@@ -174,6 +186,10 @@ def _aggregates(data: dict[str, Any], source: str) -> ImportedRun:
 
 def _same(values: list[int | None]) -> str | None:
     return str(values[0]) if values and values[0] is not None and all(v == values[0] for v in values) else None
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _avg(data: dict[str, Any], key: str) -> float | None:

@@ -16,6 +16,8 @@ from pytps.results.files import JOURNAL, RESULTS
 from pytps.results.folder import SCHEMA_VERSION, write_json_atomic
 from pytps.results.importers.imported import ImportedRequest, ImportedRun, tpot_from_gaps
 
+#: A distribution's statistics (docs/metrics.md, "Distributions"), as the summary keeps them.
+STATS = ("count", "mean", "stddev", "min", "p50", "p90", "p95", "p99", "p999", "max")
 #: The per-request distributions an imported run's summary has, from its journal.
 REQUEST_KEYS = ("ttft_s", "tpot_s", "e2e_s", "decode_tps", "user_tps")
 
@@ -65,9 +67,12 @@ def _summary(run: ImportedRun, lines: list[dict[str, Any]]) -> dict[str, Any]:
         # The peer's own statistics, as it computed them: pytps recomputes nothing it cannot see.
         for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
             if isinstance(agg.get(key), dict):
-                out[key] = {"count": agg.get("requests_ok"), **agg[key]}
+                # A statistic the peer did not keep is null: present, so every reader finds the
+                # key, and empty, so none takes it for a figure.
+                out[key] = {stat: None for stat in STATS} | {"count": agg.get("requests_ok"), **agg[key]}
         for key in ("requests_total", "requests_ok", "output_tokens_total", "input_tokens_total"):
-            out[key] = agg.get(key)
+            if agg.get(key) is not None:  # a total the peer did not keep is left out, never 0
+                out[key] = agg[key]
     for key in ("output_throughput_tps", "request_throughput_rps", "measured_window_s"):
         out[key] = agg.get(key)
     total, ok_count = out.get("requests_total"), out.get("requests_ok")
@@ -76,9 +81,9 @@ def _summary(run: ImportedRun, lines: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _endpoint(base_url: str | None) -> dict[str, Any] | None:
+def _endpoint(base_url: str | None) -> dict[str, Any]:
     if not base_url:
-        return None
+        return {"scheme": None, "host": None, "port": None, "path": None}  # the file does not say
     parts = urlsplit(base_url if "://" in base_url else "http://" + base_url)
     return {"scheme": parts.scheme, "host": parts.hostname, "port": parts.port, "path": parts.path or "/"}
 
