@@ -26,6 +26,17 @@ __all__ = ["RealtimeEmulator"]
 _WORDS = ("the", "voice", "moves", "at", "a", "steady", "pace", "while", "each", "word", "lands", "on", "time")
 
 
+def _transcription(shape: str | None, text: str, *, final: bool) -> dict[str, Any]:
+    """A transcript delta, or the final transcript, as the session's protocol spells it: vLLM's
+    /v1/realtime, or OpenAI's transcription session (also for audio sent before any session.update)."""
+    if shape == "vllm":
+        return {"type": "transcription.done", "text": text} if final else {"type": "transcription.delta", "delta": text}
+    prefix = "conversation.item.input_audio_transcription."
+    if final:
+        return {"type": prefix + "completed", "item_id": "i1", "transcript": text}
+    return {"type": prefix + "delta", "item_id": "i1", "delta": text}
+
+
 class RealtimeEmulator:
     """``with RealtimeEmulator() as emu:`` serves ws://127.0.0.1:<port>/v1/realtime."""
 
@@ -113,29 +124,13 @@ class RealtimeEmulator:
                         word = _WORDS[len(words) % len(_WORDS)]
                         delta = word if not words else " " + word
                         words.append(word)
-                        if rec["shape"] == "vllm":
-                            msg = {"type": "transcription.delta", "delta": delta}
-                        else:
-                            msg = {
-                                "type": "conversation.item.input_audio_transcription.delta",
-                                "item_id": "i1",
-                                "delta": delta,
-                            }
-                        rec["deltas_sent_ns"].append(await send(msg))
+                        rec["deltas_sent_ns"].append(await send(_transcription(rec["shape"], delta, final=False)))
                 elif kind == "input_audio_buffer.commit":
                     rec["commit_ns"] = t
                     await asyncio.sleep(max(0.0, (t + self.final_ns - now()) / 1e9))
                     text = " ".join(words)
                     rec["transcript"] = text
-                    if rec["shape"] == "vllm":
-                        msg = {"type": "transcription.done", "text": text}
-                    else:
-                        msg = {
-                            "type": "conversation.item.input_audio_transcription.completed",
-                            "item_id": "i1",
-                            "transcript": text,
-                        }
-                    rec["final_sent_ns"] = await send(msg)
+                    rec["final_sent_ns"] = await send(_transcription(rec["shape"], text, final=True))
                     break
         finally:
             with self._lock:

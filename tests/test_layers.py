@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     # (grading: the grader timeout's default, from the room's package module).
     "settings": {"errors", "emulator", "grading", "transport", "workload"},
     "runner": {"errors", "_native", "_version", "grading", "measure", "results", "settings", "store"}
-    | {"transport", "workload"},
+    | {"transport", "workload"}
+    | {"serve_process"},  # (a run's metadata.server is asked as a launched server's facts are)
     "sweep": {"errors", "measure", "results", "settings"},
     "report": {"errors", "_version", "measure", "results", "store", "sweep"},
     "embed": {"errors", "_native", "measure", "results", "transport", "workload"},

@@ -21,8 +21,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     from pytps._version import __version__
     from pytps.app.exit_codes import TABLE
-    from pytps.cli import agents, calibrate, clock, compare, history, rank, report, run, serve, sweep
-    from pytps.cli._help import add_command
+    from pytps.cli import agents, calibrate, clock, compare, history, import_, rank, report, run, serve, sweep
+    from pytps.cli._help import add_command, command_name
 
     parser = argparse.ArgumentParser(
         prog="pytps",
@@ -32,8 +32,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pytps {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (run, sweep, rank, agents, report, compare, history, serve, clock, calibrate):
-        add_command(sub, command, flags=only is None or only == command.__name__.rsplit(".", 1)[-1])
+    for command in (run, sweep, rank, agents, report, compare, history, import_, serve, clock, calibrate):
+        add_command(sub, command, flags=only is None or only == command_name(command))
     return parser
 
 

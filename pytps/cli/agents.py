@@ -43,6 +43,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tools", default=None, metavar="FILE", help="the mocked tools of --live (JSON list of tool specs)")
     p.add_argument("--step-cap", type=int, default=20, help="a live loop's most turns per task (default 20)")
+    p.add_argument(
+        "--tool-choice",
+        default=None,
+        choices=("auto", "required", "none"),
+        help="the tool choice asked of the model (default: the server's; required: a call every turn)",
+    )
+    p.add_argument(
+        "--no-parallel-tool-calls",
+        dest="parallel_tool_calls",
+        action="store_const",
+        const=False,
+        default=None,
+        help="ask for at most one tool call a turn",
+    )
     p.add_argument("--tool-time", default=None, metavar="DIST", help="replay's tool waits: S, S:SD, LO-HI or exp:MEAN")
     p.add_argument("--slo", default=None, metavar="TIER", help="per-turn tier: ttft=SECONDS,tps=TOKENS_PER_S")
     p.add_argument("--api", default="openai-chat", choices=("openai-chat", "openai-responses", "anthropic"))
@@ -127,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         transport=args.transport,
         previous_response_id=args.previous_response_id,
+        tool_choice=args.tool_choice,
+        parallel_tool_calls=args.parallel_tool_calls,
     )
     if outcome.search is not None:
         print(agents_line(outcome.search))

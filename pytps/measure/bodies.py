@@ -219,18 +219,13 @@ def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
     elif api == "openai-responses":
         for item in obj.get("output") or []:
             if isinstance(item, Mapping):
-                for part in item.get("content") or []:
-                    if isinstance(part, Mapping) and part.get("type") == "output_text":
-                        text += _str(part.get("text"))
-                    elif isinstance(part, Mapping) and part.get("type") == "reasoning_text":
-                        reasoning += _str(part.get("text"))
+                item_text, item_reasoning = _parts(
+                    item.get("content"), ("output_text", "text"), ("reasoning_text", "text")
+                )
+                text, reasoning = text + item_text, reasoning + item_reasoning
         finish = obj.get("status")
     elif api == "anthropic":
-        for part in obj.get("content") or []:
-            if isinstance(part, Mapping) and part.get("type") == "text":
-                text += _str(part.get("text"))
-            elif isinstance(part, Mapping) and part.get("type") == "thinking":
-                reasoning += _str(part.get("thinking"))
+        text, reasoning = _parts(obj.get("content"), ("text", "text"), ("thinking", "thinking"))
         finish = obj.get("stop_reason")
     else:  # ollama: /api/chat's message, /api/generate's response
         message = obj.get("message")
@@ -245,6 +240,18 @@ def _generation(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
     rec.text_chars = len(text) + len(reasoning)
     rec.finish_reason = finish if isinstance(finish, str) else None
     return None
+
+
+def _parts(parts: Any, answer: tuple[str, str], thinking: tuple[str, str]) -> tuple[str, str]:
+    """The answer's and the reasoning's text of a list of content parts (Responses' and
+    Anthropic's), each given as (the part's type, the key of its text); other parts are skipped."""
+    text, reasoning = "", ""
+    for part in parts or []:
+        if isinstance(part, Mapping) and part.get("type") == answer[0]:
+            text += _str(part.get(answer[1]))
+        elif isinstance(part, Mapping) and part.get("type") == thinking[0]:
+            reasoning += _str(part.get(thinking[1]))
+    return text, reasoning
 
 
 def _str(value: Any) -> str:

@@ -108,6 +108,14 @@ class ToolCall:
     arguments: str
 
 
+#: A StreamRecorder's read-outs that a record takes as they are, under the same names
+#: (fill_from_recorder); the others are checked or converted on the way.
+_RECORDER_AS_IS = (
+    *("server_timings", "done", "events", "output_times_ns", "output_kinds", "output_tokens", "output_chars"),
+    *("first_output_ns", "first_answer_ns", "last_output_ns", "end_ns", "text", "reasoning_text", "body"),
+)
+
+
 @dataclass(repr=False)
 class RequestRecord:
     index: int
@@ -218,21 +226,9 @@ class RequestRecord:
         if bad:
             self.usage = {k: v for k, v in self.usage.items() if k not in bad}
             self.usage_implausible = bad
-        self.server_timings = rec.server_timings
-        self.done = rec.done
-        self.events = rec.events
-        self.output_times_ns = rec.output_times_ns
-        self.output_kinds = rec.output_kinds
-        self.output_tokens = rec.output_tokens
-        self.output_chars = rec.output_chars
-        self.first_output_ns = rec.first_output_ns
-        self.first_answer_ns = rec.first_answer_ns
-        self.last_output_ns = rec.last_output_ns
-        self.end_ns = rec.end_ns
-        self.text = rec.text
-        self.reasoning_text = rec.reasoning_text
+        for name in _RECORDER_AS_IS:
+            setattr(self, name, getattr(rec, name))
         self.tool_calls = [ToolCall(c["index"], c["id"], c["name"], c["arguments"]) for c in rec.tool_calls]
-        self.body = rec.body
         self.audio_format = getattr(rec, "audio_format", None)
         self.first_body_ns = getattr(rec, "first_body_ns", None)
         self.text_chars = len(self.text) + len(self.reasoning_text)

@@ -10,7 +10,7 @@ into seconds by the stream's format (a WAV header's, else the request's PCM form
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from pytps.measure.records import RequestRecord
@@ -119,15 +119,11 @@ class SpeechFigures:
     chunks: int
 
     def row(self) -> dict[str, Any]:
+        """The request's figures for its row (pytps.runner.voice.request_row): each field under its
+        own name, in order, then the simulated player's stalls and the chunk count."""
+        figures = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("playback", "chunks")}
         return {
-            "ttfb_s": self.ttfb_s,
-            "ttfa_s": self.ttfa_s,
-            "first_playable_s": self.first_playable_s,
-            "audio_s": self.audio_s,
-            "audio_bytes": self.audio_bytes,
-            "generation_s": self.generation_s,
-            "rtf": self.rtf,
-            "inverse_rtf": self.inverse_rtf,
+            **figures,
             "stalls": self.playback.stalls,
             "stalled_s": self.playback.stalled_s,
             "stall_ms": [d / 1e6 for d in self.playback.stall_ns],

@@ -188,6 +188,32 @@ def comparability_warnings(sides: Sequence[Side], max_days: float) -> list[str]:
 # ---- the comparison --------------------------------------------------------------------------
 
 
+def _peer_aggregates(side: Side, key: str) -> dict[str, Any] | None:
+    """A side of one imported run whose peer kept only aggregates (pytps import): the peer's own
+    statistics of `key`, which stand for the requests it did not keep. None for every other side."""
+    if len(side.runs) != 1:
+        return None
+    run = side.runs[0]
+    imported = run.meta.get("imported")
+    if not isinstance(imported, dict) or imported.get("per_request", True):
+        return None
+    stats = run.summary.get(key)
+    return stats if isinstance(stats, dict) else {}
+
+
+def _stat(values: Sequence[np.ndarray], stat: str, kept: dict[str, Any] | None) -> float | None:
+    if kept is None:
+        return point(values, stat)
+    value = kept.get(stat)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _aggregate_diff(base: float | None, other: float | None) -> dict[str, Any]:
+    """other − base where a side is a peer's aggregate: no requests to resample, so no interval."""
+    diff = None if base is None or other is None else other - base
+    return Diff(base, other, diff, _rel(diff, base), None, None).as_dict()
+
+
 def _described(m: Metric) -> dict[str, Any]:
     """A metric's entry in the comparison: its key, and how to show it (from the catalogue)."""
     return {"key": m.key, "label": m.label, "unit": m.unit, "scale": m.scale, "better": m.better}
@@ -208,7 +234,8 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
     metrics = []
     for m in REQUEST_METRICS:
         per_side = [[run.values(m.key) for run in side.runs] for side in sides]
-        if not any(sum(r.size for r in s) for s in per_side):
+        kept = [_peer_aggregates(side, m.key) for side in sides]
+        if not any(sum(r.size for r in s) for s in per_side) and not any(kept):
             continue
         entry: dict[str, Any] = {
             **_described(m),
@@ -218,8 +245,13 @@ def compare(sides: Sequence[Side], *, resamples: int = 2000, seed: int = 0, max_
         }
         for stat in STATS:
             entry["stats"][stat] = {
-                "values": [point(s, stat) for s in per_side],
-                "diffs": [bootstrap_diff(per_side[0], s, stat, resamples, rng).as_dict() for s in per_side[1:]],
+                "values": [_stat(s, stat, k) for s, k in zip(per_side, kept, strict=True)],
+                "diffs": [
+                    _aggregate_diff(_stat(per_side[0], stat, kept[0]), _stat(s, stat, k))
+                    if kept[0] is not None or k is not None
+                    else bootstrap_diff(per_side[0], s, stat, resamples, rng).as_dict()
+                    for s, k in zip(per_side[1:], kept[1:], strict=True)
+                ],
             }
         metrics.append(entry)
     for m in RUN_METRICS:

@@ -37,6 +37,14 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 TOKEN_BUCKETS = tuple(float(4**i) for i in range(14))
 
+#: The GenAI histograms recorded per request, in this order: name -> (unit, description, buckets).
+HISTOGRAMS = {
+    "gen_ai.client.operation.duration": ("s", "GenAI operation duration", DURATION_BUCKETS),
+    "gen_ai.server.time_to_first_token": ("s", "Time to generate first token", TTFT_BUCKETS),
+    "gen_ai.server.time_per_output_token": ("s", "Time per output token after the first", TPOT_BUCKETS),
+    "gen_ai.client.token.usage": ("{token}", "Number of input and output tokens used", TOKEN_BUCKETS),
+}
+
 #: pytps's API dialect -> (gen_ai.operation.name, gen_ai.provider.name): the protocol spoken,
 #: since pytps cannot know whose server answered it.
 OPERATIONS = {
@@ -215,22 +223,10 @@ def _request_attributes(line: dict[str, Any]) -> dict[str, Any]:
 
 def _metrics(meter: Any, metadata: dict[str, Any], summary: dict[str, Any], journal: list[dict[str, Any]]) -> None:
     common = _common(metadata)
-    duration = meter.create_histogram(
-        "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration",
-        explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-    )  # fmt: skip
-    ttft = meter.create_histogram(
-        "gen_ai.server.time_to_first_token", unit="s", description="Time to generate first token",
-        explicit_bucket_boundaries_advisory=TTFT_BUCKETS,
-    )  # fmt: skip
-    tpot = meter.create_histogram(
-        "gen_ai.server.time_per_output_token", unit="s", description="Time per output token after the first",
-        explicit_bucket_boundaries_advisory=TPOT_BUCKETS,
-    )  # fmt: skip
-    usage = meter.create_histogram(
-        "gen_ai.client.token.usage", unit="{token}", description="Number of input and output tokens used",
-        explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-    )  # fmt: skip
+    duration, ttft, tpot, usage = (
+        meter.create_histogram(name, unit=unit, description=text, explicit_bucket_boundaries_advisory=buckets)
+        for name, (unit, text, buckets) in HISTOGRAMS.items()
+    )
     # The measured requests only (no warm-up), as the summary counts them; in journal order, so a
     # histogram's sum is the journal's values added in that order.
     for line in journal:

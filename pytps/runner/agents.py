@@ -26,7 +26,7 @@ from pytps.measure.bodies import read_body
 from pytps.measure.metrics import request_metrics
 from pytps.measure.records import RequestRecord
 from pytps.transport.base import RequestSpec, Transport
-from pytps.workload.agent_requests import AGENT_APIS, agent_request
+from pytps.workload.agent_requests import AGENT_APIS, TOOL_CHOICES, agent_request
 from pytps.workload.agent_sources import agent_trajectories
 from pytps.workload.agent_tools import DEFAULT_TOOLS, AgentTask, ToolSpec, check_arguments, load_tools, task_set
 from pytps.workload.request_formats import auth_headers
@@ -60,6 +60,8 @@ class AgentSettings:
     extra_body: dict[str, Any] | None = None
     transport: str = "native"
     previous_response_id: bool = False  # Responses replay: later turns send only their new items
+    tool_choice: str | None = None  # auto, required or none, sent with the tools (None: the server's default)
+    parallel_tool_calls: bool | None = None  # False: at most one call a turn (None: the server's default)
 
     def __post_init__(self) -> None:
         if self.previous_response_id and self.api != "openai-responses":
@@ -70,6 +72,8 @@ class AgentSettings:
             raise ConfigError(f"--agents must be an integer >= 1, got {self.agents!r}")
         if self.rate is not None and not self.rate > 0:
             raise ConfigError(f"--agent-rate must be a positive number of agents per second, got {self.rate!r}")
+        if self.tool_choice is not None and self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"--tool-choice must be one of {', '.join(TOOL_CHOICES)}, not {self.tool_choice!r}")
         if self.step_cap < 1 or self.max_tokens < 1:
             raise ConfigError("--step-cap and --max-tokens must be at least 1")
 
@@ -112,6 +116,8 @@ class _Sender:
             stream=self.s.stream,
             extra_body=self.s.extra_body,
             previous_response_id=previous,
+            tool_choice=self.s.tool_choice,
+            parallel_tool_calls=self.s.parallel_tool_calls,
         )
         i = self.next_index
         self.next_index += 1

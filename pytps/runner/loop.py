@@ -221,16 +221,13 @@ class Runner:
             path, body, planned = body_request(cfg.inputs, cfg.api, model, cfg.workload.prompt, i, cfg.extra_body)
             if planned and cfg.api != "rerank":  # a rerank server counts the query once per document
                 self._planned[i] = planned
-            headers, sent_id = self._request_headers(i)
-            return RequestSpec(
-                index=i,
-                path=path,
-                body=json.dumps(body).encode(),
-                headers=headers,
-                sent_request_id=sent_id,
+            return self._new_spec(
+                i,
+                path,
+                body,
+                warmup,
+                t_sched_ns,
                 dialect=request_formats.JSON_DIALECT,
-                warmup=warmup,
-                t_sched_ns=t_sched_ns,
                 prompt_tokens_planned=planned or None,
                 usage_requested=False,
                 stream=False,
@@ -253,6 +250,25 @@ class Runner:
             extra_body=cfg.extra_body,
             images=images,
         )
+        return self._new_spec(
+            i,
+            path,
+            body,
+            warmup,
+            t_sched_ns,
+            dialect=request_formats.response_dialect(cfg.api, cfg.stream),
+            stream=cfg.stream,
+            images=len(images),
+            image_bytes=sum(len(im.data) for im in images),
+            image_pixels=sum(im.pixels for im in images),
+            prompt_tokens_planned=prompt.input_tokens_target,
+            max_tokens=prompt.max_tokens,
+            usage_requested=self._include_usage,
+        )
+
+    def _new_spec(self, i: int, path: str, body: Any, warmup: bool, t_sched_ns: int | None, **kind: Any) -> RequestSpec:
+        """What every request's spec carries (its JSON body, headers and sent id, when it is
+        scheduled), with the fields its kind sets (a whole-body API's, or a generation's)."""
         headers, sent_id = self._request_headers(i)
         return RequestSpec(
             index=i,
@@ -260,16 +276,9 @@ class Runner:
             body=json.dumps(body).encode(),
             headers=headers,
             sent_request_id=sent_id,
-            dialect=request_formats.response_dialect(cfg.api, cfg.stream),
-            stream=cfg.stream,
-            images=len(images),
-            image_bytes=sum(len(im.data) for im in images),
-            image_pixels=sum(im.pixels for im in images),
             warmup=warmup,
             t_sched_ns=t_sched_ns,
-            prompt_tokens_planned=prompt.input_tokens_target,
-            max_tokens=prompt.max_tokens,
-            usage_requested=self._include_usage,
+            **kind,
         )
 
     # ---- one request ------------------------------------------------------------------------

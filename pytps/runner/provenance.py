@@ -8,6 +8,8 @@ timed; every probe is best effort (a fact that cannot be read is null, never an 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import platform
 import socket
@@ -135,47 +137,20 @@ def server_root(base_url: str) -> str:
 
 async def server_facts(base_url: str, *, verify: bool | str = True, timeout_s: float = 2.0) -> dict[str, Any]:
     """`metadata.server`, asked after the run: the `server` header and each informational route's
-    JSON answer (null where the server has none). No credentials are sent or kept. The whole asking
-    has one deadline, timeout_s, and each body a size cap: httpx's timeout is per read, so a server
-    trickling a byte a second would otherwise hold the run's end for ever."""
-    import asyncio
-    import contextlib
-
-    facts: dict[str, Any] = {"server_header": None, "version": None, "props": None}
-    paths = ("/v1/models", *SERVER_INFO_PATHS)
-    with contextlib.suppress(asyncio.TimeoutError, OSError):  # what was learnt by the deadline is kept
-        await asyncio.wait_for(_ask_server(base_url, verify, timeout_s, paths, facts), timeout_s)
-    return facts
-
-
-async def _ask_server(
-    base_url: str, verify: bool | str, timeout_s: float, paths: tuple[str, ...], facts: dict[str, Any]
-) -> None:
-    import json
-
-    import httpx
+    JSON answer (null where the server has none). No credentials are sent or kept. Asked the way a
+    launched server's facts are (pytps.serve_process.facts.ask_routes): within one deadline,
+    timeout_s, each body capped at MAX_INFO_BYTES."""
+    from pytps.serve_process.facts import ask_routes
 
     root = server_root(base_url)
-    try:
-        async with httpx.AsyncClient(verify=verify, timeout=timeout_s, trust_env=False) as client:
-            for path in paths:
-                try:
-                    async with client.stream("GET", root + path) as resp:
-                        facts["server_header"] = facts["server_header"] or resp.headers.get("server")
-                        body = bytearray()
-                        async for chunk in resp.aiter_bytes():
-                            body += chunk
-                            if len(body) > MAX_INFO_BYTES:
-                                break  # larger than any server's facts: not read further
-                        status = resp.status_code
-                except (httpx.TimeoutException, httpx.TransportError):
-                    break  # a server that does not answer is not asked again: the run's end waits no longer
-                except httpx.HTTPError:
-                    continue
-                if path in SERVER_INFO_PATHS and status == 200 and len(body) <= MAX_INFO_BYTES:
-                    try:
-                        facts[path.strip("/")] = json.loads(bytes(body))
-                    except ValueError:
-                        continue
-    except (OSError, httpx.HTTPError):
-        pass
+    # /v1/models first: the route every server has, asked for its `server` header.
+    urls = {path: root + path for path in ("/v1/models", *SERVER_INFO_PATHS)}
+    header, bodies = await ask_routes(
+        urls, verify=verify, timeout_s=timeout_s, deadline_s=timeout_s, max_bytes=MAX_INFO_BYTES
+    )
+    facts: dict[str, Any] = {"server_header": header, "version": None, "props": None}
+    for path in SERVER_INFO_PATHS:
+        if path in bodies:
+            with contextlib.suppress(ValueError):
+                facts[path.strip("/")] = json.loads(bodies[path])
+    return facts

@@ -57,12 +57,17 @@ def _chat(messages: Sequence[AgentMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _responses(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+def _apart(messages: Sequence[AgentMessage]) -> tuple[str, list[AgentMessage]]:
+    """Responses and Anthropic carry the system prompt apart from the conversation (instructions,
+    system): the system messages' text joined, and the other messages in order."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
+    return system, [m for m in messages if m.role != "system"]
+
+
+def _responses(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system, conversation = _apart(messages)
     items: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
+    for m in conversation:
         if m.role == "tool":
             items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
             continue
@@ -81,11 +86,9 @@ def _input_of(arguments: str) -> Any:
 
 
 def _anthropic(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, Any]]]:
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    system, conversation = _apart(messages)
     out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
+    for m in conversation:
         role = "assistant" if m.role == "assistant" else "user"
         blocks: list[dict[str, Any]] = []
         if m.role == "tool":
@@ -102,6 +105,32 @@ def _anthropic(messages: Sequence[AgentMessage]) -> tuple[str, list[dict[str, An
     return system, out
 
 
+TOOL_CHOICES = ("auto", "required", "none")
+
+
+def tool_choice_fields(api: str, choice: str | None, parallel: bool | None) -> dict[str, Any]:
+    """The body fields asking for a tool choice and for parallel calls or not: OpenAI's
+    `tool_choice` and `parallel_tool_calls` (chat and Responses alike); Anthropic's `tool_choice`
+    object, whose "any" is OpenAI's "required" and whose `disable_parallel_tool_use` is
+    parallel calls off. Nothing when neither is set (the server's defaults)."""
+    if choice is not None and choice not in TOOL_CHOICES:
+        raise ConfigError(f"--tool-choice must be one of {', '.join(TOOL_CHOICES)}, not {choice!r}")
+    out: dict[str, Any] = {}
+    if api == "anthropic":
+        if choice is None and parallel is None:
+            return out
+        block: dict[str, Any] = {"type": {"required": "any"}.get(choice or "auto", choice or "auto")}
+        if parallel is False:
+            block["disable_parallel_tool_use"] = True
+        out["tool_choice"] = block
+        return out
+    if choice is not None:
+        out["tool_choice"] = choice
+    if parallel is not None:
+        out["parallel_tool_calls"] = parallel
+    return out
+
+
 def agent_request(
     api: str,
     model: str,
@@ -112,11 +141,15 @@ def agent_request(
     stream: bool = True,
     extra_body: Mapping[str, Any] | None = None,
     previous_response_id: str | None = None,
+    tool_choice: str | None = None,
+    parallel_tool_calls: bool | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(path, body) of one agent turn: the conversation so far and the tools, asking for
     max_tokens (chat with a final usage chunk, so cached tokens are known per turn). Responses
     with previous_response_id: `messages` are only the new ones (the server holds the rest; its
-    system prompt is sent again as `instructions`, which the server does not carry over)."""
+    system prompt is sent again as `instructions`, which the server does not carry over).
+    tool_choice (auto, required, none) and parallel_tool_calls (False: at most one call a turn)
+    go with the tools, in each API's own form (tool_choice_fields)."""
     if api not in AGENT_APIS:
         raise ConfigError(f"agents speak {', '.join(AGENT_APIS)}, not {api!r}")
     body: dict[str, Any] = {"model": model}
@@ -141,6 +174,7 @@ def agent_request(
         body["max_tokens"] = max_tokens
     if tools:
         body["tools"] = tools_for(api, tools)
+        body.update(tool_choice_fields(api, tool_choice, parallel_tool_calls))
     body["stream"] = stream
     for k, v in (extra_body or {}).items():
         if v is None:

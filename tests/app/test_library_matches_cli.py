@@ -48,7 +48,8 @@ def _canonical(path: Path, out: Path) -> bytes:
     if path.suffix == ".json":
         return json.dumps(_masked(json.loads(path.read_text())), sort_keys=True).encode()
     if path.suffix == ".jsonl":
-        lines = [json.dumps(_masked(json.loads(x)), sort_keys=True) for x in path.read_text().splitlines()]
+        # Sorted: a journal's order is the order its requests finished in, a timing like the rest.
+        lines = sorted(json.dumps(_masked(json.loads(x)), sort_keys=True) for x in path.read_text().splitlines())
         return "\n".join(lines).encode()
     if path.suffix == ".npz":
         with np.load(path) as npz:  # the events' stamps are timings: their names, types and counts are not

@@ -215,6 +215,9 @@ def run_native(emu, out: Path, concurrency: int):
     return asyncio.run(Runner(cfg, envelope=envelope_for(cfg)).run())
 
 
+# A timing test: the run's measured speed must land on its rung (within 5%), which a busy host's
+# late reads move (886 events/s for 1000 seen under a load of 12 on 2 cores).
+@pytest.mark.timing
 def test_run_inside_the_envelope_does_not_warn_outside_it_does(tmp_path):
     saved_envelope({(1000.0, 1): True, (1000.0, 4): False, (5000.0, 1): True})
     with pytps.Emulator(ttft_ms=5, itl_us=1000) as emu:
@@ -280,6 +283,9 @@ def test_envelope_location(monkeypatch, tmp_path):
 # ---- other clients -------------------------------------------------------------------------------
 
 
+# A timing test: a 1 ms sleep measured as about 1 ms needs a quiet host (a loaded one slept 4 ms, or
+# delayed the plain client as much as the sleeper).
+@pytest.mark.timing
 def test_other_clients_and_a_1ms_sleeper(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     p = cli("calibrate", "--transports", "none", "--client", "openai", "--client", "calibrate_clients:plain",

@@ -38,13 +38,15 @@ def test_runs_recorded_listed_trended_and_a_planted_regression_flagged(tmp_path:
         run_against(port, 50.0, tmp_path / f"base{i}", store, "--seed", str(i))
     listed = pytps_cli("history", "--store", store).stdout
     assert f"http://127.0.0.1:{port}" in listed and "base2" in listed
-    ok = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50,tpot_p50", "--max-change", "10%")
+    # TTFT only: the emulator's 0.3 ms TPOT, on a host running two test workers, moves by more than
+    # 10% between runs for real (tests/report/test_history.py), and the check would rightly say so.
+    ok = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50", "--max-change", "10%")
     # No regression: nothing on stdout; stderr has the check's line (`improvement:` when a loaded
     # machine made an earlier run slow enough that this one is significantly better).
     assert ok.stdout == "" and ("ok: ttft_p50" in ok.stderr or "improvement: ttft_p50" in ok.stderr), ok.stderr
 
     run_against(port, 60.0, tmp_path / "slow", store, "--seed", "9")  # the planted 20% regression
-    bad = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50,tpot_p50", check=False)
+    bad = pytps_cli("history", "check", "--store", store, "--metric", "ttft_p50", check=False)
     assert bad.returncode == 1, bad.stderr
     (line,) = bad.stdout.strip().splitlines()
     assert line.startswith("REGRESSION ttft_p50 ") and "limit 10%" in line
@@ -54,7 +56,8 @@ def test_runs_recorded_listed_trended_and_a_planted_regression_flagged(tmp_path:
     rows = list(csv.DictReader(io.StringIO(pytps_cli("history", "--store", store, "--fingerprint", "", "--csv").stdout)))
     assert {r["metric"] for r in rows} >= {"ttft_p50", "decode_tps_p50"} and len({r["id"] for r in rows}) == 4
     limits = tmp_path / "limits.toml"
-    limits.write_text('[limits]\nttft_p50 = "30%"\ndecode_tps_p50 = "10%"\n')
+    # Generous limits: this checks that a limits file is read, not the machine's steadiness.
+    limits.write_text('[limits]\nttft_p50 = "30%"\ndecode_tps_p50 = "50%"\n')
     assert pytps_cli("history", "check", "--store", store, "--limits", str(limits)).returncode == 0
     data = json.loads(pytps_cli("history", "check", "--store", store, "--json", check=False).stdout)
     assert data[0]["regression"] and data[0]["metric"] == "ttft_p50"

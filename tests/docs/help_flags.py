@@ -22,6 +22,7 @@ COMMANDS = [
     "history",
     "history add",
     "history check",
+    "import",
 ]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)

@@ -8,8 +8,8 @@ from pytps.settings.table import TABLE, Table
 
 # Flags a doc names that are not pytps's own, or not in any --help on purpose.
 NOT_IN_HELP = {
-    "--jinja": "llama-server's (real-servers.md, the live tool loop tried on it)",
-    "--chat-template-file": "llama-server's (real-servers.md, the live tool loop tried on it)",
+    "--jinja": "llama-server's (real-servers.md, the live tool loop runs on it)",
+    "--chat-template-file": "llama-server's (real-servers.md, the live tool loop runs on it)",
     "--no-build-isolation": "pip's (README.md, the incremental build)",
     "--pin": "a bench flag that was removed (design.md tells that history)",
     "--repeat": "bench/bench_server_metrics.py's, which the docs harness caps (docs-tests.md, server-metrics.md)",

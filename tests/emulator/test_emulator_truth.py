@@ -173,7 +173,11 @@ def test_stats_count_events_and_writes():
     with pytps.Emulator(ttft_ms=0.5, itl_us=20, default_output_tokens=10) as emu:
         call(emu.port, "POST", "/v1/chat/completions", CHAT)
         emu.wait_truth(1)
-        s = emu.stats()
+        # The truth is kept at the last event; the stream is counted closed a moment later, after its
+        # final write, on the emulator's own thread: wait for that, bounded.
+        deadline = time.monotonic() + 5.0
+        while (s := emu.stats())["streams_active"] != 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
     assert s["events_sent"] == 10 and s["generation_requests"] == 1 and s["writes"] >= 11
     assert s["streams_active"] == 0
 

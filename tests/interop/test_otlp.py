@@ -73,7 +73,11 @@ def test_a_run_is_exported_span_per_request_and_its_ttft_metric_is_the_runs(tmp_
     by_type = {_attrs(p.attributes)["gen_ai.token.type"]: p for p in usage.histogram.data_points}
     assert by_type["output"].count == 12 and by_type["output"].sum == 12 * 8
     assert receiver.metric("gen_ai.client.operation.duration").histogram.data_points[0].count == 12
-    assert receiver.metric("gen_ai.server.time_per_output_token").histogram.data_points[0].count == 12
+    # TPOT needs two reads: a request whose tokens all arrived in one read (a loaded machine coalesces
+    # them) has none, in the journal and the summary alike.
+    timed = [x for x in journal if not x["warmup"] and x["ok"] and x["tpot_s"] is not None]
+    tpot_point = receiver.metric("gen_ai.server.time_per_output_token").histogram.data_points[0]
+    assert tpot_point.count == summary["tpot_s"]["count"] == len(timed) >= 1
     (rps,) = receiver.metric("pytps.run.requests").gauge.data_points
     assert rps.as_int == 12 or rps.as_double == 12
     (p50,) = receiver.metric("pytps.run.ttft.p50").gauge.data_points

@@ -13,6 +13,20 @@ How: the token embeddings have a constant first component (1.0) and small random
 the blocks' random weights are small, so after the final RMS norm the first component of the
 hidden state is ≈ √256 = 16 whatever the context; the output row of a word token has +1 there,
 every other row −1, and random values elsewhere (so the words drawn vary).
+
+``tool_markers=True`` makes the tool-calling variant (test_llama_server_tools.py,
+docs/real-servers.md, "The live tool loop"): ``<tool_call>`` and ``</tool_call>`` are added as
+user-defined tokens (one token each, as in the vocabularies of models that call tools this way)
+and SentencePiece's space prefix is off (else the chat template's generation prompt, which the
+server feeds to the grammar before the first token, is tokenized with a leading space that the
+grammar refuses: "Failed to initialize samplers"). The output layer then ranks, wherever
+llama.cpp's tool-call grammar allows them: EOS (first component 12), ``<tool_call>`` (8),
+``</tool_call>`` (4), the words (1), other tokens (−1), and last (−3) whitespace and every
+other token holding "<" or ">". So the first token is the call marker (EOS is not allowed
+before a call), the grammar spells the JSON, the call is closed by the closing marker (never by
+characters such as "><" that run on into a second call) and EOS follows at once. (A marker at
+2 was never drawn: the words' random components put the best word's logit well above 2 × the
+first component's share; at 8 the marker's log-probability is 0.0 and the best word's about −19.)
 """
 
 from __future__ import annotations
@@ -27,6 +41,8 @@ WIDTH = 256
 N_HEADS = 4
 N_FF = 512
 CONTEXT = 4096
+TOOL_MARKERS = ("<tool_call>", "</tool_call>")
+_USER_DEFINED = 4  # llama.cpp's LLAMA_TOKEN_TYPE_USER_DEFINED
 _WORD = re.compile(r"^\u2581[A-Za-z]{2,}$")  # SentencePiece's word-start mark, then letters
 
 
@@ -36,7 +52,14 @@ def word_token_ids(tokens: list[str], token_types: list[int]) -> np.ndarray:
     return np.asarray([i for i, (t, k) in enumerate(pairs) if k == 1 and _WORD.match(t)])
 
 
-def make_model(vocab_path: Path, out_path: Path, seed: int = 0) -> Path:
+def whitespace_token_ids(tokens: list[str]) -> list[int]:
+    """The ids of tokens that are only whitespace: SentencePiece's space marks, or a byte token
+    for a space, tab, newline or carriage return."""
+    blank = {"<0x09>", "<0x0A>", "<0x0D>", "<0x20>"}
+    return [i for i, t in enumerate(tokens) if t in blank or (t and not t.strip("\u2581 \t\n"))]
+
+
+def make_model(vocab_path: Path, out_path: Path, seed: int = 0, tool_markers: bool = False) -> Path:
     import gguf  # the test extra's; imported here so collecting the tests does not need it
 
     reader = gguf.GGUFReader(str(vocab_path))
@@ -57,6 +80,13 @@ def make_model(vocab_path: Path, out_path: Path, seed: int = 0) -> Path:
         if not key.startswith("tokenizer."):
             continue
         value = field.contents()
+        if tool_markers:
+            if key == "tokenizer.ggml.tokens":
+                value = [*value, *TOOL_MARKERS]
+            elif key == "tokenizer.ggml.scores":
+                value = [*value, *(0.0 for _ in TOOL_MARKERS)]
+            elif key == "tokenizer.ggml.token_type":
+                value = [*value, *(_USER_DEFINED for _ in TOOL_MARKERS)]
         if field.types[0] == gguf.GGUFValueType.ARRAY:
             writer.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=field.types[1])
         else:
@@ -65,6 +95,8 @@ def make_model(vocab_path: Path, out_path: Path, seed: int = 0) -> Path:
             tokens = value
         elif key == "tokenizer.ggml.token_type":
             token_types = value
+    if tool_markers:
+        writer.add_add_space_prefix(False)
     n_vocab = len(tokens)
     words = word_token_ids(tokens, token_types)
     assert len(words) > 1000, "the vocabulary has too few word tokens"
@@ -89,6 +121,21 @@ def make_model(vocab_path: Path, out_path: Path, seed: int = 0) -> Path:
     output = rand(n_vocab, WIDTH, scale=0.15)
     output[:, 0] = -1.0
     output[words, 0] = 1.0
+    if tool_markers:
+        # Where a grammar allows them: end of generation first (after a whole call), then the
+        # call marker (the first token), then the closing marker (so a call is closed by it,
+        # not by a token such as "><" that would open a second call), then words; whitespace
+        # last (the grammar's optional spaces are left out, so a call is short), and with it
+        # every other token holding "<" or ">" (a call's close is then the marker token, never
+        # characters that could run on into a second call).
+        output[whitespace_token_ids(tokens), 0] = -3.0
+        angled = [i for i, (t, k) in enumerate(zip(tokens, token_types, strict=True))
+                  if (k == 1 and ("<" in t or ">" in t)) or t in ("<0x3C>", "<0x3E>")]  # fmt: skip
+        output[angled, 0] = -3.0
+        ranked = {"</s>": 12.0, TOOL_MARKERS[0]: 8.0, TOOL_MARKERS[1]: 4.0}
+        for token, first in ranked.items():
+            output[tokens.index(token)] = 0.0
+            output[tokens.index(token), 0] = first
     writer.add_tensor("output.weight", output)
 
     writer.write_header_to_file()

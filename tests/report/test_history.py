@@ -94,6 +94,9 @@ def test_a_planted_20_percent_ttft_regression_is_flagged(store_spec: str, month:
     assert len(finding.against) == 5 and finding.latest.folder == str(slow.resolve())
 
 
+# A timing test: reruns on a host busy with other work are slower for real (57 against 52 ms seen
+# under a load of 12 on 2 cores), and the check rightly flags that; only a quiet host shows no change.
+@pytest.mark.timing
 def test_twenty_seeded_reruns_with_no_change_are_not_flagged(store_spec: str, month: Any, tmp_path: Path) -> None:
     base = month[:5]
     flagged = []
