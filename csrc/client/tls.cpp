@@ -181,6 +181,15 @@ void TlsSession::push(const char* data, size_t n) {
     }
 }
 
+TlsSession::Result TlsSession::unfinished(int rc, const char* during) {
+    const int e = SSL_get_error(impl_->ssl, rc);
+    // WANT_WRITE cannot happen on a memory BIO that grows; WANT_READ: the session must read
+    // first (for a write: a renegotiation or key update in progress).
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return Result::want_read;
+    if (e == SSL_ERROR_ZERO_RETURN) return Result::closed;
+    return fail(e, during);
+}
+
 TlsSession::Result TlsSession::read(char* out, size_t cap, size_t* n) {
     *n = 0;
     ERR_clear_error();
@@ -190,10 +199,7 @@ TlsSession::Result TlsSession::read(char* out, size_t cap, size_t* n) {
         *n = got;
         return Result::ok;
     }
-    const int e = SSL_get_error(impl_->ssl, rc);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return Result::want_read;
-    if (e == SSL_ERROR_ZERO_RETURN) return Result::closed;
-    return fail(e, "read");
+    return unfinished(rc, "read");
 }
 
 TlsSession::Result TlsSession::write(const char* data, size_t len, size_t* n) {
@@ -206,12 +212,7 @@ TlsSession::Result TlsSession::write(const char* data, size_t len, size_t* n) {
         *n = put;
         return Result::ok;
     }
-    const int e = SSL_get_error(impl_->ssl, rc);
-    // WANT_WRITE cannot happen on a memory BIO that grows; WANT_READ: the session must read
-    // first (a renegotiation or key update in progress).
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return Result::want_read;
-    if (e == SSL_ERROR_ZERO_RETURN) return Result::closed;
-    return fail(e, "write");
+    return unfinished(rc, "write");
 }
 
 bool TlsSession::take_output(std::string& out) {
@@ -247,6 +248,7 @@ TlsSession::Result TlsSession::fail(int, const char*) {
     return Result::failed;
 }
 TlsSession::Result TlsSession::handshake() { return fail(0, ""); }
+TlsSession::Result TlsSession::unfinished(int, const char*) { return fail(0, ""); }
 bool TlsSession::handshake_done() const { return false; }
 void TlsSession::push(const char*, size_t) {}
 TlsSession::Result TlsSession::read(char*, size_t, size_t* n) {

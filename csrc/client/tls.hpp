@@ -85,6 +85,8 @@ private:
     std::unique_ptr<Impl> impl_;
     std::string error_;
     Result fail(int ssl_error, const char* during);
+    // The result of an SSL_read_ex / SSL_write_ex that returned rc (not 1): wait, closed or failed.
+    Result unfinished(int rc, const char* during);
 };
 
 }  // namespace pytps

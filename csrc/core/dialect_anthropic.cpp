@@ -13,35 +13,29 @@ namespace {
 // message_start's `message`: id, model and the first usage report.
 void read_message(std::string_view raw, StreamState& st) {
     JsonReader j(raw);
-    if (j.peek() != Type::Object) return;
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "id" && st.response_id.empty()) read_string_into(j, st.response_id);
         else if (key == "model" && st.model.empty()) read_string_into(j, st.model);
         else if (key == "usage") read_usage(j, st.usage, nullptr);
         else j.skip_value();
-    }
+    });
 }
 
 // content_block_start's `content_block`: a tool_use block names its tool; text and
 // thinking blocks normally start empty but may carry text.
 void read_block_start(std::string_view raw, int64_t index, StreamState& st, EventResult& r) {
     JsonReader j(raw);
-    if (j.peek() != Type::Object) return;
     std::string type, id, name;
     std::string_view text, thinking;
     bool has_text = false, has_thinking = false;
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "type") read_string_into(j, type);
         else if (key == "id") read_string_into(j, id);
         else if (key == "name") read_string_into(j, name);
         else if (key == "text") has_text = capture(j, text);
         else if (key == "thinking") has_thinking = capture(j, thinking);
         else j.skip_value();
-    }
+    });
     if (type == "tool_use" || type == "server_tool_use") {
         if (ToolCall* call = tool_or_reject(st, index, r)) {
             call->id.assign(id);
@@ -64,13 +58,11 @@ void read_block_delta(std::string_view raw, int64_t index, StreamState& st, Even
     type.clear();
     std::string_view value;
     bool has_value = false;
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "type") read_string_into(j, type);
         else if (key == "text" || key == "thinking" || key == "partial_json") has_value = capture(j, value);
         else j.skip_value();  // signature_delta and citations carry no generated text
-    }
+    });
     if (!has_value) return;
     JsonReader v(value);
     if (type == "text_delta") r.content_chars += append_string(v, st.text);
@@ -83,34 +75,25 @@ void read_block_delta(std::string_view raw, int64_t index, StreamState& st, Even
 // message_delta's `delta`: the stop reason.
 void read_message_delta(std::string_view raw, StreamState& st) {
     JsonReader j(raw);
-    if (j.peek() != Type::Object) return;
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "stop_reason" && j.peek() == Type::String) {
             j.read_string(st.replace_finish_reason());
         } else {
             j.skip_value();
         }
-    }
+    });
 }
 
 }  // namespace
 
 void extract_anthropic(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
-    JsonReader j(data);
-    if (!j.begin_object()) {
-        check(j, r);
-        return;
-    }
     // Keys may come in any order: capture, then act on the type.
     std::string& type = st.scratch.type;
     type.clear();
     std::string_view message, block, delta, usage;
     bool has_message = false, has_block = false, has_delta = false, has_usage = false;
     int64_t index = 0;
-    std::string_view key;
-    while (j.next_key(key)) {
+    const bool read = each_key(data, r, [&](JsonReader& j, std::string_view key) {
         if (key == "type") read_string_into(j, type);
         else if (key == "index") {
             if (!j.read_int(index)) j.skip_value();
@@ -119,11 +102,8 @@ void extract_anthropic(std::string_view event_type, std::string_view data, Strea
         else if (key == "delta") has_delta = capture(j, delta);
         else if (key == "usage") has_usage = capture(j, usage);
         else j.skip_value();
-    }
-    if (!j.finish()) {
-        check(j, r);
-        return;
-    }
+    });
+    if (!read) return;
     if (type.empty()) type.assign(event_type.data(), event_type.size());
 
     if (type == "content_block_delta") {

@@ -12,8 +12,10 @@ namespace pytps {
 
 using dialect_util::capture;
 using dialect_util::check;
+using dialect_util::done_marker;
+using dialect_util::each_key;
+using dialect_util::read_captured_usage;
 using dialect_util::read_string_into;
-using dialect_util::read_usage;
 using json::JsonReader;
 using json::Type;
 
@@ -40,21 +42,12 @@ bool base64_decoded_size(std::string_view s, size_t& out) {
 }  // namespace
 
 void extract_speech_sse(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
-    if (data == "[DONE]") {
-        r.terminal = true;
-        return;
-    }
-    JsonReader j(data);
-    if (!j.begin_object()) {
-        check(j, r);
-        return;
-    }
+    if (done_marker(data, r)) return;
     std::string& type = st.scratch.type;
     type.clear();
     std::string_view audio, usage;
     bool has_audio = false, has_usage = false;
-    std::string_view key;
-    while (j.next_key(key)) {
+    const bool read = each_key(data, r, [&](JsonReader& j, std::string_view key) {
         if (key == "type") read_string_into(j, type);
         else if (key == "audio" && j.peek() == Type::String) has_audio = j.read_raw_string(audio);
         else if (key == "usage") has_usage = capture(j, usage);
@@ -62,11 +55,8 @@ void extract_speech_sse(std::string_view event_type, std::string_view data, Stre
             j.skip_value();
             type = "error";
         } else j.skip_value();
-    }
-    if (!j.finish()) {
-        check(j, r);
-        return;
-    }
+    });
+    if (!read) return;
     if (type.empty()) type.assign(event_type.data(), event_type.size());
     if (type == "speech.audio.delta") {
         size_t bytes = 0;
@@ -76,14 +66,7 @@ void extract_speech_sse(std::string_view event_type, std::string_view data, Stre
         }
         r.content_chars += bytes;
     } else if (type == "speech.audio.done") {
-        if (has_usage) {
-            JsonReader u(usage);
-            int64_t completion = -1;
-            if (!read_usage(u, st.usage, &completion)) {
-                check(u, r);
-                return;
-            }
-        }
+        if (has_usage && !read_captured_usage(usage, st, r)) return;
         r.terminal = true;
     } else if (type == "error") {
         dialect_util::mark_error(data, r);
@@ -92,32 +75,20 @@ void extract_speech_sse(std::string_view event_type, std::string_view data, Stre
 }
 
 void extract_transcription(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
-    if (data == "[DONE]") {
-        r.terminal = true;
-        return;
-    }
-    JsonReader j(data);
-    if (!j.begin_object()) {
-        check(j, r);
-        return;
-    }
+    if (done_marker(data, r)) return;
     std::string& type = st.scratch.type;
     type.clear();
     std::string_view delta, text, usage;
     bool has_type = false, has_delta = false, has_text = false, has_usage = false, has_error = false;
-    std::string_view key;
-    while (j.next_key(key)) {
+    const bool read = each_key(data, r, [&](JsonReader& j, std::string_view key) {
         if (key == "type") has_type = (read_string_into(j, type), true);
         else if (key == "delta") has_delta = capture(j, delta);
         else if (key == "text") has_text = capture(j, text);
         else if (key == "usage") has_usage = capture(j, usage);
         else if (key == "error") has_error = (j.skip_value(), true);
         else j.skip_value();
-    }
-    if (!j.finish()) {
-        check(j, r);
-        return;
-    }
+    });
+    if (!read) return;
     if (!has_type && event_type != "transcript.text.delta" && event_type != "transcript.text.done") {
         // vLLM's shape: chat-completion chunks (choices[].delta.content), errors as OpenAI's.
         if (has_error) {
@@ -139,14 +110,7 @@ void extract_transcription(std::string_view event_type, std::string_view data, S
             r.content_chars += dialect_util::append_string(t, st.text);
             if (!check(t, r)) return;
         }
-        if (has_usage) {
-            JsonReader u(usage);
-            int64_t completion = -1;
-            if (!read_usage(u, st.usage, &completion)) {
-                check(u, r);
-                return;
-            }
-        }
+        if (has_usage && !read_captured_usage(usage, st, r)) return;
         r.terminal = true;
     } else if (type == "error" || has_error) {
         dialect_util::mark_error(data, r);

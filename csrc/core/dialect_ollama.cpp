@@ -55,18 +55,12 @@ void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
 }
 
 void read_message(JsonReader& j, StreamState& st, EventResult& r) {
-    if (j.peek() != Type::Object) {
-        j.skip_value();
-        return;
-    }
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "content") r.content_chars += append_string(j, st.text);
         else if (key == "thinking") r.reasoning_chars += append_string(j, st.reasoning_text);
         else if (key == "tool_calls") read_tool_calls(j, st, r);
         else j.skip_value();
-    }
+    });
 }
 
 // Adds "name":raw to a JSON object being written (opened by the first call, closed by the caller).
@@ -80,23 +74,17 @@ void append_timing(std::string& timings, std::string_view name, std::string_view
 }  // namespace
 
 void extract_ollama(std::string_view, std::string_view data, StreamState& st, EventResult& r) {
-    JsonReader j(data);
-    if (!j.begin_object()) {
-        check(j, r);
-        return;
-    }
     bool done = false, has_error = false;
     // The final message's durations (ns) and counts, kept as a JSON object of their own: the
     // message also carries text (and /api/generate a `context` array) that is no timing.
     std::string timings;
     // The raw text of a number value (kept as the server wrote it), or empty with the value skipped.
-    auto number = [&](std::string_view& raw) {
+    auto number = [](JsonReader& j, std::string_view& raw) {
         if (j.peek() == Type::Number && capture(j, raw)) return true;
         if (!j.failed()) j.skip_value();
         return false;
     };
-    std::string_view key;
-    while (j.next_key(key)) {
+    const bool read = each_key(data, r, [&](JsonReader& j, std::string_view key) {
         std::string_view raw;
         if (key == "message") {
             read_message(j, st, r);
@@ -109,14 +97,14 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
         } else if (key == "done_reason" && j.peek() == Type::String) {
             j.read_string(st.replace_finish_reason());
         } else if (key == "prompt_eval_count" || key == "eval_count") {
-            if (!number(raw)) continue;
+            if (!number(j, raw)) return;
             append_timing(timings, key, raw);
             JsonReader count(raw);
             int64_t v;
             if (count.read_int(v)) (key == "eval_count" ? st.usage.completion_tokens : st.usage.prompt_tokens) = v;
         } else if (key == "total_duration" || key == "load_duration" || key == "prompt_eval_duration" ||
                    key == "eval_duration") {
-            if (number(raw)) append_timing(timings, key, raw);
+            if (number(j, raw)) append_timing(timings, key, raw);
         } else if (key == "model" && st.model.empty()) {
             read_string_into(j, st.model);
         } else if (key == "error") {
@@ -125,11 +113,8 @@ void extract_ollama(std::string_view, std::string_view data, StreamState& st, Ev
         } else {
             j.skip_value();
         }
-    }
-    if (!j.finish()) {
-        check(j, r);
-        return;
-    }
+    });
+    if (!read) return;
     if (done) r.terminal = true;
     if (has_error) {
         mark_error(data, r);

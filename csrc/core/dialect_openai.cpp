@@ -86,13 +86,7 @@ bool read_known_shape(std::string_view data, StreamState& st, EventResult& r) {
 }
 
 void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
-    if (j.peek() != Type::Object) {
-        j.skip_value();
-        return;
-    }
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "delta" && j.peek() == Type::Object) {
             j.begin_object();
             std::string_view k;
@@ -136,7 +130,7 @@ void read_chat_choice(JsonReader& j, StreamState& st, EventResult& r) {
         } else {
             j.skip_value();
         }
-    }
+    });
 }
 
 // The keys under which OpenAI-compatible servers report their own per-request timing, and
@@ -152,10 +146,7 @@ const char* server_timings_source(std::string_view key) {
 // Chat chunks and completion chunks differ only in what a choice holds, and
 // read_chat_choice reads both.
 void extract_openai_chunk(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
-    if (data == "[DONE]") {
-        r.terminal = true;
-        return;
-    }
+    if (done_marker(data, r)) return;
     if (read_known_shape(data, st, r)) return;
     JsonReader j(data);
     PrefixCache& cache = st.prefix_cache;
@@ -230,10 +221,7 @@ void extract_openai_chunk(std::string_view event_type, std::string_view data, St
 // The Responses API's `response` object (in created/in_progress/completed/failed/incomplete).
 void read_response_object(std::string_view raw, StreamState& st, EventResult& r, bool take_status) {
     JsonReader j(raw);
-    if (j.peek() != Type::Object) return;
-    j.begin_object();
-    std::string_view key;
-    while (j.next_key(key)) {
+    json::each_member(j, [&](std::string_view key) {
         if (key == "id" && st.response_id.empty()) {
             read_string_into(j, st.response_id);
         } else if (key == "model" && st.model.empty()) {
@@ -250,7 +238,7 @@ void read_response_object(std::string_view raw, StreamState& st, EventResult& r,
         } else {
             j.skip_value();
         }
-    }
+    });
 }
 
 }  // namespace
@@ -265,23 +253,14 @@ void extract_openai_completions(std::string_view event_type, std::string_view da
 }
 
 void extract_openai_responses(std::string_view event_type, std::string_view data, StreamState& st, EventResult& r) {
-    if (data == "[DONE]") {
-        r.terminal = true;
-        return;
-    }
-    JsonReader j(data);
-    if (!j.begin_object()) {
-        check(j, r);
-        return;
-    }
+    if (done_marker(data, r)) return;
     // Keys may come in any order, so the values are captured and read once the type is known.
     std::string& type = st.scratch.type;
     type.clear();
     std::string_view delta, response, item;
     bool has_delta = false, has_response = false, has_item = false;
     int64_t output_index = 0;
-    std::string_view key;
-    while (j.next_key(key)) {
+    const bool read = each_key(data, r, [&](JsonReader& j, std::string_view key) {
         if (key == "type") read_string_into(j, type);
         else if (key == "delta") has_delta = capture(j, delta);
         else if (key == "response") has_response = capture(j, response);
@@ -291,11 +270,8 @@ void extract_openai_responses(std::string_view event_type, std::string_view data
         } else {
             j.skip_value();
         }
-    }
-    if (!j.finish()) {
-        check(j, r);
-        return;
-    }
+    });
+    if (!read) return;
     if (type.empty()) type.assign(event_type.data(), event_type.size());
 
     JsonReader d(has_delta ? delta : std::string_view("null"));
@@ -309,16 +285,12 @@ void extract_openai_responses(std::string_view event_type, std::string_view data
         // A function call's name (and call id) arrive when its item is added.
         JsonReader it(item);
         std::string item_type, name, call_id;
-        if (it.peek() == Type::Object) {
-            it.begin_object();
-            std::string_view k;
-            while (it.next_key(k)) {
-                if (k == "type") read_string_into(it, item_type);
-                else if (k == "name") read_string_into(it, name);
-                else if (k == "call_id") read_string_into(it, call_id);
-                else it.skip_value();
-            }
-        }
+        json::each_member(it, [&](std::string_view k) {
+            if (k == "type") read_string_into(it, item_type);
+            else if (k == "name") read_string_into(it, name);
+            else if (k == "call_id") read_string_into(it, call_id);
+            else it.skip_value();
+        });
         if (item_type == "function_call") {
             if (ToolCall* call = tool_or_reject(st, output_index, r)) {
                 call->id.assign(call_id);

@@ -68,15 +68,18 @@ constexpr ApiPath kApiPaths[] = {
 // The entry of exactly this path, or null.
 const ApiPath* find_api_path(std::string_view path);
 
+// An entry of the body and audio API tables below: pytps's --api name, the path, and which API.
+template <class Api>
+struct NamedApiPath {
+    const char* name;
+    const char* path;
+    Api api;
+};
+
 // The APIs that answer with one JSON body, never a stream (read through Dialect::Json): their
 // names (pytps's --api) and paths, for the client (_core.BODY_API_PATHS) and the emulator's routes.
 enum class BodyApi { OpenAIEmbeddings, OllamaEmbed, Rerank };
-
-struct BodyApiPath {
-    const char* name;
-    const char* path;
-    BodyApi api;
-};
+using BodyApiPath = NamedApiPath<BodyApi>;
 
 constexpr BodyApiPath kBodyApiPaths[] = {
     {"openai-embeddings", "/v1/embeddings", BodyApi::OpenAIEmbeddings},
@@ -90,12 +93,7 @@ const BodyApiPath* find_body_api_path(std::string_view path);
 // The audio APIs (pytps's --api): text to speech and speech to text, for the client
 // (_core.AUDIO_API_PATHS) and the emulator's routes.
 enum class AudioApi { Speech, Transcriptions };
-
-struct AudioApiPath {
-    const char* name;
-    const char* path;
-    AudioApi api;
-};
+using AudioApiPath = NamedApiPath<AudioApi>;
 
 constexpr AudioApiPath kAudioApiPaths[] = {
     {"openai-speech", "/v1/audio/speech", AudioApi::Speech},

@@ -88,5 +88,42 @@ inline bool check(const json::JsonReader& r, EventResult& res) {
     return true;
 }
 
+// True when data is the stream's [DONE] marker, with the event marked terminal.
+inline bool done_marker(std::string_view data, EventResult& r) {
+    if (data != "[DONE]") return false;
+    r.terminal = true;
+    return true;
+}
+
+// Reads one event's JSON object, handing each key to on_key(j, key), which reads or skips its
+// value (keys may come in any order: the extractors capture, then act on the type). False, with
+// r.malformed set, when data is not one valid object.
+template <class OnKey>
+bool each_key(std::string_view data, EventResult& r, OnKey&& on_key) {
+    json::JsonReader j(data);
+    if (!j.begin_object()) {
+        check(j, r);
+        return false;
+    }
+    std::string_view key;
+    while (j.next_key(key)) on_key(j, key);
+    if (!j.finish()) {
+        check(j, r);
+        return false;
+    }
+    return true;
+}
+
+// Reads a captured usage object into st.usage; false, with r.malformed set, when it is malformed.
+inline bool read_captured_usage(std::string_view usage, StreamState& st, EventResult& r) {
+    json::JsonReader u(usage);
+    int64_t completion = -1;
+    if (!read_usage(u, st.usage, &completion)) {
+        check(u, r);
+        return false;
+    }
+    return true;
+}
+
 }  // namespace dialect_util
 }  // namespace pytps

@@ -155,6 +155,19 @@ private:
     std::string key_scratch_;
 };
 
+// Calls fn(key) for each member of the object value next in r (fn reads or skips the member's
+// value); a value that is not an object is skipped.
+template <class Fn>
+void each_member(JsonReader& r, Fn&& fn) {
+    if (r.peek() != Type::Object) {
+        r.skip_value();
+        return;
+    }
+    r.begin_object();
+    std::string_view key;
+    while (r.next_key(key)) fn(key);
+}
+
 
 // ---- hot path, inline so the dialect extractors compile to straight-line code ----
 

@@ -39,13 +39,7 @@ bool read_str(JsonReader& r, std::string& out) {
 
 // One property's schema: its type (the first that is not "null" when a list) and first enum value.
 void read_property(JsonReader& r, ToolProperty& p) {
-    if (r.peek() != Type::Object) {
-        r.skip_value();
-        return;
-    }
-    r.begin_object();
-    std::string_view k;
-    while (r.next_key(k)) {
+    json::each_member(r, [&](std::string_view k) {
         if (k == "type" && r.peek() == Type::String) {
             r.read_string(p.type);
         } else if (k == "type" && r.peek() == Type::Array) {
@@ -79,18 +73,12 @@ void read_property(JsonReader& r, ToolProperty& p) {
         } else {
             r.skip_value();
         }
-    }
+    });
 }
 
 void read_schema(JsonReader& r, ToolDef& t) {
-    if (r.peek() != Type::Object) {
-        r.skip_value();
-        return;
-    }
     std::vector<std::string> required;
-    r.begin_object();
-    std::string_view k;
-    while (r.next_key(k)) {
+    json::each_member(r, [&](std::string_view k) {
         if (k == "properties" && r.peek() == Type::Object) {
             r.begin_object();
             std::string_view name;
@@ -109,7 +97,7 @@ void read_schema(JsonReader& r, ToolDef& t) {
         } else {
             r.skip_value();
         }
-    }
+    });
     for (auto& p : t.properties)
         for (const auto& q : required)
             if (p.name == q) p.required = true;

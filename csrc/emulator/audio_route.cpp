@@ -145,12 +145,8 @@ public:
         }
         emitted_[static_cast<int>(TokKind::content)] += count;
         if (vllm_) {
-            out += "data: {\"id\":";
-            json_str(out, p_.id);
-            out += ",\"object\":\"transcription.chunk\",\"created\":";
-            json_int(out, p_.created_s);
-            out += ",\"model\":";
-            json_str(out, p_.model);
+            out += "data: ";
+            openai_head(out, "transcription.chunk", true);
             out += ",\"choices\":[{\"index\":0,\"delta\":{\"content\":";
             json_str(out, piece);
             out += "},\"finish_reason\":null}]}\n\n";
@@ -162,19 +158,11 @@ public:
     }
     void finish(std::string& out, const StreamTimes&) override {
         if (vllm_) {
-            out += "data: {\"id\":";
-            json_str(out, p_.id);
-            out += ",\"object\":\"transcription.chunk\",\"created\":";
-            json_int(out, p_.created_s);
-            out += ",\"model\":";
-            json_str(out, p_.model);
-            out += ",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":";
-            json_int(out, p_.prompt_tokens);
-            out += ",\"completion_tokens\":";
-            json_int(out, static_cast<int64_t>(words_.size()));
-            out += ",\"total_tokens\":";
-            json_int(out, p_.prompt_tokens + static_cast<int64_t>(words_.size()));
-            out += "}}\n\ndata: [DONE]\n\n";
+            out += "data: ";
+            openai_head(out, "transcription.chunk", true);
+            out += ",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":";
+            openai_usage(out, p_.prompt_tokens, -1, static_cast<int64_t>(words_.size()), 0);
+            out += "}\n\ndata: [DONE]\n\n";
         } else {
             out += "data: {\"type\":\"transcript.text.done\",\"text\":";
             json_str(out, text());
@@ -447,14 +435,7 @@ void Server::start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int
     rec.sent_ns.assign(n_ev, 0);
     rec.planned_events = static_cast<int64_t>(n_ev);
     load.planned = s->events.size();
-    rec.status = 200;
-    s->chunked = req.minor_version == 1;
-    c.stream = std::move(s);
-    n_streams_.fetch_add(1, std::memory_order_relaxed);
-    std::vector<uint64_t> admitted;
-    model_.arrive(c.stream->load, received_ns, admitted);
-    arm_admitted(admitted, c.id);
-    if (c.stream->load.admitted()) on_stream_timer(c);
+    launch(c, req, std::move(s), received_ns);
 }
 
 }  // namespace pytps

@@ -2,6 +2,7 @@
 
 #include "core/json_scan.hpp"
 #include "emulator/images.hpp"
+#include "emulator/request_object.hpp"
 
 namespace pytps {
 
@@ -111,6 +112,20 @@ bool read_limit(JsonReader& r, const char* key, int64_t& out, bool ollama, std::
     return false;
 }
 
+// A tool object's "name" into name, or (top: the tool itself) its "function" object's.
+void read_tool_name(JsonReader& r, std::string& name, bool top) {
+    json::each_member(r, [&](std::string_view key) {
+        if (key == "name" && r.peek() == Type::String) {
+            name.clear();
+            r.read_string(name);
+        } else if (top && key == "function" && r.peek() == Type::Object) {
+            read_tool_name(r, name, false);
+        } else {
+            r.skip_value();
+        }
+    });
+}
+
 // The name of the first tool: Chat Completions / Ollama {"function": {"name"}}, Anthropic
 // and Responses {"name"}.
 void first_tool_name(JsonReader& r, std::string& name) {
@@ -126,27 +141,7 @@ void first_tool_name(JsonReader& r, std::string& name) {
             continue;
         }
         first = false;
-        r.begin_object();
-        std::string_view key;
-        while (r.next_key(key)) {
-            if (key == "name" && r.peek() == Type::String) {
-                name.clear();
-                r.read_string(name);
-            } else if (key == "function" && r.peek() == Type::Object) {
-                r.begin_object();
-                std::string_view k2;
-                while (r.next_key(k2)) {
-                    if (k2 == "name" && r.peek() == Type::String) {
-                        name.clear();
-                        r.read_string(name);
-                    } else {
-                        r.skip_value();
-                    }
-                }
-            } else {
-                r.skip_value();
-            }
-        }
+        read_tool_name(r, name, true);
     }
 }
 
@@ -167,18 +162,14 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
     std::string instructions;         // Responses' instructions
 
     JsonReader r(body);
-    if (!open_request_object(r, error)) return false;
-    std::string_view key;
-    while (error.empty() && r.next_key(key)) {
-        if (key == "model") {
-            read_model_field(r, req.model, error);
-        } else if (key == "stream") {
+    const bool opened = each_request_key(r, req.model, error, [&](std::string_view key) {
+        if (key == "stream") {
             read_bool_field(r, "stream", req.stream, error);
         } else if (key == "stream_options") {
-            if (r.read_null()) continue;
+            if (r.read_null()) return true;
             if (r.peek() != Type::Object) {
                 if (!r.failed()) error = "Invalid type for 'stream_options': expected an object.";
-                break;
+                return false;
             }
             have_stream_options = true;
             r.begin_object();
@@ -217,7 +208,7 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
                 if (!r.failed())
                     error = std::string("Invalid type for '") + required + "': expected " +
                             (string_ok && array_ok ? "a string or an array" : string_ok ? "a string" : "an array") + ".";
-                break;
+                return false;
             }
             sum_strings(r, req.prompt_text, &req.last_text, &req.images);
         } else if (key == "instructions" && responses) {
@@ -225,10 +216,10 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
         } else if (key == "store" && responses) {
             if (!r.read_null()) read_bool_field(r, "store", req.store, error);
         } else if (key == "previous_response_id" && responses) {
-            if (r.read_null()) continue;
+            if (r.read_null()) return true;
             if (r.peek() != Type::String) {
                 if (!r.failed()) error = "Invalid type for 'previous_response_id': expected a string.";
-                break;
+                return false;
             }
             r.read_string(req.previous_response_id);
         } else if (key == "system" || key == "instructions") {
@@ -236,7 +227,9 @@ bool parse_chat_request(const ApiPath& api, std::string_view body, ChatRequest& 
         } else {
             r.skip_value();
         }
-    }
+        return true;
+    });
+    if (!opened) return false;
     if (!read_to_end(r, error)) return false;
     if (responses) {  // instructions first, wherever the body put them: the state of a previous response goes after them
         req.instructions_chars = instructions.size();

@@ -9,6 +9,7 @@
 #include "core/json_scan.hpp"
 #include "emulator/chat_request.hpp"
 #include "emulator/json_write.hpp"
+#include "emulator/request_object.hpp"
 
 namespace pytps {
 
@@ -147,12 +148,8 @@ bool parse_body_request(const BodyApiPath& api, std::string_view body, BodyReque
     const char* required = rerank ? "documents" : "input";
     bool have_required = false, have_query = !rerank;
     JsonReader r(body);
-    if (!open_request_object(r, error)) return false;
-    std::string_view key;
-    while (error.empty() && r.next_key(key)) {
-        if (key == "model") {
-            read_model_field(r, req.model, error);
-        } else if (key == required) {
+    const bool opened = each_request_key(r, req.model, error, [&](std::string_view key) {
+        if (key == required) {
             have_required = read_texts(r, req.inputs, rerank, required, error);
         } else if (key == "query" && rerank) {
             have_query = true;
@@ -166,7 +163,7 @@ bool parse_body_request(const BodyApiPath& api, std::string_view body, BodyReque
             read_positive(r, "dimensions", req.dimensions, kMaxDimensions, error);
         } else if (key == "encoding_format" && api.api == BodyApi::OpenAIEmbeddings) {
             std::string f;
-            if (r.read_null()) continue;
+            if (r.read_null()) return true;
             if (!r.read_string(f) || (f != "float" && f != "base64")) {
                 if (!r.failed()) error = "Invalid 'encoding_format': expected 'float' or 'base64'.";
             } else {
@@ -175,7 +172,9 @@ bool parse_body_request(const BodyApiPath& api, std::string_view body, BodyReque
         } else {
             r.skip_value();
         }
-    }
+        return true;
+    });
+    if (!opened) return false;
     if (!read_to_end(r, error)) return false;
     if (!have_required || !have_query) {
         error = std::string("Missing required parameter: '") + (have_query ? required : "query") + "'.";

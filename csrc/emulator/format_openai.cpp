@@ -7,12 +7,7 @@
 
 namespace pytps {
 
-namespace {
-
-const char kFingerprint[] = "fp_pytps";
-
-// cached: the prompt's tokens served by the prefix cache; -1 (no cache) leaves the detail out.
-void usage_object(std::string& out, int64_t prompt, int64_t cached, int64_t completion, int64_t reasoning) {
+void openai_usage(std::string& out, int64_t prompt, int64_t cached, int64_t completion, int64_t reasoning) {
     out += "{\"prompt_tokens\":";
     json_int(out, prompt);
     if (cached >= 0) {
@@ -31,6 +26,10 @@ void usage_object(std::string& out, int64_t prompt, int64_t cached, int64_t comp
     }
     out += "}";
 }
+
+namespace {
+
+const char kFingerprint[] = "fp_pytps";
 
 // Milliseconds with microsecond digits, as llama.cpp writes its timings.
 void json_ms(std::string& out, int64_t ns) {
@@ -71,7 +70,7 @@ protected:
     void chunk_usage(std::string& out) {
         if (p_.continuous_usage) {
             out += ",\"usage\":";
-            usage_object(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
+            openai_usage(out, p_.prompt_tokens, p_.cached_tokens, emitted_total(), emitted(TokKind::reasoning));
         } else if (p_.include_usage) {
             out += ",\"usage\":null";
         }
@@ -80,15 +79,9 @@ protected:
     // [DONE], as llama.cpp puts them: the usage chunk, or else the finish chunk.
     void usage_chunk_and_done(std::string& out, const char* object, bool model_first, const StreamTimes& t) {
         if (p_.include_usage) {
-            out += "data: {\"id\":";
-            json_str(out, p_.id);
-            out += ",\"object\":\"";
-            out += object;
-            out += "\",\"created\":";
-            json_int(out, p_.created_s);
+            out += "data: ";
+            openai_head(out, object, model_first);
             if (model_first) {
-                out += ",\"model\":";
-                json_str(out, p_.model);
                 out += ",\"system_fingerprint\":\"";
                 out += kFingerprint;
                 out += "\",\"choices\":[]";
@@ -100,7 +93,7 @@ protected:
                 out += "\"";
             }
             out += ",\"usage\":";
-            usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(emitted_total()), emitted(TokKind::reasoning));
+            openai_usage(out, p_.prompt_tokens, p_.cached_tokens, billed(emitted_total()), emitted(TokKind::reasoning));
             timings_member(out, t);
             out += "}\n\n";
         }
@@ -179,12 +172,7 @@ public:
 
     void full_body(std::string& out, const StreamTimes&) override {
         const int64_t r = p_.reasoning_tokens, a = p_.answer_tokens;
-        out += "{\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"chat.completion\",\"created\":";
-        json_int(out, p_.created_s);
-        out += ",\"model\":";
-        json_str(out, p_.model);
+        openai_head(out, "chat.completion", true);
         out += ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
         if (p_.tool_call) {
             out += "null";
@@ -212,7 +200,7 @@ public:
         out += "},\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(r + a), r);
+        openai_usage(out, p_.prompt_tokens, p_.cached_tokens, billed(r + a), r);
         out += ",\"system_fingerprint\":\"";
         out += kFingerprint;
         out += "\"}";
@@ -226,12 +214,8 @@ private:
     // Everything of a chunk up to the delta's value.
     void head(std::string& out) {
         if (head_.empty()) {
-            head_ = "data: {\"id\":";
-            json_str(head_, p_.id);
-            head_ += ",\"object\":\"chat.completion.chunk\",\"created\":";
-            json_int(head_, p_.created_s);
-            head_ += ",\"model\":";
-            json_str(head_, p_.model);
+            head_ = "data: ";
+            openai_head(head_, "chat.completion.chunk", true);
             head_ += ",\"system_fingerprint\":\"";
             head_ += kFingerprint;
             head_ += "\",\"choices\":[{\"index\":0,\"delta\":";
@@ -263,12 +247,7 @@ public:
 
     void full_body(std::string& out, const StreamTimes&) override {
         const int64_t a = p_.answer_tokens;
-        out += "{\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"text_completion\",\"created\":";
-        json_int(out, p_.created_s);
-        out += ",\"model\":";
-        json_str(out, p_.model);
+        openai_head(out, "text_completion", true);
         out += ",\"system_fingerprint\":\"";
         out += kFingerprint;
         out += "\",\"choices\":[{\"text\":";
@@ -276,17 +255,15 @@ public:
         out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
         out += "\"}],\"usage\":";
-        usage_object(out, p_.prompt_tokens, p_.cached_tokens, billed(a), 0);
+        openai_usage(out, p_.prompt_tokens, p_.cached_tokens, billed(a), 0);
         out += "}";
         emitted_[1] = a;
     }
 
 private:
     void chunk(std::string& out, const std::string& text, const char* finish, const StreamTimes* timings = nullptr) {
-        out += "data: {\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"text_completion\",\"created\":";
-        json_int(out, p_.created_s);
+        out += "data: ";
+        openai_head(out, "text_completion", false);
         out += ",\"choices\":[{\"text\":";
         json_str(out, text);
         out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":";

@@ -51,6 +51,19 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
 
 bool Formatter::is_sse() const { return dialect_uses_sse(p_.api.dialect); }
 
+void Formatter::openai_head(std::string& out, const char* object, bool model) const {
+    out += "{\"id\":";
+    json_str(out, p_.id);
+    out += ",\"object\":\"";
+    out += object;
+    out += "\",\"created\":";
+    json_int(out, p_.created_s);
+    if (model) {
+        out += ",\"model\":";
+        json_str(out, p_.model);
+    }
+}
+
 const char* Formatter::stream_content_type() const {
     if (p_.api.dialect == Dialect::SpeechPcm) return "audio/pcm";
     if (p_.api.dialect == Dialect::SpeechWav) return "audio/wav";

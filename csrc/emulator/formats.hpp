@@ -52,6 +52,11 @@ struct StreamTimes {
     int64_t last_due_ns = 0;
 };
 
+// OpenAI's usage object (Chat Completions, Completions, vLLM's transcription chunks): cached is
+// the prompt's tokens served by the prefix cache (-1, no cache, leaves the detail out); reasoning 0
+// leaves the reasoning detail out.
+void openai_usage(std::string& out, int64_t prompt, int64_t cached, int64_t completion, int64_t reasoning);
+
 class Formatter {
 public:
     static std::unique_ptr<Formatter> make(const ResponsePlan& plan);
@@ -102,6 +107,9 @@ protected:
     std::string whole_text(TokKind kind, int64_t n) const;
     // "stop" / "length" / "tool_calls" in OpenAI's words.
     const char* openai_finish() const;
+    // The head of an OpenAI object (a body, or a chunk's data): {"id":...,"object":"<object>",
+    // "created":... and, with model, ,"model":...
+    void openai_head(std::string& out, const char* object, bool model) const;
 
     ResponsePlan p_;
     int64_t emitted_[3] = {0, 0, 0};
