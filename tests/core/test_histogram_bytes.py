@@ -144,7 +144,9 @@ def _child_histogram(seed):
 
 
 def test_histograms_travel_between_processes():
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a forked child of a test worker that runs threads (an emulator, a logger) can
+    # inherit a lock held mid-operation and hang for ever (seen once under load).
+    ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:
         parts = pool.map(_child_histogram, [1, 2, 3])
     total = Histogram()
