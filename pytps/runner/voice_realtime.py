@@ -13,6 +13,7 @@ from typing import Any
 from pytps.errors import ConfigError
 from pytps.measure.voice import realtime_figures, transcript_errors
 from pytps.measure.voice_summary import describe
+from pytps.runner.event_loop import run_coroutine
 from pytps.transport.realtime import REALTIME_SHAPES, realtime_session
 from pytps.workload.speech_inputs import SpeechItem
 
@@ -93,4 +94,4 @@ async def run_realtime(settings: RealtimeSettings) -> dict[str, Any]:
 
 
 def run_realtime_sync(settings: RealtimeSettings) -> dict[str, Any]:
-    return asyncio.run(run_realtime(settings))
+    return run_coroutine(run_realtime(settings))
