@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import json
 import threading
 from typing import TYPE_CHECKING, Any, cast
@@ -153,6 +154,7 @@ class RealtimeEmulator:
         server = await self._loop.create_server(lambda: _Connection(self._session), "127.0.0.1", 0)
         async with server:
             self.port = server.sockets[0].getsockname()[1]
+            gc.freeze()  # the start-up's heap out of the collector: no full-heap walk next to a stamp
             self._ready.set()
             await self._stop
 
