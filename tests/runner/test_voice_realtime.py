@@ -78,9 +78,10 @@ def test_realtime_sessions_both_shapes(emulator: _EmulatorProcess, shape: str) -
 @pytest.mark.timing
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 36, open: the realtime emulator is a Python WebSocket server, and on a quiet machine "
-    "one session's end of speech -> final transcript was 1.40 ms from its truth (limit 1 ms); the "
-    "limit stays, the miss is reported",
+    reason="issue 36, open: on a quiet machine the final transcript now meets 1 ms (receipts stamped at "
+    "the socket read: bench p50 157 / max 291 us at 8 sessions), and the test passed 2 of 3 quiet runs; "
+    "the third missed on the frames' p99 lateness (1.5 to 5.2 ms, the machine waking mid-run). The limits "
+    "stay; the lead decides on dropping this mark",
 )
 def test_realtime_final_within_a_millisecond_and_frames_on_schedule(emulator: _EmulatorProcess) -> None:
     out, truth = _run(emulator, "openai")
