@@ -2,8 +2,8 @@
 "Realtime transcription"): sessions of espeak-ng speech at N concurrent, the emulator in its own
 process (no GIL shared with the client), and per session
 
-- the final transcript's error: the client's stamp of the final event − the emulator's stamp just
-  after it sent it (what end of speech → final transcript is off by: end of speech is the client's
+- the final transcript's error: the client's stamp of the final event (at its socket read) − the
+  emulator's stamp right before its socket write (what end of speech → final transcript is off by: end of speech is the client's
   own schedule, so the whole error is in this receive stamp);
 - the frames' send lateness: each frame's send − its due instant (the client's pacing), as the
   session's p50, p99 and max.

@@ -1,23 +1,28 @@
 """A realtime transcription endpoint on 127.0.0.1 with a truth (`--api openai-realtime`'s emulator):
-a WebSocket server (the `websockets` library, in a thread of its own) speaking OpenAI's
-transcription session and vLLM's /v1/realtime.
+a WebSocket server (the `websockets` library's sans-I/O ServerProtocol over an asyncio server of
+our own, in a thread of its own) speaking OpenAI's transcription session and vLLM's /v1/realtime.
 
 Deltas are paced against the audio received: a word is sent each time the session's audio has
 grown by another 1/words_per_s seconds; on commit (end of speech) the final transcript follows
-after final_ms. Truth per session: when each audio append and the commit arrived, when each delta
-and the final were sent (CLOCK_MONOTONIC ns, the moment the send returned), and the transcript.
+after final_ms. Truth per session (CLOCK_MONOTONIC ns): when each audio append and the commit
+arrived (stamped in data_received, right after the socket read), when each delta and the final
+were sent (stamped right before the socket write of their frame), and the transcript.
 
-It is Python, not the C++ emulator: its stamps are taken by Python code after the message was
-parsed or sent, which the truth says as it is (docs/voice.md).
+It is Python, not the C++ emulator: a busy interpreter delays its writes, but each stamp is taken
+next to its socket call, so the truth says when the bytes left, however late (docs/voice.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from websockets.frames import Frame
 
 from pytps._native import _core
 
@@ -35,6 +40,80 @@ def _transcription(shape: str | None, text: str, *, final: bool) -> dict[str, An
     if final:
         return {"type": prefix + "completed", "item_id": "i1", "transcript": text}
     return {"type": prefix + "delta", "item_id": "i1", "delta": text}
+
+
+class _Connection(asyncio.Protocol):
+    """One WebSocket connection: websockets' ServerProtocol over an asyncio transport. Complete
+    text messages go to a queue as (receive stamp, text); send() returns its write's stamp."""
+
+    def __init__(self, serve: Any) -> None:
+        from websockets.frames import Opcode
+        from websockets.http11 import Request
+        from websockets.server import ServerProtocol
+
+        self.ws = ServerProtocol(max_size=None)
+        self.serve = serve  # the session coroutine, started once the handshake is done
+        self.inbox: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue()
+        self.transport: asyncio.Transport | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._parts: list[bytes] = []
+        self._opcode = Opcode
+        self._request = Request
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass: a cast
+
+    def data_received(self, data: bytes) -> None:
+        t = _core.now_ns()  # right after the socket read
+        Opcode = self._opcode
+        self.ws.receive_data(data)
+        for event in self.ws.events_received():
+            if isinstance(event, self._request):
+                self.ws.send_response(self.ws.accept(event))
+                self._write()
+                if self.ws.handshake_exc is None:
+                    self.task = asyncio.get_running_loop().create_task(self.serve(self))
+                continue
+            frame = cast("Frame", event)
+            if frame.opcode is Opcode.TEXT:
+                self._parts = [bytes(frame.data)]
+            elif frame.opcode is Opcode.CONT:
+                self._parts.append(bytes(frame.data))
+            else:
+                continue
+            if frame.fin:
+                self.inbox.put_nowait((t, b"".join(self._parts).decode()))
+        self._write()
+
+    def eof_received(self) -> bool | None:
+        self.ws.receive_eof()
+        self._write()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inbox.put_nowait(None)
+
+    def send(self, obj: dict[str, Any]) -> int:
+        """Sends obj as a text message; returns the stamp taken right before its socket write."""
+        self.ws.send_text(json.dumps(obj).encode())
+        return self._write()
+
+    def close(self) -> None:
+        from websockets.protocol import State
+
+        if self.ws.state is State.OPEN:
+            self.ws.send_close(1000)
+            self._write()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _write(self) -> int:
+        assert self.transport is not None
+        out = b"".join(self.ws.data_to_send())
+        t = _core.now_ns()
+        if out and not self.transport.is_closing():
+            self.transport.write(out)
+        return t
 
 
 class RealtimeEmulator:
@@ -81,16 +160,16 @@ class RealtimeEmulator:
             asyncio.run(self._serve())
 
     async def _serve(self) -> None:
-        from websockets.asyncio.server import serve
-
         self._loop = asyncio.get_running_loop()
         self._stop = self._loop.create_future()
-        async with serve(self._session, "127.0.0.1", 0) as server:
-            self.port = next(iter(server.sockets)).getsockname()[1]
+        server = await self._loop.create_server(lambda: _Connection(self._session), "127.0.0.1", 0)
+        async with server:
+            self.port = server.sockets[0].getsockname()[1]
+            gc.freeze()  # the start-up's heap out of the collector: no full-heap walk next to a stamp
             self._ready.set()
             await self._stop
 
-    async def _session(self, ws: Any) -> None:
+    async def _session(self, ws: _Connection) -> None:
         now = _core.now_ns
         bytes_per_word = self.sample_rate * 2 / self.words_per_s
         rec: dict[str, Any] = {
@@ -103,20 +182,15 @@ class RealtimeEmulator:
             "transcript": "",
         }
         words: list[str] = []
-
-        async def send(obj: dict[str, Any]) -> int:
-            await ws.send(json.dumps(obj))
-            return now()
-
         try:
-            async for message in ws:
-                t = now()
+            while (item := await ws.inbox.get()) is not None:
+                t, message = item
                 event = json.loads(message)
                 kind = event.get("type", "")
                 if kind in ("transcription_session.update", "session.update"):
                     rec["shape"] = "openai" if kind.startswith("transcription") else "vllm"
                     created = "transcription_session.created" if rec["shape"] == "openai" else "session.created"
-                    await send({"type": created})
+                    ws.send({"type": created})
                 elif kind == "input_audio_buffer.append":
                     rec["appends_ns"].append(t)
                     rec["audio_bytes"] += len(base64.b64decode(event.get("audio", "")))
@@ -124,15 +198,16 @@ class RealtimeEmulator:
                         word = _WORDS[len(words) % len(_WORDS)]
                         delta = word if not words else " " + word
                         words.append(word)
-                        rec["deltas_sent_ns"].append(await send(_transcription(rec["shape"], delta, final=False)))
+                        rec["deltas_sent_ns"].append(ws.send(_transcription(rec["shape"], delta, final=False)))
                 elif kind == "input_audio_buffer.commit":
                     rec["commit_ns"] = t
                     await asyncio.sleep(max(0.0, (t + self.final_ns - now()) / 1e9))
                     text = " ".join(words)
                     rec["transcript"] = text
-                    rec["final_sent_ns"] = await send(_transcription(rec["shape"], text, final=True))
+                    rec["final_sent_ns"] = ws.send(_transcription(rec["shape"], text, final=True))
                     break
         finally:
+            ws.close()
             with self._lock:
                 self._truth.append(rec)
 

@@ -60,8 +60,8 @@ def _check(out: dict[str, Any], truth: list[dict[str, Any]], limit_ns: int) -> N
     # Each session's final against the truth's final of the same transcript length and time.
     finals = sorted(int(r["t_final_ns"]) for r in out["sessions"])
     sent = sorted(int(t["final_sent_ns"]) for t in truth)
-    for got, true in zip(finals, sent, strict=True):
-        assert abs(got - true) < limit_ns
+    errors_ns = [got - true for got, true in zip(finals, sent, strict=True)]
+    assert max(abs(e) for e in errors_ns) < limit_ns, f"final − truth, µs: {[round(e / 1e3) for e in errors_ns]}"
     for r in out["sessions"]:
         assert r["text"] and r["deltas"] >= 1
         assert r["first_delta_s"] > 0 and r["final_s"] > 0
@@ -78,11 +78,13 @@ def test_realtime_sessions_both_shapes(emulator: _EmulatorProcess, shape: str) -
 @pytest.mark.timing
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 36, open: the realtime emulator is a Python WebSocket server, and on a quiet machine "
-    "one session's end of speech -> final transcript was 1.40 ms from its truth (limit 1 ms); the "
-    "limit stays, the miss is reported",
+    reason="issue 36, open: on a quiet machine the final transcript now meets 1 ms (receipts stamped at "
+    "the socket read: bench p50 157 / max 291 us at 8 sessions; met in 5 of 5 quiet runs), but the frames' "
+    "p99 lateness missed 1 ms in 3 of those 5 (worst sessions 3.9 to 5.8 ms; the pacing is Python's event "
+    "loop). The limits stay; the lead decides on dropping this mark",
 )
 def test_realtime_final_within_a_millisecond_and_frames_on_schedule(emulator: _EmulatorProcess) -> None:
     out, truth = _run(emulator, "openai")
     _check(out, truth, 1_000_000)
-    assert max(r["frame_late_p99_s"] for r in out["sessions"]) < 1e-3
+    late_p99_s = [r["frame_late_p99_s"] for r in out["sessions"]]
+    assert max(late_p99_s) < 1e-3, f"frames' p99 lateness per session, µs: {[round(x * 1e6) for x in late_p99_s]}"
