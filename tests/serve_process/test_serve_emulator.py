@@ -93,6 +93,7 @@ def test_each_bracket_contains_the_load_models_capacity(tmp_path: Path) -> None:
                           output_tokens=32)  # fmt: skip
         search = json.loads((tmp_path / entry["dir"] / "sweep.json").read_text())["search"]
         cap = entry["capacity"]
+        assert cap["low"] is not None and cap["high"] is not None, (entry["name"], cap)
         probes = {p["load"]: p for p in search["probes"] if not p["recheck"]}
         # The emulator's verdict at each end of the bracket is the load model's at that load.
         for load, passes in ((cap["low"], True), (cap["high"], False)):
