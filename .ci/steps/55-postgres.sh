@@ -34,4 +34,4 @@ trap stop EXIT
 "${run_pg[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
     -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$work -c fsync=off" start >/dev/null
 export PYTPS_TEST_POSTGRES_URL="postgresql://pytps@127.0.0.1:$port/postgres"
-pytest -q tests/results/test_store.py tests/report/test_history.py -k "postgresql"
+pytest -q tests/store tests/report/test_history.py -k "postgresql"

@@ -519,6 +519,9 @@ class Runner:
         try:
             model = await self._resolve_model()
             out_dir = cfg.out_dir or default_out_dir(model)
+            # Read before the folder is made: a Ctrl-C while it is read leaves no folder, never one
+            # without its results.json (no await stands between the two below).
+            host = await asyncio.to_thread(host_facts, cfg.base_url)
             output = self._output = self.output_type(
                 out_dir,
                 slots=cfg.plan.max_in_flight,
@@ -527,7 +530,7 @@ class Runner:
                 keep_records=self._keep_records,
             )
             metadata = run_metadata(cfg, model, self.transport)
-            metadata["host"] = await asyncio.to_thread(host_facts, cfg.base_url)
+            metadata["host"] = host
             metadata["request_id_header"] = (
                 {"name": self._id_header, "prefix": self._id_prefix} if self._id_header is not None else None
             )
@@ -591,12 +594,17 @@ class Runner:
         metadata["interrupted"] = interrupted
         # Asked after the timing ended, so it never shares the endpoint with a measured request; and
         # only of a server that answered a request well (one that answered none is not waited on again).
-        if self._measured > self._errors:
-            metadata["server"] = await server_facts(
-                cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
-            )
-        else:
-            metadata["server"] = {"server_header": None, "version": None, "props": None}
+        # Not after a Ctrl-C: the user asked to stop. And a Ctrl-C while asking ends the asking, not
+        # the run: what was measured is still written below (it once left results.json unfinished).
+        metadata["server"] = {"server_header": None, "version": None, "props": None}
+        if self._measured > self._errors and not interrupted:
+            try:
+                metadata["server"] = await server_facts(
+                    cfg.base_url, verify=cfg.ca_bundle or not cfg.insecure, timeout_s=min(cfg.connect_timeout_s, 2.0)
+                )
+            except asyncio.CancelledError:
+                interrupted = True
+                metadata["interrupted"] = True
         metadata["stopped_reason"] = self.stopped_reason
         metadata["saturation"] = None
         if self.saturation is not None:
