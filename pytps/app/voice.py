@@ -113,6 +113,16 @@ def _record(
     record_in_store(spec, {"metadata": meta, "summary": summary}, out, kind="voice", figures=figures)
 
 
+def _max_tokens(value: object) -> int:
+    """--output-tokens for speech to text through a chat model: one integer (default 128)."""
+    if value is None:
+        return 128
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"--output-tokens {value!r}: speech to text through chat takes one integer >= 1")
+    return int(text)
+
+
 def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     """--api openai-speech or openai-transcriptions: voice.json."""
     from pytps.measure.voice import PcmFormat
@@ -149,6 +159,8 @@ def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
             playback_buffer_ms=opts["playback_buffer_ms"],
             items=items,
             stream=opts["stream"],
+            stt_request=opts.get("stt_request") or "transcriptions",
+            max_tokens=_max_tokens(opts.get("output_tokens")),
             headers=parse_headers(opts["header"]),
             read_timeout_s=opts["timeout"],
         )
@@ -157,6 +169,8 @@ def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     result.save(out_dir)
     data = result.to_json()
     workload: dict[str, Any] = {"stream": settings.stream, **_inputs(opts, settings.api)}
+    if settings.via_chat:
+        workload.update(stt_request="chat", max_tokens=settings.max_tokens)
     if settings.api == "openai-speech":
         workload.update(
             audio_format=settings.audio_format,

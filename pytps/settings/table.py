@@ -362,6 +362,10 @@ SETTINGS: tuple[Setting, ...] = (
       target="cli"),
     S("audio_dataset", "path", None, 'speech to text: JSONL of {"audio": "file.wav", "text": "its transcript"} '
       "(default: espeak-ng speech)", VOICE, metavar="FILE", target="cli"),
+    S("stt_request", "str", "transcriptions", "speech to text: a multipart upload to /v1/audio/transcriptions, "
+      "or chat: the audio as an input_audio part of a /v1/chat/completions message (audio-input chat models, "
+      "e.g. llama-server --mmproj; --output-tokens caps the answer) (default transcriptions)", VOICE,
+      choices=("transcriptions", "chat"), target="cli"),
     S("frame_ms", "float", 20.0, "realtime: audio per frame (default 20)", VOICE, "ms", metavar="MS",
       applies=RUN, target="cli"),
     S("realtime_shape", "str", "openai", "realtime: OpenAI's transcription session or vLLM's /v1/realtime "
