@@ -303,6 +303,11 @@ class Emulator:
     JSON Schema, each invalid with chance ``agent_invalid``), else the final answer (graded when
     the answer book knows the task's first user message). The truth records the ``turn``, the
     ``tool_results`` received (call ids) and the ``tool_calls`` sent (docs/emulator.md, "Agents").
+
+    Compressed speech: ``speech_clips={"mp3": (clip_bytes, audio_seconds), ...}`` answers a speech
+    request for that response_format with the clip, whole, in chunks of ``speech_chunk_ms`` at
+    the clip's average byte rate, paced by ``speech_rtf``
+    (``pytps.workload.coded_speech.encoded_speech`` makes one; docs/voice.md).
     """
 
     def __init__(
@@ -358,6 +363,7 @@ class Emulator:
         stt_words_per_event: int = 1,
         stt_vllm_shape: bool = False,
         transcripts: Iterable[tuple[bytes, str]] | None = None,
+        speech_clips: Mapping[str, tuple[bytes, float]] | None = None,
     ) -> None:
         if host != "127.0.0.1":
             raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
@@ -460,8 +466,17 @@ class Emulator:
         }
         # Transcripts of known audio files (the route knows a file by a hash of its bytes).
         book_of_transcripts = {bytes(audio): str(text) for audio, text in (transcripts or ())}
+        clips: dict[str, tuple[bytes, float]] = {}
+        for fmt, (clip, seconds) in (speech_clips or {}).items():
+            if fmt in ("pcm", "wav") or not clip:
+                raise ValueError(
+                    f"speech_clips[{fmt!r}]: a compressed format's non-empty clip (pcm and wav are made here)"
+                )
+            clips[str(fmt)] = (bytes(clip), _positive(seconds, f"speech_clips[{fmt!r}] seconds"))
         self.answers = len(book)  # prompts whose reference the emulator knows
-        self._native = _core.Emulator({**self._config, "answers": book, "transcripts": book_of_transcripts})
+        self._native = _core.Emulator(
+            {**self._config, "answers": book, "transcripts": book_of_transcripts, "speech_clips": clips}
+        )
 
     # ---- lifecycle ----
     def start(self) -> Emulator:

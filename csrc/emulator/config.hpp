@@ -112,6 +112,14 @@ struct EmulatorConfig {
     int stt_words_per_event = 1;
     bool stt_vllm_shape = false;
     std::unordered_map<uint64_t, std::string> transcripts;
+    // Compressed speech (response_format mp3, opus, aac, flac): one clip per format, encoded by
+    // the caller (pytps.workload.coded_speech), streamed whole whatever the input, in chunks of
+    // speech_chunk_ms of its average byte rate, at speech_rtf.
+    struct CodedClip {
+        std::string bytes;
+        double seconds = 0.0;
+    };
+    std::unordered_map<std::string, CodedClip> speech_clips;
 
     std::vector<FaultSpec> faults;
     AnswerBook answers;          // graded answers (answers.hpp); empty: content is words only

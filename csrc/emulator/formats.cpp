@@ -44,6 +44,7 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
         case Dialect::SpeechPcm:
         case Dialect::SpeechWav:
         case Dialect::SpeechSse:
+        case Dialect::SpeechCoded:
         case Dialect::Transcription: break;  // made by their route (audio_route.cpp)
     }
     return nullptr;

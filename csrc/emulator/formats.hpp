@@ -63,7 +63,8 @@ public:
     virtual ~Formatter() = default;
 
     bool is_sse() const;
-    const char* stream_content_type() const;
+    // The stream's Content-Type (a route's formatter may name its own).
+    virtual const char* stream_content_type() const;
 
     // Events before the first token (role chunk, message_start, response.created, ...).
     virtual void begin(std::string& out) = 0;

@@ -20,7 +20,8 @@ const char* id_prefix(Dialect d) {
         case Dialect::Json: break;
         case Dialect::SpeechPcm:
         case Dialect::SpeechWav:
-        case Dialect::SpeechSse: return "speech-";
+        case Dialect::SpeechSse:
+        case Dialect::SpeechCoded: return "speech-";
         case Dialect::Transcription: return "trsc-";
     }
     return "?";

@@ -19,6 +19,14 @@ void json_array(std::string& out, const std::vector<T>& v) {
     }
     out.push_back(']');
 }
+void json_doubles(std::string& out, const std::vector<double>& v) {
+    out.push_back('[');
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out.push_back(',');
+        json_double(out, v[i]);
+    }
+    out.push_back(']');
+}
 }  // namespace
 
 std::string truth_json_line(const TruthRecord& r) {
@@ -78,6 +86,10 @@ std::string truth_json_line(const TruthRecord& r) {
     json_int(s, r.cached_tokens);
     s += ",\"audio_bytes_per_s\":";
     json_int(s, r.audio_bytes_per_s);
+    if (!r.write_audio_s.empty()) {
+        s += ",\"write_audio_s\":";
+        json_doubles(s, r.write_audio_s);
+    }
     s += ",\"input_audio_s\":";
     json_double(s, r.input_audio_s);
     s += ",\"transcript\":";

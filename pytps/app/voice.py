@@ -52,6 +52,20 @@ def _utterances(opts: Mapping[str, Any], n: int) -> tuple[SpeechItem, ...]:
     return tuple(espeak_items(spoken_texts(min(n, 100), opts["seed"], opts["speech_words"])))
 
 
+def _speech_clips(opts: Mapping[str, Any]) -> dict[str, tuple[bytes, float]]:
+    """The built-in emulator's clip of a compressed --audio-format: a tone as long as a generated
+    text's speech (--speech-words at the emulator's 2.5 words per second), encoded once."""
+    from pytps.measure.audio_codec import CODED_FORMATS, require_decoder
+    from pytps.workload.coded_speech import encoded_speech
+
+    fmt = opts.get("audio_format")
+    if opts.get("api") != "openai-speech" or fmt not in CODED_FORMATS:
+        return {}
+    require_decoder(fmt)
+    clip = encoded_speech(fmt, max(1, int(opts["speech_words"])) / 2.5, int(opts["sample_rate"]))
+    return {fmt: (clip.data, clip.seconds)}
+
+
 def _emulator(stack: ExitStack, opts: Mapping[str, Any], items: tuple[SpeechItem, ...]) -> str:
     from pytps.emulator import Emulator
 
@@ -67,6 +81,7 @@ def _emulator(stack: ExitStack, opts: Mapping[str, Any], items: tuple[SpeechItem
             stt_word_error_rate=opts["emu_stt_word_error_rate"],
             stt_vllm_shape=opts["emu_stt_vllm_shape"],
             transcripts=[(i.audio, i.reference) for i in items if i.reference is not None],
+            speech_clips=_speech_clips(opts),
         )
     )
     url: str = emu.base_url

@@ -18,7 +18,8 @@ from typing import Any
 
 from pytps._native import _core
 from pytps.errors import ConfigError
-from pytps.measure.records import RequestRecord
+from pytps.measure.audio_codec import CODED_FORMATS, decode_reads, require_decoder
+from pytps.measure.records import ERROR_PROTOCOL, RequestRecord
 from pytps.measure.voice import (
     DEFAULT_PLAYBACK_BUFFER_MS,
     PcmFormat,
@@ -33,7 +34,7 @@ from pytps.workload.speech_inputs import SpeechItem, chat_audio_body, multipart_
 __all__ = ["AUDIO_APIS", "VoiceResult", "VoiceSettings", "run_voice", "run_voice_sync"]
 
 _PATHS: dict[str, str] = dict(_core.AUDIO_API_PATHS)
-AUDIO_FORMATS = ("pcm", "wav")
+AUDIO_FORMATS = ("pcm", "wav", *CODED_FORMATS)
 STREAM_FORMATS = ("audio", "sse")
 #: How speech to text is asked for: OpenAI's multipart upload, or a chat request whose message
 #: carries the audio as an `input_audio` part (audio-input chat models: llama-server --mmproj).
@@ -78,10 +79,9 @@ class VoiceSettings:
             if not self.texts:
                 raise ConfigError("text to speech needs texts to speak (--dataset, or the generated sentences)")
             if self.audio_format not in AUDIO_FORMATS:
-                raise ConfigError(
-                    f"--audio-format {self.audio_format!r}: pytps times pcm and wav "
-                    "(compressed formats need a decoder it does not have yet)"
-                )
+                raise ConfigError(f"--audio-format {self.audio_format!r}: use one of {', '.join(AUDIO_FORMATS)}")
+            if self.audio_format in CODED_FORMATS:
+                require_decoder(self.audio_format)
             if self.stream_format not in STREAM_FORMATS:
                 raise ConfigError("--speech-stream-format must be 'audio' (raw bytes) or 'sse'")
             if self.stream_format == "sse" and self.audio_format != "pcm":
@@ -107,6 +107,8 @@ class VoiceSettings:
             return "transcription" if self.stream else "json"
         if self.stream_format == "sse":
             return "speech-sse"
+        if self.audio_format in CODED_FORMATS:
+            return "speech-coded"  # the body kept for the decoder (pytps.measure.audio_codec)
         return "speech-wav" if self.audio_format == "wav" else "speech-pcm"
 
     def spec(self, index: int, warmup: bool) -> tuple[RequestSpec, SpeechItem | None]:
@@ -197,13 +199,21 @@ def _transcript(rec: RequestRecord) -> str:
 
 
 def request_row(s: VoiceSettings, rec: RequestRecord, item: SpeechItem | None) -> dict[str, Any]:
-    """One request's row: its index, outcome and figures (pytps.measure.voice)."""
+    """One request's row: its index, outcome and figures (pytps.measure.voice). A compressed
+    stream is decoded here, after the response (off the stamp path); a body the decoder cannot
+    read is the request's protocol error."""
+    decoded = None
+    if s.api == "openai-speech" and s.audio_format in CODED_FORMATS and rec.ok:
+        decoded = decode_reads(s.audio_format, rec.body, [int(n) for n in rec.output_chars])
+        if decoded.error:
+            rec.error, rec.error_detail = ERROR_PROTOCOL, decoded.error
+        rec.body = b""  # decoded: the bytes are not kept with the run's records
     row: dict[str, Any] = {"index": rec.index, "ok": rec.ok, "error": rec.error, "error_detail": rec.error_detail}
     if not rec.ok:
         return row
     row["t_send_ns"] = rec.t_send_ns  # the HTML page's stall timeline places each request by it
     if s.api == "openai-speech":
-        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms)
+        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms, decoded)
         row.update(speech.row())
         # When the simulated player started and each stall began, from the send (seconds).
         play = speech.playback

@@ -349,8 +349,8 @@ SETTINGS: tuple[Setting, ...] = (
     # ---- voice (issue 36): a voice run's own settings, read by pytps.app.voice (docs/voice.md) ----
     S("playback_buffer_ms", "float", 200.0, "text to speech: the simulated player holds the first audio this "
       "long before it plays (default %(default)s)", VOICE, "ms", metavar="MS", target="cli"),
-    S("audio_format", "str", "pcm", "text to speech's response_format", VOICE, choices=("pcm", "wav"),
-      target="cli"),
+    S("audio_format", "str", "pcm", "text to speech's response_format (compressed ones are decoded by PyAV: "
+      "pytps[voice])", VOICE, choices=("pcm", "wav", "mp3", "opus", "aac", "flac"), target="cli"),
     S("speech_stream_format", "str", "audio", "text to speech: raw audio bytes, or SSE speech.audio.delta "
       "events (default audio)", VOICE, choices=("audio", "sse"), target="cli"),
     S("voice", "str", "alloy", "text to speech's voice (default alloy)", VOICE, target="cli"),
