@@ -100,6 +100,21 @@ std::vector<Formatter::ToolRun> Formatter::next_tool(int64_t count) {
     return runs;
 }
 
+bool BlockFormatter::enter_block(std::string& out, int k, size_t call, bool starts) {
+    if (open_ == k && !starts) return false;
+    leave_block(out);
+    open_ = k;
+    call_ = call;
+    open_block(out);
+    return true;
+}
+
+void BlockFormatter::leave_block(std::string& out) {
+    if (open_ < 0) return;
+    close_block(out);
+    open_ = -1;
+}
+
 std::string Formatter::whole_text(TokKind kind, int64_t n) const {
     std::string s;
     for (int64_t j = 0; j < n; ++j) s += piece(kind, j, n);

@@ -124,6 +124,26 @@ private:
     std::string piece(TokKind kind, int64_t i, int64_t n) const;
 };
 
+// A format that streams one block per phase and per tool call, each opened and closed by events
+// of its own (Anthropic's content blocks, the Responses API's output items).
+class BlockFormatter : public Formatter {
+public:
+    using Formatter::Formatter;
+
+protected:
+    // Makes kind k the open block, closing the open one first; a tool call's first piece
+    // (`starts`) opens a block of its own, for `call`. True when a block was opened.
+    bool enter_block(std::string& out, int k, size_t call = 0, bool starts = false);
+    // Closes the open block, if any.
+    void leave_block(std::string& out);
+    // The events of a block's opening (open_ and call_ are already its own) and closing.
+    virtual void open_block(std::string& out) = 0;
+    virtual void close_block(std::string& out) = 0;
+
+    int open_ = -1;    // the kind of the open block (-1: none)
+    size_t call_ = 0;  // the call of the open tool block
+};
+
 // The word of token `i` of a phase of `n` tokens. Content and reasoning are " word" pieces;
 // tool arguments build the JSON object {"q": "w w ..."} piece by piece.
 std::string token_piece(TokKind kind, int64_t i, int64_t n);
