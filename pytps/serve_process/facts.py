@@ -10,9 +10,10 @@ deadline (the timeout is per read, so a server trickling a byte a second would o
 the caller for ever), and a server that does not answer at all is not asked again. A route the
 server lacks is simply absent.
 
-The GETs are h11 over asyncio's streams, not httpx: a run asks these after every benchmark, and
-httpx's import (httpcore, anyio, trio when installed, an SSL context even for http://) was the
-largest part of a short run's fixed cost (issue 42).
+The GETs are the standard library's http.client on a daemon thread (as pytps.runner.endpoint
+lists the models), not httpx: a run asks these after every benchmark, and httpx's import
+(httpcore, anyio, trio when installed, an SSL context even for http://) was the largest part of
+a short run's fixed cost (issue 42).
 """
 
 from __future__ import annotations
@@ -20,12 +21,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
 if TYPE_CHECKING:
+    import http.client
     import ssl
+
+T = TypeVar("T")
 
 KNOWN = {"llama_server_props": "/props", "vllm_version": "/version", "ollama_version": "/api/version"}
 #: The most of a launched server's answer read (llama-server's /props carries its chat template).
@@ -46,64 +53,150 @@ async def ask_routes(
     {name: body} of the 200 answers within max_bytes). No credentials are sent, no proxy is used.
     What was learnt by the deadline is kept; a server (host and port) that did not answer (a
     timeout, a refused or broken connection) is not asked again."""
-    bodies: dict[str, bytes] = {}
-    header: list[str] = []
-    with contextlib.suppress(asyncio.TimeoutError, OSError):
-        await asyncio.wait_for(_ask(urls, verify, timeout_s, max_bytes, bodies, header), deadline_s)
-    return (header[0] if header else None), bodies
-
-
-async def _ask(
-    urls: Mapping[str, str],
-    verify: bool | str,
-    timeout_s: float,
-    max_bytes: int,
-    bodies: dict[str, bytes],
-    header: list[str],
-) -> None:
-    import h11
-
-    silent: set[str] = set()  # the servers that did not answer
-    open_: dict[str, _Connection] = {}  # one kept-alive connection per server, as a pooled client keeps
+    asking = _Asking(verify, timeout_s, max_bytes, time.monotonic() + deadline_s)
     try:
-        for name, url in urls.items():
-            parts = urlsplit(url)
-            server = parts.netloc
-            if server in silent or parts.scheme not in ("http", "https"):
-                continue
-            try:
-                status, server_header, body = await _get(open_, parts, verify, timeout_s, max_bytes)
-            except (asyncio.TimeoutError, OSError, ValueError, h11.ProtocolError):
-                silent.add(server)  # the caller waits no longer on it
-                continue
-            if not header and server_header:
-                header.append(server_header)
-            if status == 200 and body is not None:
-                bodies[name] = body
+        with contextlib.suppress(asyncio.TimeoutError, OSError):
+            await asyncio.wait_for(in_daemon_thread(asking.ask, urls), deadline_s)
     finally:
-        for conn in open_.values():
-            conn.close()
+        asking.stop()  # at the deadline (or a Ctrl-C): a read still waiting is ended
+    return (asking.header[0] if asking.header else None), dict(asking.bodies)
 
 
-class _Connection:
-    """One HTTP/1.1 connection: asyncio's streams carry the bytes, h11 frames them."""
+async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """fn(*args) on a daemon thread of its own. Not asyncio.to_thread: the default executor's
+    threads are joined when the event loop closes, so a Ctrl-C while a server is slow to answer
+    would wait out the whole timeout; a daemon thread is simply left behind."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        import h11
+    def work() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        # The loop may be gone (the run was interrupted meanwhile): then nobody wants the answer.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
 
-        self.reader, self.writer = reader, writer
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.answered = False  # a response head arrived on it for the current request
-
-    def close(self) -> None:
-        self.writer.close()
+    threading.Thread(target=work, name="pytps-ask", daemon=True).start()
+    return await future
 
 
-async def _connect(parts: SplitResult, verify: bool | str, timeout_s: float) -> _Connection:
-    tls = _ssl_context(verify) if parts.scheme == "https" else None  # the CA store is loaded only for https
-    port = parts.port or (443 if tls else 80)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port, ssl=tls), timeout_s)
-    return _Connection(reader, writer)
+def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
+    if future.done():  # cancelled meanwhile
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
+
+
+class _Asking:
+    """The GETs of one ask_routes, in order, on its thread: the standard library's http.client,
+    one kept-alive connection per server (host and port)."""
+
+    def __init__(self, verify: bool | str, timeout_s: float, max_bytes: int, deadline: float) -> None:
+        self.verify, self.timeout_s, self.max_bytes, self.deadline = verify, timeout_s, max_bytes, deadline
+        self.bodies: dict[str, bytes] = {}
+        self.header: list[str] = []
+        self._open: dict[str, http.client.HTTPConnection] = {}
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Ends the asking from the event loop's thread: no route is asked after this, and a read
+        blocked on a connection returns at once (shutdown wakes it; close alone would not)."""
+        self._stopped = True
+        for conn in list(self._open.values()):
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def ask(self, urls: Mapping[str, str]) -> None:
+        import http.client
+
+        silent: set[str] = set()  # the servers that did not answer
+        try:
+            for name, url in urls.items():
+                parts = urlsplit(url)
+                if self._stopped or time.monotonic() >= self.deadline:
+                    return
+                if parts.netloc in silent or parts.scheme not in ("http", "https"):
+                    continue
+                try:
+                    status, server_header, body = self._get(parts)
+                except (OSError, ValueError, http.client.HTTPException):
+                    silent.add(parts.netloc)  # the caller waits no longer on it
+                    continue
+                if not self.header and server_header:
+                    self.header.append(server_header)
+                if status == 200 and body is not None:
+                    self.bodies[name] = body
+        finally:
+            for conn in list(self._open.values()):
+                conn.close()
+
+    def _get(self, parts: SplitResult) -> tuple[int, str | None, bytes | None]:
+        """(status, the `server` header, the body, or None when larger than max_bytes) of a GET,
+        on the server's kept-alive connection when it has one. A kept-alive connection that the
+        server closed while it sat idle is replaced once by a new one."""
+        import http.client
+
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # No credentials, and no compression: the body is read as sent, up to max_bytes.
+        headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "pytps"}
+        for _ in range(2):
+            conn = self._open.pop(parts.netloc, None)
+            reused = conn is not None
+            if conn is None:
+                conn = self._connection(parts)
+            self._open[parts.netloc] = conn  # for stop() to reach
+            try:
+                conn.request("GET", target, headers=headers)
+                resp = conn.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                del self._open[parts.netloc]
+                if reused:
+                    continue  # closed while it sat idle: asked again on a new connection
+                raise
+            except BaseException:
+                conn.close()
+                del self._open[parts.netloc]
+                raise
+            try:
+                body = resp.read(self.max_bytes + 1)
+            except BaseException:
+                conn.close()
+                del self._open[parts.netloc]
+                raise
+            server_header = _header(resp.msg.get_all("server"))
+            if len(body) > self.max_bytes or not resp.isclosed():
+                conn.close()  # not read to its end: not reused
+                del self._open[parts.netloc]
+            return resp.status, server_header, (None if len(body) > self.max_bytes else body)
+        raise AssertionError("unreachable: a new connection is never retried")
+
+    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        import http.client
+
+        host, port = parts.hostname or "", parts.port
+        if parts.scheme == "https":  # the CA store is loaded only for https
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout_s, context=_ssl_context(self.verify))
+        return http.client.HTTPConnection(host, port, timeout=self.timeout_s)
+
+
+def _header(values: list[str] | None) -> str | None:
+    """A header's value as HTTP reads it (RFC 9110: without the whitespace around it; several
+    joined by ", "), in UTF-8 where it is (http.client reads every byte as latin-1)."""
+    if not values:
+        return None
+    value = ", ".join(v.strip(" \t") for v in values)
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 def _ssl_context(verify: bool | str) -> ssl.SSLContext:
@@ -117,84 +210,6 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext:
     if isinstance(verify, str) and os.path.isdir(verify):
         return ssl.create_default_context(capath=verify)
     return ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
-
-
-async def _get(
-    open_: dict[str, _Connection], parts: SplitResult, verify: bool | str, timeout_s: float, max_bytes: int
-) -> tuple[int, str | None, bytes | None]:
-    """(status, the `server` header, the body, or None when larger than max_bytes) of a GET of one
-    URL, on the server's kept-alive connection when it has one. A kept-alive connection that the
-    server closed before answering is replaced once by a new one."""
-    import h11
-
-    for _ in range(2):
-        conn = open_.pop(parts.netloc, None)
-        reused = conn is not None
-        if conn is None:
-            conn = await _connect(parts, verify, timeout_s)
-        try:
-            answer = await _exchange(conn, parts, timeout_s, max_bytes)
-        except asyncio.TimeoutError:
-            conn.close()
-            raise
-        except (OSError, h11.ProtocolError):
-            conn.close()
-            if reused and not conn.answered:
-                continue  # closed while it sat idle: asked again on a new connection
-            raise
-        except BaseException:
-            conn.close()  # cancelled at the deadline
-            raise
-        if conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
-            conn.h11.start_next_cycle()
-            open_[parts.netloc] = conn
-        else:
-            conn.close()  # not at a message's end (a body not read to the end, a closing server)
-        return answer
-    raise AssertionError("unreachable: a new connection is never retried")
-
-
-async def _exchange(
-    conn: _Connection, parts: SplitResult, timeout_s: float, max_bytes: int
-) -> tuple[int, str | None, bytes | None]:
-    import h11
-
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    if parts.port:
-        host += f":{parts.port}"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    # No credentials, and no compression: the body is read as sent, up to max_bytes.
-    headers = [("Host", host), ("Accept", "*/*"), ("Accept-Encoding", "identity"), ("User-Agent", "pytps")]
-    conn.answered = False
-    conn.writer.write(conn.h11.send(h11.Request(method="GET", target=target, headers=headers)) or b"")
-    conn.writer.write(conn.h11.send(h11.EndOfMessage()) or b"")
-    await asyncio.wait_for(conn.writer.drain(), timeout_s)
-    status = 0
-    server_header: str | None = None
-    body = bytearray()
-    while True:
-        event = conn.h11.next_event()
-        if event is h11.NEED_DATA:
-            conn.h11.receive_data(await asyncio.wait_for(conn.reader.read(65_536), timeout_s))
-        elif isinstance(event, h11.Response):
-            conn.answered = True
-            status = event.status_code
-            values = [v for k, v in event.headers if k == b"server"]
-            server_header = _text(b", ".join(values)) if values else None
-        elif isinstance(event, h11.Data):
-            body += event.data
-            if len(body) > max_bytes:
-                return status, server_header, None  # larger than any server's facts: not read further
-        elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-            return status, server_header, bytes(body)
-
-
-def _text(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
 
 
 def server_facts(port: int, info_urls: list[str], redact: Any) -> dict[str, Any]:

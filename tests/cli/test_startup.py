@@ -52,8 +52,8 @@ with pytps.Emulator(ttft_ms=1, itl_us=100, keep_truth=False) as emu:
 assert rc == 0
 unused = ("pytps.scale", "pytps.runner.sessions", "pytps.workload.sessions", "numpy.ma")
 # Nor what only some runs use (issue 42's fixed cost): an HTTP stack (the server's facts are asked
-# with h11), a server's launcher and hooks, the /metrics parser, the capacity search's watch.
-unused += ("httpx", "httpcore", "anyio", "trio", "pytps.serve_process.process", "pytps.serve_process.grid")
+# with http.client), a server's launcher and hooks, the /metrics parser, the capacity search's watch.
+unused += ("httpx", "httpcore", "h11", "anyio", "trio", "pytps.serve_process.process", "pytps.serve_process.grid")
 unused += ("pytps.serve_process.hooks", "pytps.measure.server_metrics", "pytps.measure.saturation", "scipy")
 print(sorted(m for m in sys.modules if m in unused or m.startswith(tuple(u + "." for u in unused))))
 """
