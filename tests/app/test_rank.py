@@ -15,6 +15,7 @@ import pytps
 from pytps.app.rank_runs import BlockGate, choose_interleave, parse_endpoint
 from pytps.errors import ConfigError
 from pytps.measure.bootstrap import paired_replicates
+from pytps.report.rank import bootstrap_p, holm
 
 ITEMS = 400
 
@@ -112,6 +113,30 @@ def test_the_paired_bootstrap_keeps_the_pairing() -> None:
     assert reps.shape == (500, 2)
     assert np.allclose(reps[:, 1] - reps[:, 0], 1.0)
     assert np.ptp(reps[:, 0]) > 0.5
+
+
+def test_holm_splits_alike_endpoints_at_most_5_percent_of_the_time_however_many() -> None:
+    """The rank groups' rule (docs/rank.md): a difference whose 95% interval just leaves out 0
+    (p about 0.036) is significant between two endpoints, but not as the second of three steps of
+    Holm's (level 97.5%) behind one far past it; a pair with an ineligible endpoint is read alone."""
+    rng = np.random.default_rng(0)
+    near, far = rng.normal(2.1, 1.0, 20_000), rng.normal(6.0, 1.0, 20_000)
+
+    def pairs(*diffs: np.ndarray) -> list[dict[str, Any]]:
+        names = [("a", "b"), ("a", "c"), ("b", "c")]
+        return [{"a": a, "b": b, "ci95": list(np.percentile(d, [2.5, 97.5])), "p": bootstrap_p(d)}
+                for (a, b), d in zip(names[: len(diffs)], diffs, strict=True)]  # fmt: skip
+
+    (two,) = pairs(near)
+    holm([two], [near], {"a", "b"})
+    assert two["significant"] and two["level"] == 0.95
+    three = pairs(far, near, near)
+    holm(three, [far, near, near], {"a", "b", "c"})
+    assert [p["significant"] for p in three] == [True, False, False]
+    assert [round(p["level"], 4) for p in three] == [0.9833, 0.975, 0.95]  # the steps stop at the second
+    out = pairs(near, far, near)
+    holm(out, [near, far, near], {"a", "b"})  # c is not eligible: only a-b ranks anything
+    assert [p["significant"] for p in out] == [True, True, True] and out[0]["level"] == 0.95
 
 
 def test_blocks_take_turns_in_abba_order() -> None:
