@@ -65,7 +65,7 @@ def test_two_identical_emulators_share_a_rank_in_19_of_20_seeded_repeats(tmp_pat
     then only the client's and the machine's noise, and the verdict must not call it a difference.
     (Two emulators of different seeds are two samples of one distribution: at the 95% level each
     repeat would split them 1 time in 20, so 2 or more splits in 20 would come about 26% of the
-    time; docs/rank.md.) Measured on a shared machine at load 9-14: 19, 20, 19, 20, 20, 19 and 20 of 20."""
+    time; docs/rank.md.) Measured on a shared machine at load 9-14: 19, 20, 19, 20, 20, 19, 20, 20, 20 and 20 of 20."""
     shared = 0
     for seed in range(20):
         same = {"ttft_ms": 30, "ttft_dist": "normal", "ttft_sd_ms": 10, "seed": seed + 1, "draws_by_prompt": True}
