@@ -261,6 +261,11 @@ class Emulator:
     with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
     /v1/models, /health, /metrics.
 
+    Seeds: a request's timing draws and whether it answers right are seeded by ``seed`` and its
+    arrival count, or with ``draws_by_prompt`` by its prompt (and how many times that prompt came
+    before): then the same item gets the same draws whatever order concurrent requests arrive in,
+    and two emulators with one seed give each item the same draws (docs/emulator.md).
+
     Drift: ``ttft_ramp_ms_per_s`` adds that many ms to each request's TTFT per second since the
     emulator started (at the request's receipt): a planted slowdown (docs/emulator.md).
 
@@ -345,6 +350,7 @@ class Emulator:
         model: str = "pytps-emulator",
         faults: Iterable[str | Mapping[str, Any]] | None = None,
         seed: int = 0,
+        draws_by_prompt: bool = False,
         spin_us: float = 60.0,
         realtime: bool = False,
         truth_log: str | None = None,
@@ -447,6 +453,7 @@ class Emulator:
             "model": model,
             "faults": fault_list,
             "seed": seed,
+            "draws_by_prompt": bool(draws_by_prompt),
             "spin_ns": _ns(spin_us, "spin_us", 1e3),
             "realtime": bool(realtime),
             "truth_log": "" if truth_log is None else str(truth_log),

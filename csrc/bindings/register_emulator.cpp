@@ -65,6 +65,7 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "default_output_tokens") c.default_output_tokens = v.cast<int>();
         else if (k == "model") c.model = v.cast<std::string>();
         else if (k == "seed") c.seed = v.cast<uint64_t>();
+        else if (k == "draws_by_prompt") c.draws_by_prompt = v.cast<bool>();
         else if (k == "spin_ns") c.spin_ns = v.cast<int64_t>();
         else if (k == "realtime") c.realtime = v.cast<bool>();
         else if (k == "truth_log") c.truth_log = v.cast<std::string>();

@@ -356,6 +356,7 @@ void Server::start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int
     std::string err;
     ResponsePlan& p = s->plan;
     p.seq = seq;
+    p.draw = seq;
     p.id = rec.id;
     p.created_s = static_cast<int64_t>(std::time(nullptr));
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);

@@ -21,6 +21,7 @@ enum class TokKind : uint8_t { reasoning = 0, content = 1, tool = 2 };
 struct ResponsePlan {
     ApiPath api = kApiPaths[0];  // the route it came by
     uint64_t seq = 0;           // 1-based count of generation requests
+    uint64_t draw = 0;          // what keys its seeded draws: seq, or its prompt's key (config.hpp)
     std::string id;             // chatcmpl-<seq>, cmpl-<seq>, resp_<seq>, msg_<seq>, ollama-<seq>
     std::string model;
     int64_t created_s = 0;      // wall-clock seconds, as the providers report

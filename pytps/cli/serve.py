@@ -144,6 +144,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the timing and fault draws")
     p.add_argument(
+        "--draws-by-prompt",
+        action="store_true",
+        help="key each request's timing and answer draws by its prompt, not its arrival order, so the same "
+        "item gets the same draws on every emulator of one seed (docs/emulator.md, Seeds)",
+    )
+    p.add_argument(
         "--spin-us",
         type=float,
         default=60.0,
