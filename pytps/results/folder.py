@@ -107,6 +107,10 @@ VERDICT_OF = "verdict_of"
 VERDICT_FIELDS = ("useful", "why_not_useful", "cost", "item", "grader", "correct", "score", "why_wrong")
 
 
+# json.dumps(obj, separators=(",", ":")), with the encoder made once rather than once per line.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
 class Journal:
     """Appends one JSON line per finished request and flushes it to the OS at once. A graded
     request may come in two lines: the request when its timing ended ("grading": "pending"),
@@ -120,11 +124,11 @@ class Journal:
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
         # Scalars only: the per-event arrays go to the event log (pytps.results.event_log), which keeps
         # this file small however long the run.
-        self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
+        self._f.write(_compact(journal_line(rec, scalars)) + "\n")
         self._f.flush()
 
     def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
-        self._f.write(json.dumps({VERDICT_OF: index, **fields}, separators=(",", ":")) + "\n")
+        self._f.write(_compact({VERDICT_OF: index, **fields}) + "\n")
         self._f.flush()
 
     def close(self) -> None:

@@ -1,0 +1,112 @@
+"""Issue 42's shortcuts for short requests give what the general code gives, value for value:
+the token layout, decode span and ITL samples of a request with fewer than two events (no numpy
+on the way), the journal's encoder made once, the prompt words drawn without copying the word
+list, and a fixed-length prompt made without seeding a generator for its lengths. Each is checked
+against the code as main had it before (copied here as the reference)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import numpy as np
+import pytest
+
+from pytps.measure.metrics import decode_span, itl_samples, itl_token_weights_ns, token_layout
+from pytps.results import folder
+from pytps.workload.synthetic import WORDS, SyntheticWorkload, _shuffled_words
+
+
+def _old_trusted(n, per_event_tokens, tokens):
+    per_event = np.asarray(per_event_tokens, dtype=np.int64)
+    if n and len(per_event) == n and (per_event >= 0).all() and int(per_event.sum()) == tokens:
+        return per_event
+    return None
+
+
+def _old_layout(n, per_event_tokens, tokens):
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    trusted = _old_trusted(n, per_event_tokens, tokens)
+    if trusted is not None:
+        return trusted
+    i = np.arange(n + 1, dtype=np.int64)
+    return np.diff(-((-i * tokens) // n))
+
+
+def _old_span(times_ns, layout):
+    carrying = np.flatnonzero(np.asarray(layout) > 0)
+    if len(carrying) < 2:
+        return None
+    first, last = int(carrying[0]), int(carrying[-1])
+    return int(np.asarray(layout)[first + 1 :].sum()), int(times_ns[last]) - int(times_ns[first])
+
+
+def _old_itl(times_ns, layout):
+    carrying = np.asarray(layout) > 0
+    t = np.asarray(times_ns, dtype=np.int64)[carrying]
+    k = np.asarray(layout, dtype=np.int64)[carrying]
+    if len(t) < 2:
+        return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+    return np.diff(t) / k[1:], k[1:]
+
+
+def _same_array(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_layout_span_and_itl_match_the_general_code(n):
+    for tokens in (0, 1, 2, 7, 1000):
+        for per_event in itertools.chain(
+            [[], [-1] * n, [tokens] + [0] * (n - 1) if n else []],
+            (list(c) for c in itertools.product([-1, 0, 1, 2], repeat=n)),
+        ):
+            for source in (per_event, np.asarray(per_event, dtype=np.int32)):
+                got, want = token_layout(n, source, tokens), _old_layout(n, source, tokens)
+                _same_array(got, want)
+                times = np.arange(n, dtype=np.int64) * 1000 + 5
+                assert decode_span(times, got) == _old_span(times, want)
+                for g, w in zip(itl_samples(times, got), _old_itl(times, want), strict=True):
+                    _same_array(g, w)
+                values, counts = itl_token_weights_ns(times, got)
+                assert values.dtype == np.int64 and len(values) == len(counts)
+
+
+def test_the_journal_encoder_writes_what_json_dumps_wrote():
+    lines = [
+        {"index": 3, "ok": True, "ttft_s": 0.000170654, "tiny": 1e-05, "big": 1.5e300, "none": None,
+         "text": "é \"q\" \u2028 \n", "usage": {"prompt_tokens": 26}, "list": [1, 2.5, "x"], "nested": {"a": {"b": []}}},
+        {"verdict_of": 1, "useful": False, "why_not_useful": "wrong", "cost": 0.25},
+    ]  # fmt: skip
+    for line in lines:
+        assert folder._compact(line) == json.dumps(line, separators=(",", ":"))
+
+
+def _old_shuffled(rng, k):
+    words, n, pool, i = [], len(WORDS), list(WORDS), 0
+    while len(words) < k:
+        if i == n:
+            pool, i = list(WORDS), 0
+        j = i + rng.randrange(n - i)
+        pool[i], pool[j] = pool[j], pool[i]
+        words.append(pool[i])
+        i += 1
+    return words
+
+
+def test_prompt_words_are_the_words_the_list_copy_drew():
+    # Past the list's end too (k > len(WORDS)): the stream starts a fresh shuffle there.
+    for seed in range(200):
+        k = random.Random(seed).randrange(1, 3 * len(WORDS))
+        assert _shuffled_words(random.Random(f"s{seed}"), k) == _old_shuffled(random.Random(f"s{seed}"), k)
+
+
+@pytest.mark.parametrize("lengths", [("16", "1"), ("40", "3"), ("10-30", "2"), ("20:5", "1-4")])
+def test_prompts_are_the_ones_drawn_before(lengths):
+    w = SyntheticWorkload(input_tokens=lengths[0], output_tokens=lengths[1], seed=11)
+    for i in range(50):
+        rng = random.Random(f"pytps:{w.seed}:{i}:lengths")
+        want = w.sized_prompt(i, w.input_tokens.sample(rng), w.output_tokens.sample(rng))
+        assert w.prompt(i) == want
