@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytps.measure.metrics import decode_span, itl_samples, itl_token_weights_ns, token_layout
 from pytps.results import folder
@@ -74,6 +77,41 @@ def test_layout_span_and_itl_match_the_general_code(n):
                 assert values.dtype == np.int64 and len(values) == len(counts)
 
 
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(1 << 70), max_value=1 << 70), st.floats(),
+    st.floats(min_value=-1e-3, max_value=1e-3), st.floats(min_value=1e14, max_value=1e18), st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x80)),
+    st.integers(min_value=-5, max_value=5).map(np.int64), st.floats(width=32).map(np.float32),
+)  # fmt: skip
+_TREES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x80)), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _TREES, max_size=8))
+def test_a_journal_line_is_what_the_standard_encoder_wrote(fields):
+    assert folder.line_text(fields) == json.dumps(folder._jsonable(fields), separators=(",", ":"))
+
+
+def test_every_printable_character_and_float_form_is_written_alike():
+    fields = {chr(c): chr(c) * 2 for c in range(0x20, 0x7F)}
+    fields.update({f"f{i}": x for i, x in enumerate([0.0, -0.0, 1e-05, 2.5e-05, 1e-4, 0.1, 1 / 3, 1e15, 1e16, 1.5e300,
+                                                     5e-324, 1.7976931348623157e308, math.nan, math.inf, -math.inf])})  # fmt: skip
+    fields["ints"] = [0, -1, (1 << 63) - 1, -(1 << 63), True, False, None]
+    want = json.dumps(folder._jsonable(fields), separators=(",", ":"))
+    assert folder.line_text(fields) == want
+    orjson = pytest.importorskip("orjson")
+    if hasattr(orjson, "Fragment"):  # the fast encoder wrote it, not the fallback
+        assert orjson.dumps(folder._for_orjson(fields)).decode() == want
+    fields["ints"].append(1 << 64)  # beyond orjson's integers: the standard encoder writes the line
+    assert folder.line_text(fields) == json.dumps(folder._jsonable(fields), separators=(",", ":"))
+
+
 def test_the_journal_encoder_writes_what_json_dumps_wrote():
     lines = [
         {"index": 3, "ok": True, "ttft_s": 0.000170654, "tiny": 1e-05, "big": 1.5e300, "none": None,
@@ -110,3 +148,24 @@ def test_prompts_are_the_ones_drawn_before(lengths):
         rng = random.Random(f"pytps:{w.seed}:{i}:lengths")
         want = w.sized_prompt(i, w.input_tokens.sample(rng), w.output_tokens.sample(rng))
         assert w.prompt(i) == want
+
+
+@pytest.mark.parametrize("kernel", [None, 123, 0])
+@pytest.mark.parametrize("tokens", [-1, 0, 1, 5, 1 << 31])
+def test_one_event_row_is_the_structured_rows_bytes(kernel, tokens):
+    from pytps.measure.event_rows import event_row_bytes, event_rows
+    from pytps.measure.records import RequestRecord
+
+    for n in (1, 2):
+        rec = RequestRecord(index=41, t_send_ns=10)
+        rec.output_times_ns = np.arange(n, dtype=np.int64) + 1_000_000_007
+        rec.output_kinds = np.full(n, 2, dtype=np.uint8)
+        rec.output_tokens = np.full(n, min(tokens, (1 << 31) - 1), dtype=np.int32)
+        rec.output_chars = np.full(n, 17, dtype=np.int32)
+        if kernel is not None:
+            rec.output_kernel_times_ns = np.full(n, kernel, dtype=np.int64)
+        layout = np.full(n, tokens, dtype=np.int64)
+        rows = event_rows(rec, layout)
+        data, stamped = event_row_bytes(rec, layout)
+        assert data == rows.tobytes()
+        assert stamped == bool((rows["t_kernel_ns"] >= 0).any())

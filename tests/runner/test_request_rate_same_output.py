@@ -91,6 +91,9 @@ def test_journal_lines_match_the_old_code_path(emulator, tmp_path, case):
     assert len(lines) == len(result.records) > 0
     from pytps.results.folder import journal_line
 
+    # The bytes too: each line is what json.dumps writes for its values (whichever encoder wrote it).
+    for raw in (tmp_path / case / "requests.jsonl").read_text().splitlines():
+        assert raw == json.dumps(json.loads(raw), separators=(",", ":"))
     for line in lines:
         rec = by_index[line["index"]]
         m, _ = measure(rec)
