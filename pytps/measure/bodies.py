@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from pytps.measure import fast_json
 from pytps.measure.records import ERROR_PROTOCOL, RequestRecord, ToolCall
 from pytps.measure.usage import implausible_counts
 
@@ -265,7 +266,7 @@ def read_body(rec: RequestRecord, api: str) -> None:
     if rec.stream or rec.error is not None:
         return
     try:
-        obj = json.loads(body)
+        obj = fast_json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = " ".join(body[:80].decode("utf-8", "replace").split())
         _fail(rec, f"the response body is not JSON: {text!r}")

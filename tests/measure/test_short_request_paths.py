@@ -169,3 +169,57 @@ def test_one_event_row_is_the_structured_rows_bytes(kernel, tokens):
         data, stamped = event_row_bytes(rec, layout)
         assert data == rows.tobytes()
         assert stamped == bool((rows["t_kernel_ns"] >= 0).any())
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(1 << 66), max_value=1 << 66) | st.floats() | st.text()
+    | st.floats(min_value=-1e25, max_value=1e25) | st.integers(min_value=-(1 << 64) - 5, max_value=-(1 << 62)),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=24,
+)  # fmt: skip
+
+
+def _same_value(a, b):
+    assert type(a) is type(b)
+    if isinstance(a, float):
+        assert (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same_value(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same_value(a[k], b[k])
+    else:
+        assert a == b
+
+
+@settings(max_examples=80, deadline=None)
+@given(_JSON_VALUES, st.booleans())
+def test_fast_json_reads_what_json_loads_reads(value, as_bytes):
+    from pytps.measure import fast_json
+
+    text = json.dumps(value)
+    data = text.encode() if as_bytes else text
+    _same_value(fast_json.loads(data), json.loads(data))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":1,"a":2}', "[1e400, -1e400]", "[NaN, Infinity]", '{"x":-0, "y":-0.0}', "[18446744073709551616]",
+     "[-9223372036854775809, 0.5]", '{"u": [1, 99999999999999999999999]}', "[1e19, 2]", "[[1.5], [2.5]]",
+     '[1, "a"]', "[2.2250738585072011e-308, 1.0000000000000002, 0.1e1, 1E2]", '"\\ud800"', "\ufeff[1]",
+     "[1,]", "nul", ""],
+)  # fmt: skip
+def test_fast_json_gives_the_same_value_or_the_same_error(text):
+    from pytps.measure import fast_json
+
+    for data in (text, text.encode("utf-8", "surrogatepass")):
+        try:
+            want = json.loads(data)
+        except Exception as exc:  # noqa: BLE001 - the same class of error is the point
+            with pytest.raises(type(exc)):
+                fast_json.loads(data)
+        else:
+            _same_value(fast_json.loads(data), want)
