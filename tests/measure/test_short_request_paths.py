@@ -223,3 +223,11 @@ def test_fast_json_gives_the_same_value_or_the_same_error(text):
                 fast_json.loads(data)
         else:
             _same_value(fast_json.loads(data), want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats() | st.floats(min_value=-1e308, max_value=1e308), min_size=1, max_size=40))
+def test_a_vector_is_judged_as_numpy_judged_it(vector):
+    from pytps.measure.bodies import _vector_length
+
+    assert _vector_length(vector) == (len(vector) if np.isfinite(np.array(vector, dtype=np.float64)).all() else -1)
