@@ -32,12 +32,12 @@ uint64_t FramePacer::open(int fd) {
 }
 
 bool FramePacer::send(uint64_t channel, int64_t due_ns, std::string data, bool stamped) {
-    if (data.empty()) return true;  // nothing to write (and a 0-byte send() would prove nothing)
     bool wake = false;
     {
         std::lock_guard<std::mutex> lk(mu_);
         auto it = channels_.find(channel);
         if (it == channels_.end() || it->second.error != 0) return false;
+        if (data.empty()) return true;  // nothing to write (and a 0-byte send() would prove nothing)
         Channel& ch = it->second;
         Item item{due_ns, next_seq_++, std::move(data), stamped, 0};
         // Sorted by (due, seq): frames come in due order, so this is almost always an append;
