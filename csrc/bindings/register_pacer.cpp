@@ -12,7 +12,7 @@ namespace pytps_bindings {
 void register_pacer(py::module_& m) {
     using pytps::FramePacer;
     py::class_<FramePacer>(m, "FramePacer",
-                           "FramePacer(spin_ns=100000)\n\n"
+                           "FramePacer(spin_ns=50000)\n\n"
                            "A sender thread that writes already-encoded bytes to sockets at absolute due instants\n"
                            "(CLOCK_MONOTONIC ns), stamping each write right before its send(); it never needs the GIL.\n"
                            "While a channel is open the pacer is the only writer of its descriptor.")
@@ -20,7 +20,7 @@ void register_pacer(py::module_& m) {
                  if (spin_ns < 0) throw py::value_error("FramePacer: spin_ns must be >= 0");
                  return std::make_unique<FramePacer>(spin_ns);
              }),
-             py::arg("spin_ns") = 100'000)
+             py::arg("spin_ns") = 50'000)
         .def(
             "open",
             [](FramePacer& p, int fd) {

@@ -5,7 +5,7 @@ class FramePacer:
     (CLOCK_MONOTONIC ns), stamping each write right before its send(); it never needs the GIL.
     While a channel is open the pacer is the only writer of its descriptor."""
 
-    def __init__(self, spin_ns: int = 100000) -> None: ...
+    def __init__(self, spin_ns: int = 50000) -> None: ...
     def open(self, fd: int) -> int:
         """A channel writing to fd (a connected non-blocking socket the caller keeps owning)."""
     def send(self, channel: int, due_ns: int, data: bytes, stamped: bool = False) -> bool:

@@ -212,10 +212,13 @@ _PACER: _core.FramePacer | None = None
 
 
 def _pacer() -> _core.FramePacer:
-    """The process's sender thread, started on first use (it sleeps in the kernel when idle)."""
+    """The process's sender thread, started on first use (it sleeps in the kernel when idle).
+    Its busy-wait before a due instant adapts to the wake-ups' lateness, capped at 50 µs: 64
+    sessions' frames cost it about 29 µs of CPU each with that cap, 45 µs with 100 µs, 17-20 µs
+    with none (whose median frame is some 20 µs late rather than 1 µs)."""
     global _PACER
     if _PACER is None:
-        _PACER = _core.FramePacer()
+        _PACER = _core.FramePacer(spin_ns=50_000)
     return _PACER
 
 
