@@ -40,6 +40,26 @@ void register_pacer(py::module_& m) {
             "Queues data to be written at due_ns (<= now: at once), after the channel's items due no later.\n"
             "False when the channel is closed or a write on it failed.")
         .def(
+            "send_frames",
+            [](FramePacer& p, uint64_t channel, const std::vector<int64_t>& due_ns, const py::list& data) {
+                if (due_ns.size() != data.size())
+                    throw py::value_error("FramePacer.send_frames: due_ns and data differ in length");
+                std::vector<FramePacer::Frame> frames;
+                frames.reserve(due_ns.size());
+                int64_t last = due_ns.empty() ? 0 : due_ns.front();
+                for (size_t i = 0; i < due_ns.size(); ++i) {
+                    if (due_ns[i] < last) throw py::value_error("FramePacer.send_frames: due_ns must not decrease");
+                    last = due_ns[i];
+                    frames.push_back(FramePacer::Frame{due_ns[i], std::string(data[i].cast<py::bytes>())});
+                }
+                py::gil_scoped_release release;  // the lock: the thread may be mid-write
+                return p.send_stamped(channel, std::move(frames));
+            },
+            py::arg("channel"), py::arg("due_ns"), py::arg("data"),
+            "send_frames(channel, due_ns, data) -> bool\n\n"
+            "Queues frames data[i] at due_ns[i] (non-decreasing), all stamped, under one lock; they must be\n"
+            "due no earlier than what the channel already holds. False as send().")
+        .def(
             "close",
             [](FramePacer& p, uint64_t channel) {
                 FramePacer::Closed c;

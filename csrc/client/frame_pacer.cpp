@@ -60,6 +60,27 @@ bool FramePacer::send(uint64_t channel, int64_t due_ns, std::string data, bool s
     return true;
 }
 
+bool FramePacer::send_stamped(uint64_t channel, std::vector<Frame> frames) {
+    bool wake = false;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        auto it = channels_.find(channel);
+        if (it == channels_.end() || it->second.error != 0) return false;
+        Channel& ch = it->second;
+        const bool was_empty = ch.items.empty();
+        for (Frame& f : frames) {
+            if (f.data.empty()) continue;
+            ch.items.push_back(Item{f.due_ns, next_seq_++, std::move(f.data), true, 0});
+        }
+        if (was_empty && !ch.items.empty()) {
+            to_schedule_.emplace_back(std::max(ch.items.front().due_ns, ch.retry_ns), channel);
+            wake = true;
+        }
+    }
+    if (wake) loop_->wake();
+    return true;
+}
+
 FramePacer::Closed FramePacer::close(uint64_t channel) {
     // The thread writes with mu_ held: once we hold it, no write on this channel is under way.
     std::lock_guard<std::mutex> lk(mu_);

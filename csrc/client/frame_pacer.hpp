@@ -44,6 +44,13 @@ public:
     // Queues data to be written at due_ns (CLOCK_MONOTONIC; <= now: at once). A stamped item's
     // write instant is kept for close(). false when the channel is unknown, closed, or failed.
     bool send(uint64_t channel, int64_t due_ns, std::string data, bool stamped);
+    // A session's frames at once, dues non-decreasing and none earlier than what is queued: one
+    // lock for the lot, so the thread never waits on a caller queueing frame by frame.
+    struct Frame {
+        int64_t due_ns;
+        std::string data;
+    };
+    bool send_stamped(uint64_t channel, std::vector<Frame> frames);
 
     struct Closed {
         std::vector<int64_t> sent_ns;  // each stamped item's write stamp, in write order

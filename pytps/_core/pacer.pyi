@@ -11,6 +11,9 @@ class FramePacer:
     def send(self, channel: int, due_ns: int, data: bytes, stamped: bool = False) -> bool:
         """Queues data to be written at due_ns (<= now: at once), after the channel's items due no
         later. False when the channel is closed or a write on it failed."""
+    def send_frames(self, channel: int, due_ns: list[int], data: list[bytes]) -> bool:
+        """Queues frames data[i] at due_ns[i] (non-decreasing), all stamped, under one lock; they
+        must be due no earlier than what the channel already holds. False as send()."""
     def close(self, channel: int) -> tuple[list[int], int, int]:
         """Ends the channel (unsent items dropped; no write on its descriptor under way once this
         returns): (the stamped items' write stamps in write order, items unsent, a failed write's

@@ -116,9 +116,14 @@ class _WebSocket(asyncio.Protocol):
         self.ws.send_text(text.encode())
         return b"".join(self.ws.data_to_send())
 
-    def send_at(self, due_ns: int, data: bytes, stamped: bool = False) -> bool:
+    def send_frames(self, due_ns: list[int], frames: list[bytes]) -> bool:
+        """frames[i] written at due_ns[i] (non-decreasing), each write stamped."""
         assert self._pacer is not None
-        return self._pacer.send(self._channel, due_ns, data, stamped)
+        return self._pacer.send_frames(self._channel, due_ns, frames)
+
+    def send_at(self, due_ns: int, data: bytes) -> bool:
+        assert self._pacer is not None
+        return self._pacer.send(self._channel, due_ns, data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass: a cast
@@ -325,8 +330,7 @@ async def realtime_session(
             start = now() + 2 * frame_ns  # time to settle before the first frame
             rec.t_speech_start_ns = start
             rec.frame_due_ns = [start + (k + 1) * frame_ns for k in range(len(encoded))]
-            for due, data in zip(rec.frame_due_ns, encoded, strict=True):
-                conn.send_at(due, data, stamped=True)
+            conn.send_frames(rec.frame_due_ns, encoded)
             rec.t_speech_end_ns = start + len(encoded) * frame_ns
             conn.send_at(rec.t_speech_end_ns, end_bytes)  # right behind the last frame
             await asyncio.wait_for(asyncio.shield(done), timeout_s + (rec.t_speech_end_ns - now()) / 1e9)

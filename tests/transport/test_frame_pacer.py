@@ -164,3 +164,25 @@ def test_a_negative_spin_or_descriptor_is_refused() -> None:
         _core.FramePacer(spin_ns=-1)
     with pytest.raises(ValueError, match="descriptor"):
         _core.FramePacer().open(-1)
+
+
+def test_frames_queued_at_once_leave_in_order_behind_what_is_queued(
+    pacer: _core.FramePacer, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    a, b = pair
+    ch = pacer.open(a.fileno())
+    t0 = _core.now_ns() + 20_000_000
+    assert pacer.send(ch, 0, b"hello|")
+    dues = [t0 + k * 1_000_000 for k in range(20)]
+    frames = [f"f{k}|".encode() for k in range(20)]
+    assert pacer.send_frames(ch, dues, frames)
+    assert pacer.send(ch, dues[-1], b"commit|")  # due with the last frame: right behind it
+    expected = b"hello|" + b"".join(frames) + b"commit|"
+    assert _read_all(b, len(expected)) == expected
+    sent_ns, unsent, err = pacer.close(ch)
+    assert (len(sent_ns), unsent, err) == (20, 0, 0)
+    assert all(s >= d for s, d in zip(sent_ns, dues, strict=True))
+    with pytest.raises(ValueError, match="decrease"):
+        pacer.send_frames(pacer.open(a.fileno()), [2, 1], [b"x", b"y"])
+    with pytest.raises(ValueError, match="length"):
+        pacer.send_frames(ch, [1], [])
