@@ -1,5 +1,7 @@
 #include "client/frame_pacer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
@@ -11,17 +13,21 @@
 
 namespace pytps {
 
-FramePacer::FramePacer(int64_t spin_ns) : loop_(std::make_unique<EventLoop>(spin_ns)) {
-    thread_ = std::thread([this] { run(); });
+FramePacer::FramePacer(int64_t spin_ns) : loop_(std::make_unique<EventLoop>(spin_ns)), owner_pid_(getpid()) {
+    thread_ = std::make_unique<std::thread>([this] { run(); });
 }
 
 FramePacer::~FramePacer() {
+    if (getpid() != owner_pid_) {  // a forked child: no thread to stop, and joining it would hang
+        (void)thread_.release();  // NOLINT: deliberately leaked, never destroyed (a joinable
+        return;                   // std::thread's destructor would terminate the process)
+    }
     {
         std::lock_guard<std::mutex> lk(mu_);
         stop_ = true;
     }
     loop_->wake();
-    thread_.join();
+    thread_->join();
 }
 
 uint64_t FramePacer::open(int fd) {

@@ -35,7 +35,9 @@ public:
 
     // spin_ns caps the busy-wait before a due instant (io/event_loop.hpp). Starts the thread.
     explicit FramePacer(int64_t spin_ns);
-    ~FramePacer();  // stops and joins the thread; open channels are dropped unsent
+    // Stops and joins the thread; open channels are dropped unsent. In a forked child, which has
+    // the object but not the thread, the thread's handle is let go without a join.
+    ~FramePacer();
     FramePacer(const FramePacer&) = delete;
     FramePacer& operator=(const FramePacer&) = delete;
 
@@ -86,7 +88,8 @@ private:
     std::vector<std::pair<int64_t, uint64_t>> to_schedule_;  // (due, channel) for the thread's heap
     uint64_t next_id_ = 1, next_seq_ = 0;
     bool stop_ = false;
-    std::thread thread_;
+    int owner_pid_;
+    std::unique_ptr<std::thread> thread_;
 };
 
 }  // namespace pytps

@@ -8,6 +8,7 @@ away is an errno at close(), not a SIGPIPE. Timing precision is the timing tier'
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import threading
 import time
@@ -186,3 +187,33 @@ def test_frames_queued_at_once_leave_in_order_behind_what_is_queued(
         pacer.send_frames(pacer.open(a.fileno()), [2, 1], [b"x", b"y"])
     with pytest.raises(ValueError, match="length"):
         pacer.send_frames(ch, [1], [])
+
+
+def test_a_forked_child_drops_its_copy_without_hanging_and_makes_its_own() -> None:
+    from pytps.transport import realtime
+
+    parent_id = id(realtime._pacer())  # no reference kept: the child's copy is freed when replaced
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's pacer object without its thread
+        code = 1
+        try:
+            mine = realtime._pacer()  # a new one; the copy is freed (no join of a thread not here)
+            a, b = socket.socketpair()
+            a.setblocking(False)
+            ch = mine.open(a.fileno())
+            mine.send(ch, 0, b"from the child")
+            b.settimeout(5)
+            code = 0 if b.recv(100) == b"from the child" and id(mine) != parent_id else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert os.waitstatus_to_exitcode(status) == 0
