@@ -331,9 +331,9 @@ async def realtime_session(
             start = now() + 2 * frame_ns  # time to settle before the first frame
             rec.t_speech_start_ns = start
             rec.frame_due_ns = [start + (k + 1) * frame_ns for k in range(len(encoded))]
+            rec.t_speech_end_ns = start + len(encoded) * frame_ns
             conn.send_frames(rec.frame_due_ns, encoded)
             del encoded  # copied into the pacer
-            rec.t_speech_end_ns = start + len(encoded) * frame_ns
             conn.send_at(rec.t_speech_end_ns, end_bytes)  # right behind the last frame
             await asyncio.wait_for(asyncio.shield(done), timeout_s + (rec.t_speech_end_ns - now()) / 1e9)
         else:
