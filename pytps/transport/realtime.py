@@ -172,10 +172,10 @@ class _WebSocket(asyncio.Protocol):
         self._flush()
 
     def close(self) -> None:
+        self.stop_pacing()  # first, whatever the transport's state: the stamps are read after this
         if self.transport is not None and not self.transport.is_closing():
             from websockets.protocol import State
 
-            self.stop_pacing()
             if self.ws.state is State.OPEN:
                 self.ws.send_close(1000)
                 self._flush()
