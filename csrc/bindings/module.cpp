@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     pytps_bindings::register_emulator(m);
     pytps_bindings::register_http(m);
     pytps_bindings::register_client(m);
+    pytps_bindings::register_pacer(m);
 }

@@ -52,6 +52,9 @@ from pytps._core.io import (
 from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,
 )
+from pytps._core.pacer import (
+    FramePacer as FramePacer,
+)
 from pytps._core.recorder import (
     AUDIO_API_PATHS as AUDIO_API_PATHS,
 )
