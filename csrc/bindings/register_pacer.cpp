@@ -12,15 +12,18 @@ namespace pytps_bindings {
 void register_pacer(py::module_& m) {
     using pytps::FramePacer;
     py::class_<FramePacer>(m, "FramePacer",
-                           "FramePacer(spin_ns=50000)\n\n"
+                           "FramePacer(spin_ns=50000, realtime=False)\n\n"
                            "A sender thread that writes already-encoded bytes to sockets at absolute due instants\n"
                            "(CLOCK_MONOTONIC ns), stamping each write right before its send(); it never needs the GIL.\n"
                            "While a channel is open the pacer is the only writer of its descriptor.")
-        .def(py::init([](int64_t spin_ns) {
+        .def(py::init([](int64_t spin_ns, bool realtime) {
                  if (spin_ns < 0) throw py::value_error("FramePacer: spin_ns must be >= 0");
-                 return std::make_unique<FramePacer>(spin_ns);
+                 return std::make_unique<FramePacer>(spin_ns, realtime);
              }),
-             py::arg("spin_ns") = 50'000)
+             py::arg("spin_ns") = 50'000, py::arg("realtime") = false)
+        .def_property_readonly("realtime", &FramePacer::realtime,
+                               "Whether the thread runs SCHED_FIFO (asked with realtime=True; refused without\n"
+                               "root or CAP_SYS_NICE, when it runs as a normal thread).")
         .def(
             "open",
             [](FramePacer& p, int fd) {

@@ -1,5 +1,7 @@
 #include "client/frame_pacer.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +15,16 @@
 
 namespace pytps {
 
-FramePacer::FramePacer(int64_t spin_ns) : loop_(std::make_unique<EventLoop>(spin_ns)), owner_pid_(getpid()) {
+FramePacer::FramePacer(int64_t spin_ns, bool realtime)
+    : loop_(std::make_unique<EventLoop>(spin_ns)), owner_pid_(getpid()) {
     thread_ = std::make_unique<std::thread>([this] { run(); });
+    if (realtime) {
+        // Below the emulator's timing thread (10), so a client and emulator on one machine
+        // leave the server's timing first.
+        sched_param sp{};
+        sp.sched_priority = 5;
+        realtime_ = pthread_setschedparam(thread_->native_handle(), SCHED_FIFO, &sp) == 0;
+    }
 }
 
 FramePacer::~FramePacer() {

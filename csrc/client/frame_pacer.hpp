@@ -34,7 +34,13 @@ public:
     static constexpr int64_t kRetryNs = 1'000'000;  // a full socket buffer is tried again after this
 
     // spin_ns caps the busy-wait before a due instant (io/event_loop.hpp). Starts the thread.
-    explicit FramePacer(int64_t spin_ns);
+    // realtime asks for SCHED_FIFO for the thread (root or CAP_SYS_NICE), as audio software does:
+    // a normal thread waits behind other runnable threads of its core for up to a time slice
+    // (ms); a FIFO thread preempts them. Refused, the thread runs as a normal one (realtime() says
+    // which): pacing still works, with the scheduler's lateness.
+    explicit FramePacer(int64_t spin_ns, bool realtime = false);
+    // Whether the thread runs SCHED_FIFO.
+    bool realtime() const { return realtime_; }
     // Stops and joins the thread; open channels are dropped unsent. In a forked child, which has
     // the object but not the thread, the thread's handle is let go without a join.
     ~FramePacer();
@@ -89,6 +95,7 @@ private:
     uint64_t next_id_ = 1, next_seq_ = 0;
     bool stop_ = false;
     int owner_pid_;
+    bool realtime_ = false;
     std::unique_ptr<std::thread> thread_;
 };
 

@@ -5,7 +5,11 @@ class FramePacer:
     (CLOCK_MONOTONIC ns), stamping each write right before its send(); it never needs the GIL.
     While a channel is open the pacer is the only writer of its descriptor."""
 
-    def __init__(self, spin_ns: int = 50000) -> None: ...
+    def __init__(self, spin_ns: int = 50000, realtime: bool = False) -> None: ...
+    @property
+    def realtime(self) -> bool:
+        """Whether the thread runs SCHED_FIFO (asked with realtime=True; refused without root or
+        CAP_SYS_NICE, when it runs as a normal thread)."""
     def open(self, fd: int) -> int:
         """A channel writing to fd (a connected non-blocking socket the caller keeps owning)."""
     def send(self, channel: int, due_ns: int, data: bytes, stamped: bool = False) -> bool:

@@ -221,10 +221,13 @@ def _pacer() -> _core.FramePacer:
     """The process's sender thread, started on first use (it sleeps in the kernel when idle).
     Its busy-wait before a due instant adapts to the wake-ups' lateness, capped at 50 µs: 64
     sessions' frames cost it about 29 µs of CPU each with that cap, 45 µs with 100 µs, 17-20 µs
-    with none (whose median frame is some 20 µs late rather than 1 µs)."""
+    with none (whose median frame is some 20 µs late rather than 1 µs). It asks for SCHED_FIFO
+    where the process may (root or CAP_SYS_NICE), as audio players do: a normal thread waits
+    behind the other runnable threads of its core for up to a time slice (ms), which was most of
+    frames' p99 lateness on a quiet machine; refused, it runs as a normal thread."""
     global _PACER, _PACER_PID
     if _PACER is None or os.getpid() != _PACER_PID:  # a forked child has the object, not the thread
-        _PACER, _PACER_PID = _core.FramePacer(spin_ns=50_000), os.getpid()
+        _PACER, _PACER_PID = _core.FramePacer(spin_ns=50_000, realtime=True), os.getpid()
     return _PACER
 
 

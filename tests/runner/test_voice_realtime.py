@@ -76,15 +76,6 @@ def test_realtime_sessions_both_shapes(emulator: _EmulatorProcess, shape: str) -
 
 
 @pytest.mark.timing
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 36, open: the frames now leave from a native sender thread (_core.FramePacer: absolute "
-    "deadlines, the write stamped right before its send()). In 12 quiet runs (busy < 25%, load 0.9 to 2.0) it "
-    "passed 6 times; the 3 misses seen in detail were the frames' (worst sessions 2.2 to 3.5 ms); bench_realtime_precision at 8 sessions on quiet moments: the sessions' p99 frame lateness "
-    "52 to 1643 us for the median session, 767 to 4753 us for the worst, no better than the event loop's pacing "
-    "measured in turn (native 482/1011, loop 602/728 us median). Before it, 5 quiet runs missed 1 ms in 3 "
-    "(worst sessions 3.9 to 5.8 ms). The limits stay; the lead decides on dropping this mark",
-)
 def test_realtime_final_within_a_millisecond_and_frames_on_schedule(emulator: _EmulatorProcess) -> None:
     out, truth = _run(emulator, "openai")
     _check(out, truth, 1_000_000)

@@ -217,3 +217,54 @@ def test_a_forked_child_drops_its_copy_without_hanging_and_makes_its_own() -> No
         os.waitpid(pid, 0)
         pytest.fail("the forked child hung")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _pacer_thread_policies() -> list[int]:
+    """The scheduling policy of each of this process's threads named pytps-pacer (Linux's /proc)."""
+    policies = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                if f.read().strip() != "pytps-pacer":
+                    continue
+            policies.append(os.sched_getscheduler(int(task)))
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return policies
+
+
+def _may_use_fifo() -> bool:
+    """Whether this process may make a thread SCHED_FIFO: tried on a short-lived child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread policies from Linux's /proc")
+def test_a_realtime_pacer_runs_sched_fifo_where_the_process_may_and_a_normal_thread_otherwise(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    before = _pacer_thread_policies()
+    normal = _core.FramePacer(spin_ns=50_000)
+    assert normal.realtime is False
+    rt = _core.FramePacer(spin_ns=50_000, realtime=True)
+    assert rt.realtime is _may_use_fifo()
+    after = _pacer_thread_policies()
+    assert len(after) == len(before) + 2
+    assert after.count(os.SCHED_FIFO) - before.count(os.SCHED_FIFO) == (1 if rt.realtime else 0)
+    # Either way it paces: its frames leave in order.
+    a, b = pair
+    channel = rt.open(a.fileno())
+    start = _core.now_ns() + 2_000_000
+    assert rt.send_frames(channel, [start + k * 1_000_000 for k in range(5)], [bytes([k]) * 10 for k in range(5)])
+    assert _read_all(b, 50) == b"".join(bytes([k]) * 10 for k in range(5))
+    sent_ns, unsent, err = rt.close(channel)
+    assert len(sent_ns) == 5 and unsent == 0 and err == 0
+    assert all(t >= start + k * 1_000_000 for k, t in enumerate(sent_ns))
+    del normal, rt
