@@ -123,6 +123,15 @@ def one_run(
             "emulator_busy": emu_cpu / wall if wall > 0 else float("nan")}  # fmt: skip
 
 
+def use_tree(tree: str) -> None:
+    """Imports pytps from `tree` from here on: the editable install's finder is set aside."""
+    sys.meta_path[:] = [f for f in sys.meta_path if "Redirecting" not in type(f).__name__]
+    sys.path.insert(0, os.path.abspath(tree))
+    import pytps
+
+    print(f"pytps from {os.path.dirname(pytps.__file__)}")
+
+
 def peers() -> None:
     there = {"vllm bench": importlib.util.find_spec("vllm"), "aiperf": shutil.which("aiperf")}
     found = [name for name, where in there.items() if where]
@@ -141,7 +150,13 @@ def main() -> None:
     ap.add_argument("--concurrency", default=None, help="default 1,64,256 (--quick: 64)")
     ap.add_argument("--base-url", default=None, help="a running `pytps serve --ttft-ms 0 --itl-us 0 --embed-ms 0`")
     ap.add_argument("--json", default=None, help="also write the cells to this file")
+    tree_help = ("measure the pytps of this source tree (e.g. `git archive main pytps` unpacked, with the installed "
+                 "_core*.so and _version.py copied into its pytps/) instead of the installed one: a before/after "
+                 "table, runs interleaved (the emulator stays the installed one)")  # fmt: skip
+    ap.add_argument("--tree", default=None, help=tree_help)
     a = ap.parse_args()
+    if a.tree:
+        use_tree(a.tree)
     transports = a.transports.split(",")
     workloads = (a.workloads or ("chat,embeddings" if a.quick else "chat,embeddings,rerank")).split(",")
     levels = [int(c) for c in (a.concurrency or ("64" if a.quick else "1,64,256")).split(",")]

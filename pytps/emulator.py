@@ -261,6 +261,11 @@ class Emulator:
     with ``"stream": false``, one JSON body), /v1/embeddings, /api/embed, /v1/rerank; GET
     /v1/models, /health, /metrics.
 
+    Seeds: a request's timing draws and whether it answers right are seeded by ``seed`` and its
+    arrival count, or with ``draws_by_prompt`` by its prompt (and how many times that prompt came
+    before): then the same item gets the same draws whatever order concurrent requests arrive in,
+    and two emulators with one seed give each item the same draws (docs/emulator.md).
+
     Drift: ``ttft_ramp_ms_per_s`` adds that many ms to each request's TTFT per second since the
     emulator started (at the request's receipt): a planted slowdown (docs/emulator.md).
 
@@ -303,6 +308,11 @@ class Emulator:
     JSON Schema, each invalid with chance ``agent_invalid``), else the final answer (graded when
     the answer book knows the task's first user message). The truth records the ``turn``, the
     ``tool_results`` received (call ids) and the ``tool_calls`` sent (docs/emulator.md, "Agents").
+
+    Compressed speech: ``speech_clips={"mp3": (clip_bytes, audio_seconds), ...}`` answers a speech
+    request for that response_format with the clip, whole, in chunks of ``speech_chunk_ms`` at
+    the clip's average byte rate, paced by ``speech_rtf``
+    (``pytps.workload.coded_speech.encoded_speech`` makes one; docs/voice.md).
     """
 
     def __init__(
@@ -340,6 +350,7 @@ class Emulator:
         model: str = "pytps-emulator",
         faults: Iterable[str | Mapping[str, Any]] | None = None,
         seed: int = 0,
+        draws_by_prompt: bool = False,
         spin_us: float = 60.0,
         realtime: bool = False,
         truth_log: str | None = None,
@@ -358,6 +369,7 @@ class Emulator:
         stt_words_per_event: int = 1,
         stt_vllm_shape: bool = False,
         transcripts: Iterable[tuple[bytes, str]] | None = None,
+        speech_clips: Mapping[str, tuple[bytes, float]] | None = None,
     ) -> None:
         if host != "127.0.0.1":
             raise ValueError(f"the emulator serves on 127.0.0.1 only, not {host!r}")
@@ -441,6 +453,7 @@ class Emulator:
             "model": model,
             "faults": fault_list,
             "seed": seed,
+            "draws_by_prompt": bool(draws_by_prompt),
             "spin_ns": _ns(spin_us, "spin_us", 1e3),
             "realtime": bool(realtime),
             "truth_log": "" if truth_log is None else str(truth_log),
@@ -460,8 +473,17 @@ class Emulator:
         }
         # Transcripts of known audio files (the route knows a file by a hash of its bytes).
         book_of_transcripts = {bytes(audio): str(text) for audio, text in (transcripts or ())}
+        clips: dict[str, tuple[bytes, float]] = {}
+        for fmt, (clip, seconds) in (speech_clips or {}).items():
+            if fmt in ("pcm", "wav") or not clip:
+                raise ValueError(
+                    f"speech_clips[{fmt!r}]: a compressed format's non-empty clip (pcm and wav are made here)"
+                )
+            clips[str(fmt)] = (bytes(clip), _positive(seconds, f"speech_clips[{fmt!r}] seconds"))
         self.answers = len(book)  # prompts whose reference the emulator knows
-        self._native = _core.Emulator({**self._config, "answers": book, "transcripts": book_of_transcripts})
+        self._native = _core.Emulator(
+            {**self._config, "answers": book, "transcripts": book_of_transcripts, "speech_clips": clips}
+        )
 
     # ---- lifecycle ----
     def start(self) -> Emulator:

@@ -10,4 +10,6 @@ if ! command -v espeak-ng >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends espeak-ng
 fi
 python -c 'import jiwer' 2>/dev/null || pip install -q "jiwer>=3"
+# docs/voice.md's compressed speech (mp3) is encoded and decoded by PyAV (the test extra has it).
+python -c 'import av' 2>/dev/null || pip install -q "av>=14"
 pytest tests/docs -q

@@ -65,6 +65,7 @@ EmulatorConfig config_from(const py::dict& d) {
         else if (k == "default_output_tokens") c.default_output_tokens = v.cast<int>();
         else if (k == "model") c.model = v.cast<std::string>();
         else if (k == "seed") c.seed = v.cast<uint64_t>();
+        else if (k == "draws_by_prompt") c.draws_by_prompt = v.cast<bool>();
         else if (k == "spin_ns") c.spin_ns = v.cast<int64_t>();
         else if (k == "realtime") c.realtime = v.cast<bool>();
         else if (k == "truth_log") c.truth_log = v.cast<std::string>();
@@ -82,6 +83,15 @@ EmulatorConfig config_from(const py::dict& d) {
             // {audio file bytes: transcript}, kept by the file's key.
             for (auto t : v.cast<py::dict>())
                 c.transcripts[pytps::audio_key(t.first.cast<std::string>())] = t.second.cast<std::string>();
+        }
+        else if (k == "speech_clips") {
+            // {response_format: (clip bytes, its audio seconds)}
+            for (auto t : v.cast<py::dict>()) {
+                auto clip = t.second.cast<std::pair<std::string, double>>();
+                if (clip.first.empty() || !(clip.second > 0.0))
+                    throw py::value_error("speech_clips: each clip needs bytes and its audio seconds > 0");
+                c.speech_clips[t.first.cast<std::string>()] = pytps::EmulatorConfig::CodedClip{clip.first, clip.second};
+            }
         }
         else if (k == "answer_accuracy_drop") c.answers.accuracy_drop = v.cast<double>();
         else if (k == "answers") {
@@ -191,6 +201,7 @@ py::dict record_dict(const pytps::TruthRecord& r) {
     d["keepalives"] = r.keepalives;
     d["audio_bytes_per_s"] = r.audio_bytes_per_s;
     d["input_audio_s"] = r.input_audio_s;
+    d["write_audio_s"] = to_array(r.write_audio_s);
     d["transcript"] = r.transcript;
     d["transcript_words"] = r.transcript_words;
     d["planted_errors"] = r.planted_errors;

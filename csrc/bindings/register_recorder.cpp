@@ -113,7 +113,7 @@ void register_recorder(py::module_& m) {
                                "Terminal marker's arrival, else close()'s t_ns, else None.")
         .def_property_readonly("text", [](const StreamRecorder& r) { return decode_text(r.state().text); })
         .def_property_readonly("body", [](const StreamRecorder& r) { return py::bytes(r.body()); },
-                               "The whole body as it came, for the json dialect (b'' for the stream dialects).")
+                               "The whole body as it came, for the json and speech-coded dialects (b'' for the others).")
         .def_property_readonly("reasoning_text", [](const StreamRecorder& r) { return decode_text(r.state().reasoning_text); })
         .def_property_readonly("tool_calls",
                                [](const StreamRecorder& r) {

@@ -16,6 +16,7 @@ const char* dialect_name(Dialect d) {
         case Dialect::SpeechWav: return "speech-wav";
         case Dialect::SpeechSse: return "speech-sse";
         case Dialect::Transcription: return "transcription";
+        case Dialect::SpeechCoded: return "speech-coded";
     }
     return "?";
 }

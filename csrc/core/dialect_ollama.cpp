@@ -13,7 +13,7 @@ namespace {
 // message.tool_calls[]: {function: {name, arguments: {...}}}; Ollama sends each call
 // whole, with arguments as an object, which is kept as its JSON text.
 void read_tool_calls(JsonReader& j, StreamState& st, EventResult& r) {
-    each_object(j, [&] {
+    json::each_object(j, [&] {
         ToolCall* opened = tool_or_reject(st, static_cast<int64_t>(st.tool_calls.size()), r);
         if (!opened) {
             j.skip_value();

@@ -14,7 +14,7 @@ namespace {
 
 // choices[].delta.tool_calls[]: {index, id, type, function: {name, arguments}}
 void read_tool_call_deltas(JsonReader& j, StreamState& st, EventResult& r) {
-    each_object(j, [&] {
+    json::each_object(j, [&] {
         // The index may come after the fields it indexes: collect, then apply.
         int64_t index = 0;
         std::string_view id_raw, function_raw;

@@ -17,6 +17,8 @@ namespace pytps {
 // SpeechPcm and SpeechWav read a raw audio body, every read one event carrying its audio bytes
 // (a WAV header's bytes are not audio); SpeechSse reads OpenAI's speech.audio.delta events;
 // Transcription reads OpenAI's transcript.text.delta/done events and vLLM's chat-style deltas.
+// SpeechCoded reads a compressed audio body (mp3, opus, aac, flac): every read one event carrying
+// its bytes, and the body kept whole, for Python's decoder to turn into seconds (pytps.measure.audio_codec).
 enum class Dialect {
     OpenAIChat,
     OpenAICompletions,
@@ -27,13 +29,16 @@ enum class Dialect {
     SpeechPcm,
     SpeechWav,
     SpeechSse,
-    Transcription
+    Transcription,
+    SpeechCoded
 };
 
 constexpr Dialect kAudioDialects[] = {Dialect::SpeechPcm, Dialect::SpeechWav, Dialect::SpeechSse,
-                                      Dialect::Transcription};
+                                      Dialect::Transcription, Dialect::SpeechCoded};
 // A raw body whose every read is audio (after a WAV header): no framing at all.
-inline bool dialect_is_raw_audio(Dialect d) { return d == Dialect::SpeechPcm || d == Dialect::SpeechWav; }
+inline bool dialect_is_raw_audio(Dialect d) {
+    return d == Dialect::SpeechPcm || d == Dialect::SpeechWav || d == Dialect::SpeechCoded;
+}
 
 constexpr Dialect kAllDialects[] = {Dialect::OpenAIChat, Dialect::OpenAICompletions, Dialect::OpenAIResponses,
                                     Dialect::Anthropic, Dialect::Ollama};

@@ -52,24 +52,6 @@ std::string error_message(std::string_view data);
 // Marks the event as an in-stream error carrying data as its payload.
 void mark_error(std::string_view data, EventResult& r);
 
-// Calls fn() with the reader at each object element of an array value; other elements,
-// and a value that is not an array, are skipped.
-template <class Fn>
-void each_object(json::JsonReader& j, Fn&& fn) {
-    if (j.peek() != json::Type::Array) {
-        j.skip_value();
-        return;
-    }
-    j.begin_array();
-    while (j.next_element()) {
-        if (j.peek() != json::Type::Object) {
-            j.skip_value();
-            continue;
-        }
-        fn();
-    }
-}
-
 // The tool call with this index (see StreamState::tool), or null with the event rejected
 // when the stream already has kMaxToolCalls.
 inline ToolCall* tool_or_reject(StreamState& st, int64_t index, EventResult& r) {

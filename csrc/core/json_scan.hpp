@@ -155,17 +155,37 @@ private:
     std::string key_scratch_;
 };
 
+// Opens the value next in r when it is of type t (an object or an array) and returns true;
+// skips it and returns false otherwise.
+inline bool open_or_skip(JsonReader& r, Type t) {
+    if (r.peek() != t) {
+        r.skip_value();
+        return false;
+    }
+    return t == Type::Object ? r.begin_object() : r.begin_array();
+}
+
 // Calls fn(key) for each member of the object value next in r (fn reads or skips the member's
 // value); a value that is not an object is skipped.
 template <class Fn>
 void each_member(JsonReader& r, Fn&& fn) {
-    if (r.peek() != Type::Object) {
-        r.skip_value();
-        return;
-    }
-    r.begin_object();
+    if (!open_or_skip(r, Type::Object)) return;
     std::string_view key;
     while (r.next_key(key)) fn(key);
+}
+
+// Calls fn() with r at each object element of the array value next in r (fn reads or skips
+// the element); other elements, and a value that is not an array, are skipped.
+template <class Fn>
+void each_object(JsonReader& r, Fn&& fn) {
+    if (!open_or_skip(r, Type::Array)) return;
+    while (r.next_element()) {
+        if (r.peek() == Type::Object) {
+            fn();
+        } else {
+            r.skip_value();
+        }
+    }
 }
 
 

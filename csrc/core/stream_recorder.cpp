@@ -17,7 +17,8 @@ Extractor extractor_for(Dialect d) {
         case Dialect::Ollama: return &extract_ollama;
         case Dialect::Json: return nullptr;  // never called: the body is kept whole
         case Dialect::SpeechPcm:
-        case Dialect::SpeechWav: return nullptr;  // never called: every read is audio
+        case Dialect::SpeechWav:
+        case Dialect::SpeechCoded: return nullptr;  // never called: every read is audio
         case Dialect::SpeechSse: return &extract_speech_sse;
         case Dialect::Transcription: return &extract_transcription;
     }
@@ -42,6 +43,8 @@ StreamRecorder::StreamRecorder(Dialect dialect, size_t max_line_bytes)
 void StreamRecorder::feed_raw_audio(const char* data, size_t n) {
     if (n == 0) return;
     if (first_body_ns_ == kNoTime) first_body_ns_ = now_ns_;
+    // A compressed body is kept whole: its seconds are the decoder's (Python), read by read.
+    if (dialect_ == Dialect::SpeechCoded) body_.append(data, n);
     const bool had_error = audio_.error() != nullptr;
     size_t bytes = audio_.feed(data, n);
     if (!had_error && audio_.error()) record_protocol_error(audio_.error());

@@ -50,7 +50,7 @@ public:
     const StreamError& error() const { return error_; }
     int64_t events() const { return events_; }
     int64_t protocol_errors() const { return protocol_errors_; }
-    // Dialect::Json: the whole body as it came (empty for the stream dialects).
+    // Dialect::Json and SpeechCoded: the whole body as it came (empty for the other dialects).
     const std::string& body() const { return body_; }
     // The raw audio dialects: the format a WAV header stated (zeros for PCM), and the stamp of
     // the first read that carried any byte of the body (header included).
@@ -85,7 +85,7 @@ private:
     int64_t protocol_errors_ = 0;
     int64_t last_completion_tokens_ = 0;  // for per-event token counts from cumulative usage
     bool closed_ = false;
-    std::string body_;  // Dialect::Json only
+    std::string body_;  // Dialect::Json and SpeechCoded only
     AudioBodyScanner audio_;  // the raw audio dialects only
     int64_t first_body_ns_ = kNoTime;
 

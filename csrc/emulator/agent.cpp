@@ -1,5 +1,8 @@
 #include "emulator/agent.hpp"
 
+#include <initializer_list>
+#include <utility>
+
 #include "core/json_scan.hpp"
 #include "emulator/formats.hpp"
 #include "emulator/json_write.hpp"
@@ -34,6 +37,19 @@ bool read_str(JsonReader& r, std::string& out) {
     out.clear();
     if (r.peek() == Type::String) return r.read_string(out);
     r.skip_value();
+    return false;
+}
+
+// When key is one of `fields`' keys, reads the member's value into that key's string (as
+// read_str) and returns true; false, reading nothing, for any other key.
+bool read_listed(JsonReader& r, std::string_view key,
+                 std::initializer_list<std::pair<std::string_view, std::string*>> fields) {
+    for (const auto& [name, out] : fields) {
+        if (key == name) {
+            read_str(r, *out);
+            return true;
+        }
+    }
     return false;
 }
 
@@ -106,42 +122,29 @@ void read_schema(JsonReader& r, ToolDef& t) {
 // Chat / Ollama {"type":"function","function":{"name","parameters"}}, Responses {"name",
 // "parameters"}, Anthropic {"name","input_schema"}.
 void read_tools(JsonReader& r, std::vector<ToolDef>& tools) {
-    if (r.peek() != Type::Array) {
-        r.skip_value();
-        return;
-    }
-    r.begin_array();
-    while (r.next_element()) {
-        if (r.peek() != Type::Object) {
-            r.skip_value();
-            continue;
-        }
+    json::each_object(r, [&] {
         ToolDef t;
-        r.begin_object();
-        std::string_view k;
-        while (r.next_key(k)) {
+        json::each_member(r, [&](std::string_view k) {
             if (k == "name") {
                 read_str(r, t.name);
             } else if (k == "parameters" || k == "input_schema") {
                 read_schema(r, t);
-            } else if (k == "function" && r.peek() == Type::Object) {
-                r.begin_object();
-                std::string_view k2;
-                while (r.next_key(k2)) {
-                    if (k2 == "name") {
+            } else if (k == "function") {
+                json::each_member(r, [&](std::string_view fk) {
+                    if (fk == "name") {
                         read_str(r, t.name);
-                    } else if (k2 == "parameters") {
+                    } else if (fk == "parameters") {
                         read_schema(r, t);
                     } else {
                         r.skip_value();
                     }
-                }
+                });
             } else {
                 r.skip_value();
             }
-        }
+        });
         if (!t.name.empty()) tools.push_back(std::move(t));
-    }
+    });
 }
 
 void new_turn(AgentView& v) {
@@ -157,22 +160,12 @@ void add_result(AgentView& v, std::string id, int64_t chars) {
 
 // Chat Completions (and Ollama chat): {"role", "content", "tool_calls", "tool_call_id"}.
 void read_chat_messages(JsonReader& r, AgentView& v) {
-    if (!r.begin_array()) return;
-    while (r.next_element()) {
-        if (r.peek() != Type::Object) {
-            r.skip_value();
-            continue;
-        }
+    json::each_object(r, [&] {
         std::string role, call_id, text;
         bool has_calls = false;
-        r.begin_object();
-        std::string_view k;
-        while (r.next_key(k)) {
-            if (k == "role") {
-                read_str(r, role);
-            } else if (k == "tool_call_id") {
-                read_str(r, call_id);
-            } else if (k == "content") {
+        json::each_member(r, [&](std::string_view k) {
+            if (read_listed(r, k, {{"role", &role}, {"tool_call_id", &call_id}})) return;
+            if (k == "content") {
                 strings_of(r, text);
             } else if (k == "tool_calls" && r.peek() == Type::Array) {
                 r.begin_array();
@@ -183,11 +176,11 @@ void read_chat_messages(JsonReader& r, AgentView& v) {
             } else {
                 r.skip_value();
             }
-        }
+        });
         if (role == "assistant" && has_calls) new_turn(v);
         if (role == "tool") add_result(v, call_id, static_cast<int64_t>(text.size()));
         if (role == "user" && v.task_text.empty()) v.task_text = text;
-    }
+    });
 }
 
 // Responses input items: a run of function_call items (reasoning items between them included)
@@ -197,29 +190,17 @@ void read_responses_input(JsonReader& r, AgentView& v) {
         r.read_string(v.task_text);
         return;
     }
-    if (!r.begin_array()) return;
     bool in_run = false;
-    while (r.next_element()) {
-        if (r.peek() != Type::Object) {
-            r.skip_value();
-            continue;
-        }
+    json::each_object(r, [&] {
         std::string type, role, call_id, text;
-        r.begin_object();
-        std::string_view k;
-        while (r.next_key(k)) {
-            if (k == "type") {
-                read_str(r, type);
-            } else if (k == "role") {
-                read_str(r, role);
-            } else if (k == "call_id") {
-                read_str(r, call_id);
-            } else if (k == "output" || k == "content") {
+        json::each_member(r, [&](std::string_view k) {
+            if (read_listed(r, k, {{"type", &type}, {"role", &role}, {"call_id", &call_id}})) return;
+            if (k == "output" || k == "content") {
                 strings_of(r, text);
             } else {
                 r.skip_value();
             }
-        }
+        });
         if (type == "function_call") {
             if (!in_run) new_turn(v);
             in_run = true;
@@ -230,52 +211,47 @@ void read_responses_input(JsonReader& r, AgentView& v) {
             in_run = false;
             if (role == "user" && v.task_text.empty()) v.task_text = text;
         }
+    });
+}
+
+// One content block of an Anthropic message: a tool_use block marks the message as calling
+// tools; a tool_result block answers a call; any other block's strings are the message's text.
+void read_anthropic_block(JsonReader& r, std::string& text, bool& has_calls,
+                          std::vector<std::pair<std::string, int64_t>>& results) {
+    std::string type, use_id, block_text;
+    json::each_member(r, [&](std::string_view k) {
+        if (read_listed(r, k, {{"type", &type}, {"tool_use_id", &use_id}})) return;
+        if (k == "text" || k == "content") {
+            strings_of(r, block_text);
+        } else {
+            r.skip_value();
+        }
+    });
+    if (type == "tool_use") has_calls = true;
+    if (type == "tool_result") {
+        results.emplace_back(use_id, static_cast<int64_t>(block_text.size()));
+    } else {
+        text += block_text;
     }
 }
 
 // Anthropic messages: content a string or blocks; tool_use blocks in an assistant message make
 // a turn, tool_result blocks in a user message answer it.
 void read_anthropic_messages(JsonReader& r, AgentView& v) {
-    if (!r.begin_array()) return;
-    while (r.next_element()) {
-        if (r.peek() != Type::Object) {
-            r.skip_value();
-            continue;
-        }
+    json::each_object(r, [&] {
         std::string role, text;
         bool has_calls = false;
         std::vector<std::pair<std::string, int64_t>> results;
-        r.begin_object();
-        std::string_view k;
-        while (r.next_key(k)) {
+        json::each_member(r, [&](std::string_view k) {
             if (k == "role") {
                 read_str(r, role);
             } else if (k == "content" && r.peek() == Type::Array) {
                 r.begin_array();
                 while (r.next_element()) {
-                    if (r.peek() != Type::Object) {
-                        strings_of(r, text);
-                        continue;
-                    }
-                    std::string btype, use_id, btext;
-                    r.begin_object();
-                    std::string_view bk;
-                    while (r.next_key(bk)) {
-                        if (bk == "type") {
-                            read_str(r, btype);
-                        } else if (bk == "tool_use_id") {
-                            read_str(r, use_id);
-                        } else if (bk == "text" || bk == "content") {
-                            strings_of(r, btext);
-                        } else {
-                            r.skip_value();
-                        }
-                    }
-                    if (btype == "tool_use") has_calls = true;
-                    if (btype == "tool_result") {
-                        results.emplace_back(use_id, static_cast<int64_t>(btext.size()));
+                    if (r.peek() == Type::Object) {
+                        read_anthropic_block(r, text, has_calls, results);
                     } else {
-                        text += btext;
+                        strings_of(r, text);
                     }
                 }
             } else if (k == "content") {
@@ -283,11 +259,11 @@ void read_anthropic_messages(JsonReader& r, AgentView& v) {
             } else {
                 r.skip_value();
             }
-        }
+        });
         if (role == "assistant" && has_calls) new_turn(v);
         for (auto& [id, n] : results) add_result(v, id, n);
         if (role == "user" && results.empty() && v.task_text.empty()) v.task_text = text;
-    }
+    });
 }
 
 const char* const kArgWords[] = {"alpha", "beta", "gamma", "delta", "main", "src", "test", "data"};

@@ -6,7 +6,10 @@
 // speech_sample_rate; it goes out in chunks of speech_chunk_ms of audio, the first due at TTFT and
 // each next one the chunk's duration x speech_rtf later (RTF 0.5: twice as fast as playback).
 // Raw PCM, WAV (a streaming header, data size 0xFFFFFFFF), or SSE speech.audio.delta events.
-// Truth: tokens[i] is the audio bytes of write i, audio_bytes_per_s converts them to seconds.
+// A compressed response_format (mp3, opus, aac, flac) is answered with the clip the emulator was
+// given for it (EmulatorConfig::speech_clips, encoded by Python), whole, whatever the input: in
+// chunks of speech_chunk_ms at the clip's average byte rate, paced the same way.
+// Truth: tokens[i] is the audio bytes of write i, write_audio_s[i] its audio seconds.
 //
 // Transcription: a multipart upload of a WAV file; its transcript is the book's (by the FNV-1a
 // hash of the file's bytes) or seeded words, 2.5 per second of audio, with round(n x
@@ -68,10 +71,24 @@ void le16(std::string& out, uint16_t v) {
 // A quiet 440 Hz-ish sawtooth, so the audio is not silence; sample k of the stream.
 int16_t sample_at(int64_t k) { return static_cast<int16_t>((k * 440 * 2 % 24000) - 12000) / 8; }
 
+const char* coded_content_type(const std::string& format) {
+    if (format == "mp3") return "audio/mpeg";
+    if (format == "opus") return "audio/ogg";
+    if (format == "aac") return "audio/aac";
+    if (format == "flac") return "audio/flac";
+    return "application/octet-stream";
+}
+
 class SpeechFormatter : public Formatter {
 public:
-    SpeechFormatter(const ResponsePlan& plan, int64_t sample_rate, int64_t input_tokens)
-        : Formatter(plan), rate_(sample_rate), input_tokens_(input_tokens) {}
+    // clip: a compressed format's clip, written slice by slice (null: PCM made here).
+    SpeechFormatter(const ResponsePlan& plan, int64_t sample_rate, int64_t input_tokens,
+                    const EmulatorConfig::CodedClip* clip = nullptr, const char* content_type = nullptr)
+        : Formatter(plan), rate_(sample_rate), input_tokens_(input_tokens), clip_(clip), content_type_(content_type) {}
+
+    const char* stream_content_type() const override {
+        return clip_ ? content_type_ : Formatter::stream_content_type();
+    }
 
     void begin(std::string& out) override {
         if (p_.api.dialect != Dialect::SpeechWav) return;
@@ -89,6 +106,13 @@ public:
         le32(out, 0xFFFFFFFFu);
     }
     void tokens(std::string& out, TokKind, int64_t bytes) override {
+        if (clip_) {
+            const size_t n = std::min(static_cast<size_t>(bytes), clip_->bytes.size() - std::min(clip_->bytes.size(), offset_));
+            out.append(clip_->bytes, offset_, n);
+            offset_ += n;
+            emitted_[static_cast<int>(TokKind::content)] += bytes;
+            return;
+        }
         std::string& pcm = pcm_;
         pcm.clear();
         for (int64_t b = 0; b < bytes; b += 2) {
@@ -129,6 +153,9 @@ private:
     int64_t input_tokens_;
     int64_t samples_ = 0;
     std::string pcm_;
+    const EmulatorConfig::CodedClip* clip_;
+    const char* content_type_;
+    size_t offset_ = 0;
 };
 
 class TranscriptionFormatter : public Formatter {
@@ -221,7 +248,7 @@ struct SpeechRequest {
     std::string model, input, response_format = "pcm", stream_format = "audio";
 };
 
-bool parse_speech(std::string_view body, SpeechRequest& out, std::string& err) {
+bool parse_speech(std::string_view body, const EmulatorConfig& cfg, SpeechRequest& out, std::string& err) {
     json::JsonReader j(body);
     if (!j.begin_object()) {
         err = "the request body must be a JSON object";
@@ -249,8 +276,9 @@ bool parse_speech(std::string_view body, SpeechRequest& out, std::string& err) {
         err = "'input' is required: the text to speak";
         return false;
     }
-    if (out.response_format != "pcm" && out.response_format != "wav") {
-        err = "response_format '" + out.response_format + "': the emulator speaks pcm and wav";
+    if (out.response_format != "pcm" && out.response_format != "wav" && !cfg.speech_clips.count(out.response_format)) {
+        err = "response_format '" + out.response_format +
+              "': the emulator speaks pcm and wav, and a compressed format it was given a clip of (speech_clips)";
         return false;
     }
     if (out.stream_format != "audio" && out.stream_format != "sse") {
@@ -328,6 +356,7 @@ void Server::start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int
     std::string err;
     ResponsePlan& p = s->plan;
     p.seq = seq;
+    p.draw = seq;
     p.id = rec.id;
     p.created_s = static_cast<int64_t>(std::time(nullptr));
     std::mt19937_64 rng = request_rng(cfg_.seed, seq);
@@ -339,13 +368,16 @@ void Server::start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int
 
     if (speech) {
         SpeechRequest sr;
-        if (!parse_speech(req.body, sr, err)) {
+        if (!parse_speech(req.body, cfg_, sr, err)) {
             reject(c, req, std::move(rec), id_header, error_body(ErrorFamily::openai, 400, err));
             return;
         }
-        const Dialect d = sr.stream_format == "sse" ? Dialect::SpeechSse
-                          : sr.response_format == "wav" ? Dialect::SpeechWav
-                                                         : Dialect::SpeechPcm;
+        const auto clip_it = cfg_.speech_clips.find(sr.response_format);
+        const EmulatorConfig::CodedClip* clip = clip_it == cfg_.speech_clips.end() ? nullptr : &clip_it->second;
+        const Dialect d = sr.stream_format == "sse"          ? Dialect::SpeechSse
+                          : clip != nullptr                  ? Dialect::SpeechCoded
+                          : sr.response_format == "wav"      ? Dialect::SpeechWav
+                                                              : Dialect::SpeechPcm;
         const int64_t words = std::max<int64_t>(1, static_cast<int64_t>(split_words(sr.input).size()));
         rec.prompt_tokens = words;
         rec.stream = true;
@@ -355,20 +387,34 @@ void Server::start_audio(Conn& c, const AudioApiPath& api, HttpRequest& req, int
         p.stream = true;
         p.prompt_tokens = words;
         const int64_t rate = cfg_.speech_sample_rate;
-        const int64_t samples = std::max<int64_t>(1, std::llround(static_cast<double>(words) / cfg_.speech_words_per_s * rate));
-        const int64_t total = samples * 2;
-        const int64_t chunk = std::max<int64_t>(2, std::llround(cfg_.speech_chunk_ms / 1000.0 * rate) * 2);
+        // The stream's bytes and bytes per second of audio: PCM's made here (16-bit mono), or
+        // the clip's, whose byte rate is its average (a codec's frames vary; the total is exact).
+        int64_t total = 0, chunk = 0;
+        double bytes_per_s = 0.0;
+        if (clip != nullptr) {
+            total = static_cast<int64_t>(clip->bytes.size());
+            bytes_per_s = static_cast<double>(total) / clip->seconds;
+            chunk = std::max<int64_t>(1, std::llround(cfg_.speech_chunk_ms / 1000.0 * bytes_per_s));
+        } else {
+            const int64_t samples =
+                std::max<int64_t>(1, std::llround(static_cast<double>(words) / cfg_.speech_words_per_s * rate));
+            total = samples * 2;
+            bytes_per_s = static_cast<double>(rate * 2);
+            chunk = std::max<int64_t>(2, std::llround(cfg_.speech_chunk_ms / 1000.0 * rate) * 2);
+        }
         const size_t ne = static_cast<size_t>((total + chunk - 1) / chunk);
         s->events.resize(ne);
         load.gap_ns.resize(ne);
+        rec.write_audio_s.resize(ne);
         for (size_t i = 0; i < ne; ++i) {
             const int64_t bytes = std::min<int64_t>(chunk, total - static_cast<int64_t>(i) * chunk);
             s->events[i] = TokenEvent{0, static_cast<int32_t>(bytes), TokKind::content};
-            const double audio_ns = static_cast<double>(bytes) / 2.0 / static_cast<double>(rate) * 1e9;
-            load.gap_ns[i] = i == 0 ? ttft : std::llround(audio_ns * cfg_.speech_rtf);
+            rec.write_audio_s[i] = static_cast<double>(bytes) / bytes_per_s;
+            load.gap_ns[i] = i == 0 ? ttft : std::llround(rec.write_audio_s[i] * 1e9 * cfg_.speech_rtf);
         }
-        rec.audio_bytes_per_s = rate * 2;
-        s->fmt = std::make_unique<SpeechFormatter>(p, rate, words);
+        rec.audio_bytes_per_s = std::llround(bytes_per_s);
+        s->fmt = clip != nullptr ? std::make_unique<SpeechFormatter>(p, rate, words, clip, coded_content_type(sr.response_format))
+                                 : std::make_unique<SpeechFormatter>(p, rate, words);
     } else {
         Upload up;
         if (!parse_multipart(req.body, up, err)) {

@@ -60,6 +60,7 @@ void Server::start_body_api(Conn& c, const BodyApiPath& api, HttpRequest& req, i
 
     ResponsePlan& p = s->plan;
     p.seq = rec.seq;
+    p.draw = rec.seq;
     p.id = rec.id;
     p.model = br.model.empty() ? cfg_.model : br.model;
     p.created_s = static_cast<int64_t>(std::time(nullptr));

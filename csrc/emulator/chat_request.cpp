@@ -47,6 +47,7 @@ const char* api_name(const ApiPath& api) {
         case Dialect::SpeechPcm:
         case Dialect::SpeechWav:
         case Dialect::SpeechSse:
+        case Dialect::SpeechCoded:
         case Dialect::Transcription: break;
     }
     return "?";

@@ -112,10 +112,23 @@ struct EmulatorConfig {
     int stt_words_per_event = 1;
     bool stt_vllm_shape = false;
     std::unordered_map<uint64_t, std::string> transcripts;
+    // Compressed speech (response_format mp3, opus, aac, flac): one clip per format, encoded by
+    // the caller (pytps.workload.coded_speech), streamed whole whatever the input, in chunks of
+    // speech_chunk_ms of its average byte rate, at speech_rtf.
+    struct CodedClip {
+        std::string bytes;
+        double seconds = 0.0;
+    };
+    std::unordered_map<std::string, CodedClip> speech_clips;
 
     std::vector<FaultSpec> faults;
     AnswerBook answers;          // graded answers (answers.hpp); empty: content is words only
     uint64_t seed = 0;
+    // What keys a request's seeded draws (its timing and whether it answers right): false, its
+    // arrival count; true, its prompt (and how many times that prompt came before), so the same
+    // item gets the same draws whatever order concurrent requests arrive in, and two emulators
+    // with one seed give each item the same draws (docs/emulator.md, "Seeds").
+    bool draws_by_prompt = false;
     int64_t spin_ns = 60'000;    // busy-wait this close to a due time instead of sleeping
     bool realtime = false;       // SCHED_FIFO for the timing thread (needs root / CAP_SYS_NICE)
     std::string truth_log;       // JSON lines file, written by a side thread; empty: none

@@ -7,9 +7,9 @@ namespace pytps {
 
 namespace {
 
-class AnthropicFormatter : public Formatter {
+class AnthropicFormatter : public BlockFormatter {
 public:
-    using Formatter::Formatter;
+    using BlockFormatter::BlockFormatter;
 
     // Anthropic's input_tokens leave out cache reads, which come in cache_read_input_tokens.
     void input_usage(std::string& out) const {
@@ -33,47 +33,28 @@ public:
     }
 
     void tokens(std::string& out, TokKind kind, int64_t count) override {
-        const int k = static_cast<int>(kind);
+        // A block is opened with its first token (a tool_use block carries the tool's name,
+        // which is generated output), and the first block is followed by the ping, in the
+        // documented order.
         if (kind == TokKind::tool) {
             // Each call is a tool_use block of its own, opened by its first piece.
             for (const ToolRun& run : next_tool(count)) {
-                if (run.starts || open_ != 2) {
-                    if (open_ >= 0) close_block(out);
-                    call_ = run.call;
-                    open_block(out, 2);
-                    if (index_ == 0) ping(out);
-                }
-                out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
-                json_int(out, index_);
-                out += ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":";
-                json_str(out, run.text);
-                out += "}}\n\n";
+                if (enter_block(out, 2, run.call, run.starts) && index_ == 0) ping(out);
+                delta(out, "input_json_delta", "partial_json", run.text);
             }
             return;
         }
-        if (open_ != k) {
-            if (open_ >= 0) close_block(out);
-            open_block(out, k);
-            // The first block comes with the first token (a tool_use block carries the tool's
-            // name, which is generated output), then the ping, in the documented order.
-            if (index_ == 0) ping(out);
-        }
-        std::string text = next_text(kind, count);
-        out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
-        json_int(out, index_);
-        if (k == 0) {
-            out += ",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":";
-        } else if (k == 1) {
-            out += ",\"delta\":{\"type\":\"text_delta\",\"text\":";
+        if (enter_block(out, static_cast<int>(kind)) && index_ == 0) ping(out);
+        const std::string text = next_text(kind, count);
+        if (kind == TokKind::reasoning) {
+            delta(out, "thinking_delta", "thinking", text);
         } else {
-            out += ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":";
+            delta(out, "text_delta", "text", text);
         }
-        json_str(out, text);
-        out += "}}\n\n";
     }
 
     void finish(std::string& out, const StreamTimes&) override {
-        if (open_ >= 0) close_block(out);
+        leave_block(out);
         out += "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"";
         out += stop_reason();
         out += "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":";
@@ -141,9 +122,7 @@ public:
     }
 
 private:
-    int open_ = -1;
-    int64_t index_ = -1;
-    size_t call_ = 0;  // the call of the open tool_use block
+    int64_t index_ = -1;  // the open block's index
 
     std::string signature() const { return "sig_" + std::to_string(p_.seq); }
     const char* stop_reason() const {
@@ -153,14 +132,22 @@ private:
     // The documented ping is written with spaces; it is reproduced as documented.
     static void ping(std::string& out) { out += "event: ping\ndata: {\"type\": \"ping\"}\n\n"; }
 
-    void open_block(std::string& out, int k) {
-        open_ = k;
+    // A content_block_delta event of the open block: {"type": type, field: text}.
+    void delta(std::string& out, const char* type, const char* field, const std::string& text) const {
+        out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+        json_int(out, index_);
+        out.append(",\"delta\":{\"type\":\"").append(type).append("\",\"").append(field).append("\":");
+        json_str(out, text);
+        out += "}}\n\n";
+    }
+
+    void open_block(std::string& out) override {
         ++index_;
         out += "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":";
         json_int(out, index_);
-        if (k == 0) {
+        if (open_ == 0) {
             out += ",\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n";
-        } else if (k == 1) {
+        } else if (open_ == 1) {
             out += ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
         } else {
             out += ",\"content_block\":{\"type\":\"tool_use\",\"id\":";
@@ -171,18 +158,11 @@ private:
         }
     }
 
-    void close_block(std::string& out) {
-        if (open_ == 0) {
-            out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
-            json_int(out, index_);
-            out += ",\"delta\":{\"type\":\"signature_delta\",\"signature\":";
-            json_str(out, signature());
-            out += "}}\n\n";
-        }
+    void close_block(std::string& out) override {
+        if (open_ == 0) delta(out, "signature_delta", "signature", signature());
         out += "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":";
         json_int(out, index_);
         out += "}\n\n";
-        open_ = -1;
     }
 };
 

@@ -29,7 +29,8 @@ void openai_usage(std::string& out, int64_t prompt, int64_t cached, int64_t comp
 
 namespace {
 
-const char kFingerprint[] = "fp_pytps";
+// Every OpenAI object the emulator writes names the same backend configuration.
+const char kFingerprintMember[] = ",\"system_fingerprint\":\"fp_pytps\"";
 
 // Milliseconds with microsecond digits, as llama.cpp writes its timings.
 void json_ms(std::string& out, int64_t ns) {
@@ -65,6 +66,18 @@ protected:
         out += "}";
     }
 
+    // A chunk of `object` whose JSON is cut short inside its first choice's text (`choice`:
+    // the members before the text's value).
+    void cut_chunk(std::string& out, const char* object, const char* choice) const {
+        out += "data: {\"id\":";
+        json_str(out, p_.id);
+        out += ",\"object\":\"";
+        out += object;
+        out += "\",\"choices\":[{";
+        out += choice;
+        out += "\" to\n\n";
+    }
+
     // The usage member every non-final chunk carries: null with include_usage, the running
     // count with continuous_usage_stats, nothing otherwise.
     void chunk_usage(std::string& out) {
@@ -82,15 +95,12 @@ protected:
             out += "data: ";
             openai_head(out, object, model_first);
             if (model_first) {
-                out += ",\"system_fingerprint\":\"";
-                out += kFingerprint;
-                out += "\",\"choices\":[]";
+                out += kFingerprintMember;
+                out += ",\"choices\":[]";
             } else {
                 out += ",\"choices\":[],\"model\":";
                 json_str(out, p_.model);
-                out += ",\"system_fingerprint\":\"";
-                out += kFingerprint;
-                out += "\"";
+                out += kFingerprintMember;
             }
             out += ",\"usage\":";
             openai_usage(out, p_.prompt_tokens, p_.cached_tokens, billed(emitted_total()), emitted(TokKind::reasoning));
@@ -165,9 +175,7 @@ public:
     }
 
     void malformed_event(std::string& out) override {
-        out += "data: {\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" to\n\n";
+        cut_chunk(out, "chat.completion.chunk", "\"index\":0,\"delta\":{\"content\":");
     }
 
     void full_body(std::string& out, const StreamTimes&) override {
@@ -201,9 +209,8 @@ public:
         out += openai_finish();
         out += "\"}],\"usage\":";
         openai_usage(out, p_.prompt_tokens, p_.cached_tokens, billed(r + a), r);
-        out += ",\"system_fingerprint\":\"";
-        out += kFingerprint;
-        out += "\"}";
+        out += kFingerprintMember;
+        out += "}";
         emitted_[0] = r;
         emitted_[p_.tool_call ? 2 : 1] = a;
     }
@@ -216,9 +223,8 @@ private:
         if (head_.empty()) {
             head_ = "data: ";
             openai_head(head_, "chat.completion.chunk", true);
-            head_ += ",\"system_fingerprint\":\"";
-            head_ += kFingerprint;
-            head_ += "\",\"choices\":[{\"index\":0,\"delta\":";
+            head_ += kFingerprintMember;
+            head_ += ",\"choices\":[{\"index\":0,\"delta\":";
         }
         out += head_;
     }
@@ -240,17 +246,14 @@ public:
     }
 
     void malformed_event(std::string& out) override {
-        out += "data: {\"id\":";
-        json_str(out, p_.id);
-        out += ",\"object\":\"text_completion\",\"choices\":[{\"text\":\" to\n\n";
+        cut_chunk(out, "text_completion", "\"text\":");
     }
 
     void full_body(std::string& out, const StreamTimes&) override {
         const int64_t a = p_.answer_tokens;
         openai_head(out, "text_completion", true);
-        out += ",\"system_fingerprint\":\"";
-        out += kFingerprint;
-        out += "\",\"choices\":[{\"text\":";
+        out += kFingerprintMember;
+        out += ",\"choices\":[{\"text\":";
         json_str(out, whole_text(TokKind::content, a));
         out += ",\"index\":0,\"logprobs\":null,\"finish_reason\":\"";
         out += openai_finish();
@@ -276,9 +279,7 @@ private:
         }
         out += "}],\"model\":";
         json_str(out, p_.model);
-        out += ",\"system_fingerprint\":\"";
-        out += kFingerprint;
-        out += "\"";
+        out += kFingerprintMember;
         chunk_usage(out);
         if (timings) timings_member(out, *timings);
         out += "}\n\n";

@@ -9,9 +9,9 @@ namespace pytps {
 
 namespace {
 
-class ResponsesFormatter : public Formatter {
+class ResponsesFormatter : public BlockFormatter {
 public:
-    explicit ResponsesFormatter(const ResponsePlan& plan) : Formatter(plan) {
+    explicit ResponsesFormatter(const ResponsePlan& plan) : BlockFormatter(plan) {
         keep_text_ = true;
         const std::string n = std::to_string(plan.seq);
         item_id_[0] = "rs_" + n;
@@ -30,21 +30,14 @@ public:
         if (kind == TokKind::tool) {
             // Each call is an output item of its own, opened by its first piece.
             for (const ToolRun& run : next_tool(count)) {
-                if (run.starts || open_ != 2) {
-                    if (open_ >= 0) close_item(out);
-                    call_ = run.call;
-                    open_item(out, 2);
-                }
+                enter_block(out, 2, run.call, run.starts);
                 std::string body = item_ref(2, false) + ",\"delta\":";
                 json_str(body, run.text);
                 event(out, "response.function_call_arguments.delta", body);
             }
             return;
         }
-        if (open_ != k) {
-            if (open_ >= 0) close_item(out);
-            open_item(out, k);
-        }
+        enter_block(out, k);
         std::string body = item_ref(k, true);
         body += ",\"delta\":";
         json_str(body, next_text(kind, count));
@@ -56,9 +49,9 @@ public:
     }
 
     void finish(std::string& out, const StreamTimes&) override {
-        if (open_ >= 0) close_item(out);
+        leave_block(out);
         std::string r;
-        response_object(r, p_.hit_limit ? "incomplete" : "completed", true);
+        response_object(r, status_of(true), true);
         event(out, p_.hit_limit ? "response.incomplete" : "response.completed", "\"response\":" + r);
     }
 
@@ -83,16 +76,14 @@ public:
         } else if (p_.answer_tokens > 0) {
             done_items_.emplace_back(1, 0);
         }
-        response_object(out, p_.hit_limit ? "incomplete" : "completed", true);
+        response_object(out, status_of(true), true);
     }
 
 private:
     int64_t seqno_ = 0;
-    int open_ = -1;
     int64_t output_index_ = -1;
     std::vector<std::pair<int, size_t>> done_items_;  // kind, and the call of a function_call
     std::string item_id_[2];
-    size_t call_ = 0;  // the call of the open function_call item
 
     void event(std::string& out, const char* type, const std::string& body) {
         out += "event: ";
@@ -115,37 +106,39 @@ private:
         return s;
     }
 
+    // An item's (or the response's) status: in progress until done, then incomplete when the
+    // output stopped at its limit.
+    const char* status_of(bool done) const {
+        if (!done) return "in_progress";
+        return p_.hit_limit ? "incomplete" : "completed";
+    }
+
     // The item as output_item.added (in progress) or output_item.done / the final response.
     void item_json(std::string& s, int k, bool done, size_t call = 0) const {
-        const std::string& text = acc_[k];
         if (k == 0) {
             s += "{\"id\":";
             json_str(s, item_id_[0]);
             s += ",\"type\":\"reasoning\",\"summary\":[]";
             if (done) {
-                s += ",\"content\":[{\"type\":\"reasoning_text\",\"text\":";
-                json_str(s, text);
-                s += "}]";
+                s += ",\"content\":[";
+                part_json(s, k);
+                s += "]";
             }
             s += "}";
         } else if (k == 1) {
             s += "{\"id\":";
             json_str(s, item_id_[1]);
             s += ",\"type\":\"message\",\"status\":\"";
-            s += !done ? "in_progress" : p_.hit_limit ? "incomplete" : "completed";
+            s += status_of(done);
             s += "\",\"content\":[";
-            if (done) {
-                s += "{\"type\":\"output_text\",\"annotations\":[],\"text\":";
-                json_str(s, text);
-                s += "}";
-            }
+            if (done) part_json(s, k);
             s += "],\"role\":\"assistant\"}";
         } else {
             const PlannedCall& c = p_.calls[call];
             s += "{\"id\":";
             json_str(s, c.item_id);
             s += ",\"type\":\"function_call\",\"status\":\"";
-            s += !done ? "in_progress" : p_.hit_limit ? "incomplete" : "completed";
+            s += status_of(done);
             s += "\",\"arguments\":";
             json_str(s, done ? c.arguments : std::string());
             s += ",\"call_id\":";
@@ -156,6 +149,7 @@ private:
         }
     }
 
+    // The part (reasoning_text or output_text) of content item k, with its text so far.
     void part_json(std::string& s, int k) const {
         if (k == 0) {
             s += "{\"type\":\"reasoning_text\",\"text\":";
@@ -166,44 +160,43 @@ private:
         s += "}";
     }
 
-    void open_item(std::string& out, int k) {
-        open_ = k;
-        ++output_index_;
+    // response.output_item.added (done false) or .done of the open item.
+    void item_event(std::string& out, const char* type, bool done) {
         std::string body = "\"output_index\":";
         json_int(body, output_index_);
         body += ",\"item\":";
-        item_json(body, k, false, call_);
-        event(out, "response.output_item.added", body);
-        if (k != 2) {
-            body = item_ref(k, true) + ",\"part\":";
-            part_json(body, k);
-            event(out, "response.content_part.added", body);
-        }
+        item_json(body, open_, done, call_);
+        event(out, type, body);
     }
 
-    void close_item(std::string& out) {
+    // response.content_part.added or .done of the open (content) item.
+    void part_event(std::string& out, const char* type) {
+        std::string body = item_ref(open_, true) + ",\"part\":";
+        part_json(body, open_);
+        event(out, type, body);
+    }
+
+    void open_block(std::string& out) override {
+        ++output_index_;
+        item_event(out, "response.output_item.added", false);
+        if (open_ != 2) part_event(out, "response.content_part.added");
+    }
+
+    void close_block(std::string& out) override {
         const int k = open_;
-        std::string body;
         if (k == 2) {
-            body = item_ref(k, false) + ",\"arguments\":";
+            std::string body = item_ref(k, false) + ",\"arguments\":";
             json_str(body, p_.calls[call_].arguments);
             event(out, "response.function_call_arguments.done", body);
         } else {
-            body = item_ref(k, true) + ",\"text\":";
+            std::string body = item_ref(k, true) + ",\"text\":";
             json_str(body, acc_[k]);
             if (k == 1) body += ",\"logprobs\":[]";
             event(out, k == 0 ? "response.reasoning_text.done" : "response.output_text.done", body);
-            body = item_ref(k, true) + ",\"part\":";
-            part_json(body, k);
-            event(out, "response.content_part.done", body);
+            part_event(out, "response.content_part.done");
         }
-        body = "\"output_index\":";
-        json_int(body, output_index_);
-        body += ",\"item\":";
-        item_json(body, k, true, call_);
-        event(out, "response.output_item.done", body);
+        item_event(out, "response.output_item.done", true);
         done_items_.emplace_back(k, call_);
-        open_ = -1;
     }
 
     void response_object(std::string& s, const char* status, bool final) const {

@@ -44,6 +44,7 @@ std::unique_ptr<Formatter> Formatter::make(const ResponsePlan& plan) {
         case Dialect::SpeechPcm:
         case Dialect::SpeechWav:
         case Dialect::SpeechSse:
+        case Dialect::SpeechCoded:
         case Dialect::Transcription: break;  // made by their route (audio_route.cpp)
     }
     return nullptr;
@@ -97,6 +98,21 @@ std::vector<Formatter::ToolRun> Formatter::next_tool(int64_t count) {
     }
     emitted_[2] += count;
     return runs;
+}
+
+bool BlockFormatter::enter_block(std::string& out, int k, size_t call, bool starts) {
+    if (open_ == k && !starts) return false;
+    leave_block(out);
+    open_ = k;
+    call_ = call;
+    open_block(out);
+    return true;
+}
+
+void BlockFormatter::leave_block(std::string& out) {
+    if (open_ < 0) return;
+    close_block(out);
+    open_ = -1;
 }
 
 std::string Formatter::whole_text(TokKind kind, int64_t n) const {

@@ -21,6 +21,7 @@ enum class TokKind : uint8_t { reasoning = 0, content = 1, tool = 2 };
 struct ResponsePlan {
     ApiPath api = kApiPaths[0];  // the route it came by
     uint64_t seq = 0;           // 1-based count of generation requests
+    uint64_t draw = 0;          // what keys its seeded draws: seq, or its prompt's key (config.hpp)
     std::string id;             // chatcmpl-<seq>, cmpl-<seq>, resp_<seq>, msg_<seq>, ollama-<seq>
     std::string model;
     int64_t created_s = 0;      // wall-clock seconds, as the providers report
@@ -63,7 +64,8 @@ public:
     virtual ~Formatter() = default;
 
     bool is_sse() const;
-    const char* stream_content_type() const;
+    // The stream's Content-Type (a route's formatter may name its own).
+    virtual const char* stream_content_type() const;
 
     // Events before the first token (role chunk, message_start, response.created, ...).
     virtual void begin(std::string& out) = 0;
@@ -121,6 +123,26 @@ private:
     size_t tool_call_ = 0;    // next_tool(): the call and piece next to be emitted
     int64_t tool_piece_ = 0;
     std::string piece(TokKind kind, int64_t i, int64_t n) const;
+};
+
+// A format that streams one block per phase and per tool call, each opened and closed by events
+// of its own (Anthropic's content blocks, the Responses API's output items).
+class BlockFormatter : public Formatter {
+public:
+    using Formatter::Formatter;
+
+protected:
+    // Makes kind k the open block, closing the open one first; a tool call's first piece
+    // (`starts`) opens a block of its own, for `call`. True when a block was opened.
+    bool enter_block(std::string& out, int k, size_t call = 0, bool starts = false);
+    // Closes the open block, if any.
+    void leave_block(std::string& out);
+    // The events of a block's opening (open_ and call_ are already its own) and closing.
+    virtual void open_block(std::string& out) = 0;
+    virtual void close_block(std::string& out) = 0;
+
+    int open_ = -1;    // the kind of the open block (-1: none)
+    size_t call_ = 0;  // the call of the open tool block
 };
 
 // The word of token `i` of a phase of `n` tokens. Content and reasoning are " word" pieces;

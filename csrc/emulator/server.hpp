@@ -113,6 +113,9 @@ private:
     int port_ = 0;
     uint64_t next_conn_id_ = 1;
     uint64_t gen_seq_ = 0;
+    // draws_by_prompt: how many times each prompt (by its FNV-1a hash) has come, so a repeated
+    // prompt's k-th occurrence has draws of its own (one entry per distinct prompt).
+    std::unordered_map<uint64_t, uint64_t> prompt_seen_;
     std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
     std::string scratch_;
     std::string frame_;
@@ -148,6 +151,8 @@ private:
 
     // Timed responses (stream.cpp)
     // A generation or body request's stream, its truth record opened (sequence, id, API, receipt).
+    // The key of a request's seeded draws (config.hpp, draws_by_prompt).
+    uint64_t draw_key(uint64_t seq, const std::string& prompt);
     std::unique_ptr<Stream> open_stream(const Conn& c, const HttpRequest& req, int64_t received_ns,
                                         const std::string& id_head, std::string api);
     // The start every request route shares: its stream opened (open_stream) and its body read by

@@ -20,7 +20,8 @@ const char* id_prefix(Dialect d) {
         case Dialect::Json: break;
         case Dialect::SpeechPcm:
         case Dialect::SpeechWav:
-        case Dialect::SpeechSse: return "speech-";
+        case Dialect::SpeechSse:
+        case Dialect::SpeechCoded: return "speech-";
         case Dialect::Transcription: return "trsc-";
     }
     return "?";
@@ -32,6 +33,17 @@ uint8_t truth_kind(TokKind k) {
     return k == TokKind::content ? 0 : k == TokKind::reasoning ? 1 : 2;
 }
 }  // namespace
+
+uint64_t Server::draw_key(uint64_t seq, const std::string& prompt) {
+    if (!cfg_.draws_by_prompt) return seq;
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a: the same key on every platform
+    for (const char ch : prompt) {
+        h ^= static_cast<unsigned char>(ch);
+        h *= 1099511628211ULL;
+    }
+    const uint64_t before = prompt_seen_[h]++;
+    return h + before * 0x9E3779B97F4A7C15ULL;
+}
 
 std::unique_ptr<Stream> Server::open_stream(const Conn& c, const HttpRequest& req, int64_t received_ns,
                                             const std::string& id_head, std::string api) {
@@ -137,6 +149,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
     ResponsePlan& p = s->plan;
     p.api = api;
     p.seq = seq;
+    p.draw = draw_key(seq, cr.prompt_text);
     p.id = rec.id;
     p.model = cr.model.empty() ? cfg_.model : cr.model;
     p.created_s = static_cast<int64_t>(std::time(nullptr));
@@ -203,7 +216,7 @@ void Server::start_generation(Conn& c, const ApiPath& api, HttpRequest& req, int
 
     // When it happens: gaps at a batch of one, drawn now; the load model turns them into due
     // times once the request has a batch slot (batch.hpp).
-    std::mt19937_64 rng = request_rng(cfg_.seed, seq);
+    std::mt19937_64 rng = request_rng(cfg_.seed, p.draw);
     const int64_t ttft = draw_ns(cfg_.ttft_dist, cfg_.ttft_ns, cfg_.ttft_sd_ns, rng) + cfg_.prefill_ns_per_token * (p.prompt_tokens - rec.cached_tokens) +
                          ttft_ramp_ns(cfg_.ttft_ramp_ns_per_s, received_ns - start_ns_);
     s->events = build_schedule(cfg_, 0, p.reasoning_tokens, p.answer_tokens, p.tool_call ? TokKind::tool : TokKind::content, rng);
@@ -453,7 +466,7 @@ void Server::decide_answer(Stream& s) {
     s.answer_decided = true;
     if (s.answer == nullptr) return;
     const int64_t batch = s.load.batched > 0 ? s.load.batch[0] : 1;
-    const bool right = cfg_.answers.draw_right(cfg_.seed, s.plan.seq, batch);
+    const bool right = cfg_.answers.draw_right(cfg_.seed, s.plan.draw, batch);
     s.rec.answer = right ? "right" : "wrong";
     s.fmt->set_answer(right ? s.answer->right : s.answer->wrong);
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 #include "emulator/json_write.hpp"
 
@@ -19,83 +20,106 @@ void json_array(std::string& out, const std::vector<T>& v) {
     }
     out.push_back(']');
 }
+void json_doubles(std::string& out, const std::vector<double>& v) {
+    out.push_back('[');
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out.push_back(',');
+        json_double(out, v[i]);
+    }
+    out.push_back(']');
+}
+
+// The members after an object's first: ,"key":value.
+void key(std::string& out, const char* name) {
+    out += ",\"";
+    out += name;
+    out += "\":";
+}
+void int_member(std::string& out, const char* name, int64_t v) {
+    key(out, name);
+    json_int(out, v);
+}
+void str_member(std::string& out, const char* name, std::string_view v) {
+    key(out, name);
+    json_str(out, v);
+}
+void bool_member(std::string& out, const char* name, bool v) {
+    key(out, name);
+    out += v ? "true" : "false";
+}
+void double_member(std::string& out, const char* name, double v) {
+    key(out, name);
+    json_double(out, v);
+}
+// An optional string: null when empty.
+void str_or_null_member(std::string& out, const char* name, const std::string& v) {
+    if (v.empty()) {
+        key(out, name);
+        out += "null";
+    } else {
+        str_member(out, name, v);
+    }
+}
+// A kernel stamp: null when the kernel gave none (INT64_MIN).
+void stamp_member(std::string& out, const char* name, int64_t v) {
+    if (v == INT64_MIN) {
+        key(out, name);
+        out += "null";
+    } else {
+        int_member(out, name, v);
+    }
+}
+template <class T>
+void array_member(std::string& out, const char* name, const std::vector<T>& v) {
+    key(out, name);
+    json_array(out, v);
+}
 }  // namespace
 
 std::string truth_json_line(const TruthRecord& r) {
     std::string s = "{\"seq\":";
     json_int(s, static_cast<int64_t>(r.seq));
-    s += ",\"id\":";
-    json_str(s, r.id);
-    s += ",\"api\":";
-    json_str(s, r.api);
-    s += ",\"path\":";
-    json_str(s, r.path);
-    s += ",\"status\":";
-    json_int(s, r.status);
-    s += ",\"fault\":";
-    json_str(s, r.fault);
-    s += r.stream ? ",\"stream\":true" : ",\"stream\":false";
-    s += r.completed ? ",\"completed\":true" : ",\"completed\":false";
-    s += r.client_closed ? ",\"client_closed\":true" : ",\"client_closed\":false";
-    s += ",\"answer\":";
-    if (r.answer.empty()) {
-        s += "null";
-    } else {
-        json_str(s, r.answer);
+    str_member(s, "id", r.id);
+    str_member(s, "api", r.api);
+    str_member(s, "path", r.path);
+    int_member(s, "status", r.status);
+    str_member(s, "fault", r.fault);
+    bool_member(s, "stream", r.stream);
+    bool_member(s, "completed", r.completed);
+    bool_member(s, "client_closed", r.client_closed);
+    str_or_null_member(s, "answer", r.answer);
+    bool_member(s, "answer_sent", r.answer_sent);
+    int_member(s, "received_ns", r.received_ns);
+    stamp_member(s, "received_kernel_ns", r.received_kernel_ns);
+    int_member(s, "headers_sent_ns", r.headers_sent_ns);
+    int_member(s, "done_ns", r.done_ns);
+    int_member(s, "admitted_ns", r.admitted_ns);
+    int_member(s, "released_ns", r.released_ns);
+    int_member(s, "queued_ns", r.queued_ns);
+    int_member(s, "prompt_tokens", r.prompt_tokens);
+    int_member(s, "inputs", r.inputs);
+    int_member(s, "dimensions", r.dimensions);
+    int_member(s, "results", r.results);
+    int_member(s, "images", r.images);
+    int_member(s, "image_tokens", r.image_tokens);
+    int_member(s, "cached_tokens", r.cached_tokens);
+    int_member(s, "audio_bytes_per_s", r.audio_bytes_per_s);
+    if (!r.write_audio_s.empty()) {
+        key(s, "write_audio_s");
+        json_doubles(s, r.write_audio_s);
     }
-    s += r.answer_sent ? ",\"answer_sent\":true" : ",\"answer_sent\":false";
-    s += ",\"received_ns\":";
-    json_int(s, r.received_ns);
-    s += ",\"received_kernel_ns\":";
-    if (r.received_kernel_ns == INT64_MIN) {
-        s += "null";
-    } else {
-        json_int(s, r.received_kernel_ns);
-    }
-    s += ",\"headers_sent_ns\":";
-    json_int(s, r.headers_sent_ns);
-    s += ",\"done_ns\":";
-    json_int(s, r.done_ns);
-    s += ",\"admitted_ns\":";
-    json_int(s, r.admitted_ns);
-    s += ",\"released_ns\":";
-    json_int(s, r.released_ns);
-    s += ",\"queued_ns\":";
-    json_int(s, r.queued_ns);
-    s += ",\"prompt_tokens\":";
-    json_int(s, r.prompt_tokens);
-    s += ",\"inputs\":";
-    json_int(s, r.inputs);
-    s += ",\"dimensions\":";
-    json_int(s, r.dimensions);
-    s += ",\"results\":";
-    json_int(s, r.results);
-    s += ",\"images\":";
-    json_int(s, r.images);
-    s += ",\"image_tokens\":";
-    json_int(s, r.image_tokens);
-    s += ",\"cached_tokens\":";
-    json_int(s, r.cached_tokens);
-    s += ",\"audio_bytes_per_s\":";
-    json_int(s, r.audio_bytes_per_s);
-    s += ",\"input_audio_s\":";
-    json_double(s, r.input_audio_s);
-    s += ",\"transcript\":";
-    json_str(s, r.transcript);
-    s += ",\"transcript_words\":";
-    json_int(s, r.transcript_words);
-    s += ",\"planted_errors\":";
-    json_int(s, r.planted_errors);
+    double_member(s, "input_audio_s", r.input_audio_s);
+    str_member(s, "transcript", r.transcript);
+    int_member(s, "transcript_words", r.transcript_words);
+    int_member(s, "planted_errors", r.planted_errors);
     if (r.turn >= 0) {
-        s += ",\"turn\":";
-        json_int(s, r.turn);
+        int_member(s, "turn", r.turn);
         s += ",\"tool_results\":[";
         for (size_t i = 0; i < r.tool_results.size(); ++i) {
             if (i) s += ",";
             s += "{\"id\":";
             json_str(s, r.tool_results[i]);
-            s += ",\"chars\":";
-            json_int(s, r.tool_result_chars[i]);
+            int_member(s, "chars", r.tool_result_chars[i]);
             s += "}";
         }
         s += "],\"tool_calls\":[";
@@ -104,32 +128,22 @@ std::string truth_json_line(const TruthRecord& r) {
             if (i) s += ",";
             s += "{\"id\":";
             json_str(s, c.id);
-            s += ",\"name\":";
-            json_str(s, c.name);
-            s += ",\"arguments\":";
-            json_str(s, c.arguments);
-            s += c.valid ? ",\"valid\":true}" : ",\"valid\":false}";
+            str_member(s, "name", c.name);
+            str_member(s, "arguments", c.arguments);
+            bool_member(s, "valid", c.valid);
+            s += "}";
         }
         s += "]";
     }
-    s += ",\"output_tokens\":";
-    json_int(s, r.output_tokens);
-    s += ",\"reasoning_tokens\":";
-    json_int(s, r.reasoning_tokens);
-    s += ",\"planned_events\":";
-    json_int(s, r.planned_events);
-    s += ",\"keepalives\":";
-    json_int(s, r.keepalives);
-    s += ",\"scheduled_ns\":";
-    json_array(s, r.scheduled_ns);
-    s += ",\"sent_ns\":";
-    json_array(s, r.sent_ns);
-    s += ",\"tokens\":";
-    json_array(s, r.tokens);
-    s += ",\"kinds\":";
-    json_array(s, r.kinds);
-    s += ",\"batch\":";
-    json_array(s, r.batch);
+    int_member(s, "output_tokens", r.output_tokens);
+    int_member(s, "reasoning_tokens", r.reasoning_tokens);
+    int_member(s, "planned_events", r.planned_events);
+    int_member(s, "keepalives", r.keepalives);
+    array_member(s, "scheduled_ns", r.scheduled_ns);
+    array_member(s, "sent_ns", r.sent_ns);
+    array_member(s, "tokens", r.tokens);
+    array_member(s, "kinds", r.kinds);
+    array_member(s, "batch", r.batch);
     s += "}\n";
     return s;
 }

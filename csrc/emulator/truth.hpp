@@ -65,6 +65,9 @@ struct TruthRecord {
     // write i: tokens[i] / audio_bytes_per_s seconds), the input audio's seconds of a
     // transcription, the transcript sent and how many of its words were planted errors.
     int64_t audio_bytes_per_s = 0;
+    // Speech: the audio seconds of each write (PCM: its bytes / audio_bytes_per_s; a compressed
+    // clip: its share of the clip's bytes x the clip's seconds, exact in total only).
+    std::vector<double> write_audio_s;
     double input_audio_s = 0.0;
     std::string transcript;
     int64_t transcript_words = 0;

@@ -64,7 +64,7 @@ class StreamRecorder:
     text: Final[str]
     """The answer text (content deltas) concatenated."""
     body: Final[bytes]
-    """The whole body as it came, for the json dialect (b'' for the stream dialects)."""
+    """The whole body as it came, for the json and speech-coded dialects (b'' for the others)."""
     reasoning_text: Final[str]
     tool_calls: Final[list[dict[str, Any]]]
     """[{"index", "id", "name", "arguments"}] assembled from tool-call deltas, in index order

@@ -9,13 +9,15 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps.errors import ConfigError
 from pytps.measure.redact import Redactor, is_secret_name, secrets_of
-from pytps.serve_process.grid import Configuration, configurations, parse_grid
-from pytps.serve_process.hooks import Hook, parse_hook
-from pytps.serve_process.ready import Readiness, parse_readiness
+
+if TYPE_CHECKING:  # loaded when a server is launched or a hook given, not by every run
+    from pytps.serve_process.grid import Configuration
+    from pytps.serve_process.hooks import Hook
+    from pytps.serve_process.ready import Readiness
 
 
 def _say(line: str) -> None:
@@ -66,6 +68,10 @@ def serve_options(
         raise ConfigError("--serve-starts must be >= 0, --serve-timeout > 0 and --serve-grace >= 0")
     if serve.get("resume") and not settings.get("out"):
         raise ConfigError("--resume needs --out DIR: the folder of the tuning to finish")
+    from pytps.serve_process.grid import configurations, parse_grid
+    from pytps.serve_process.ready import parse_readiness
+
+    before, after = _hooks(serve)
     return ServeOptions(
         template=template,
         configs=configurations(template, parse_grid(list(serve.get("serve_grid") or []))),
@@ -74,8 +80,8 @@ def serve_options(
         grace_s=float(grace),
         starts=int(starts),
         info=list(serve.get("serve_info") or []),
-        before=parse_hook(serve.get("before_cell"), "--before-cell"),
-        after=parse_hook(serve.get("after_cell"), "--after-cell"),
+        before=before,
+        after=after,
         model=settings.get("model"),
         redact=server_redactor(settings, template),
         resume=bool(serve.get("resume")),
@@ -106,6 +112,14 @@ def server_redactor(settings: Mapping[str, Any], template: str | None) -> Redact
 
 def plain_hooks(serve: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple[Hook | None, Hook | None, Redactor]:
     """--before-cell / --after-cell without --serve (on --base-url, or the built-in emulator)."""
-    before = parse_hook(serve.get("before_cell"), "--before-cell")
-    after = parse_hook(serve.get("after_cell"), "--after-cell")
+    before, after = _hooks(serve)
     return before, after, server_redactor(settings, None)
+
+
+def _hooks(serve: Mapping[str, Any]) -> tuple[Hook | None, Hook | None]:
+    """--before-cell and --after-cell, each None when not given (then their module is not loaded)."""
+    if serve.get("before_cell") is None and serve.get("after_cell") is None:
+        return None, None
+    from pytps.serve_process.hooks import parse_hook
+
+    return parse_hook(serve.get("before_cell"), "--before-cell"), parse_hook(serve.get("after_cell"), "--after-cell")

@@ -52,6 +52,20 @@ def _utterances(opts: Mapping[str, Any], n: int) -> tuple[SpeechItem, ...]:
     return tuple(espeak_items(spoken_texts(min(n, 100), opts["seed"], opts["speech_words"])))
 
 
+def _speech_clips(opts: Mapping[str, Any]) -> dict[str, tuple[bytes, float]]:
+    """The built-in emulator's clip of a compressed --audio-format: a tone as long as a generated
+    text's speech (--speech-words at the emulator's 2.5 words per second), encoded once."""
+    from pytps.measure.audio_codec import CODED_FORMATS, require_decoder
+    from pytps.workload.coded_speech import encoded_speech
+
+    fmt = opts.get("audio_format")
+    if opts.get("api") != "openai-speech" or fmt not in CODED_FORMATS:
+        return {}
+    require_decoder(fmt)
+    clip = encoded_speech(fmt, max(1, int(opts["speech_words"])) / 2.5, int(opts["sample_rate"]))
+    return {fmt: (clip.data, clip.seconds)}
+
+
 def _emulator(stack: ExitStack, opts: Mapping[str, Any], items: tuple[SpeechItem, ...]) -> str:
     from pytps.emulator import Emulator
 
@@ -67,6 +81,7 @@ def _emulator(stack: ExitStack, opts: Mapping[str, Any], items: tuple[SpeechItem
             stt_word_error_rate=opts["emu_stt_word_error_rate"],
             stt_vllm_shape=opts["emu_stt_vllm_shape"],
             transcripts=[(i.audio, i.reference) for i in items if i.reference is not None],
+            speech_clips=_speech_clips(opts),
         )
     )
     url: str = emu.base_url
@@ -113,6 +128,16 @@ def _record(
     record_in_store(spec, {"metadata": meta, "summary": summary}, out, kind="voice", figures=figures)
 
 
+def _max_tokens(value: object) -> int:
+    """--output-tokens for speech to text through a chat model: one integer (default 128)."""
+    if value is None:
+        return 128
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"--output-tokens {value!r}: speech to text through chat takes one integer >= 1")
+    return int(text)
+
+
 def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     """--api openai-speech or openai-transcriptions: voice.json."""
     from pytps.measure.voice import PcmFormat
@@ -149,6 +174,8 @@ def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
             playback_buffer_ms=opts["playback_buffer_ms"],
             items=items,
             stream=opts["stream"],
+            stt_request=opts.get("stt_request") or "transcriptions",
+            max_tokens=_max_tokens(opts.get("output_tokens")),
             headers=parse_headers(opts["header"]),
             read_timeout_s=opts["timeout"],
         )
@@ -157,6 +184,8 @@ def voice_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     result.save(out_dir)
     data = result.to_json()
     workload: dict[str, Any] = {"stream": settings.stream, **_inputs(opts, settings.api)}
+    if settings.via_chat:
+        workload.update(stt_request="chat", max_tokens=settings.max_tokens)
     if settings.api == "openai-speech":
         workload.update(
             audio_format=settings.audio_format,

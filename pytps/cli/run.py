@@ -63,7 +63,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_otlp_available()
     from pytps.app.runs import run_to_folder
     from pytps.app.serve_plan import plain_hooks, serve_options
-    from pytps.app.served import CellHooks
     from pytps.results.folder import load_results
     from pytps.settings.table import TABLE as SETTINGS
 
@@ -80,13 +79,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         if scale_options(args) is not None:
             raise ConfigError("--serve with --workers is not supported: run the workers against a --base-url")
         return _run_served(args, opts, settings)
+    before, after, redact = plain_hooks(serve, settings)
+    between = None
+    if before is not None or after is not None:  # the hooks' runner (and a server's) loaded only then
+        from pytps.app.served import CellHooks
+
+        between = CellHooks(before, after, redact, say("run"))
     outcome = run_to_folder(
         endpoint(args, settings),
         settings,
         progress=progress,
         scale=scale_options(args),
         say=emulator_line("benchmarking"),
-        between=CellHooks(*plain_hooks(serve, settings), say("run")),
+        between=between,
     )
     code = NO_SUCCESS
     if outcome.out_dir is not None:

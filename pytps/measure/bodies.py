@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from pytps.measure import fast_json
 from pytps.measure.records import ERROR_PROTOCOL, RequestRecord, ToolCall
 from pytps.measure.usage import implausible_counts
 
@@ -91,6 +92,10 @@ def _vector_length(value: Any) -> int | None:
         if value and set(map(type, value)) == _FLOATS:
             # The common case, checked at C speed (a Python test per component cost ~250 us per
             # 384-component vector, issue 42); anything else takes the checks below.
+            # A finite sum means every component is finite (a NaN or an infinity makes the sum
+            # NaN or infinite); only a sum that overflowed or met one is checked one by one.
+            if math.isfinite(sum(value)):
+                return len(value)
             return len(value) if bool(np.isfinite(np.array(value, dtype=np.float64)).all()) else -1
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
             return None
@@ -265,7 +270,7 @@ def read_body(rec: RequestRecord, api: str) -> None:
     if rec.stream or rec.error is not None:
         return
     try:
-        obj = json.loads(body)
+        obj = fast_json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = " ".join(body[:80].decode("utf-8", "replace").split())
         _fail(rec, f"the response body is not JSON: {text!r}")

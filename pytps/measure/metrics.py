@@ -104,6 +104,11 @@ def token_layout(n: int, per_event_tokens: Any, tokens: int) -> np.ndarray:
     """
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if n == 1:
+        # One event carries them all: trusted counts must add up to `tokens`, and the even spread
+        # is ceil(1 x tokens / 1); either way [tokens], without numpy's per-call cost (issue 42:
+        # 1-token requests, one layout per request).
+        return np.array((tokens,), dtype=np.int64)
     trusted = _trusted_counts(n, per_event_tokens, tokens)
     if trusted is not None:
         return trusted
@@ -116,6 +121,8 @@ def token_layout(n: int, per_event_tokens: Any, tokens: int) -> np.ndarray:
 def decode_span(times_ns: np.ndarray, layout: np.ndarray) -> tuple[int, int] | None:
     """(tokens after the first token-carrying event, ns from it to the last token-carrying event),
     or None with fewer than two token-carrying events."""
+    if len(layout) < 2:  # fewer than two events: fewer than two carry a token
+        return None
     carrying = np.flatnonzero(np.asarray(layout) > 0)
     if len(carrying) < 2:
         return None
@@ -127,6 +134,8 @@ def itl_samples(times_ns: np.ndarray, layout: np.ndarray) -> tuple[np.ndarray, n
     """(values_ns, counts): event i >= 1 with k >= 1 tokens gives k samples of (t_i - t_prev) / k,
     t_prev being the previous event that carried a token. The first carrying event's tokens give
     none, so the samples add up to decode_span's time and number its tokens."""
+    if len(layout) < 2:  # fewer than two events, so fewer than two carrying one: no sample
+        return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
     carrying = np.asarray(layout) > 0
     t = np.asarray(times_ns, dtype=np.int64)[carrying]
     k = np.asarray(layout, dtype=np.int64)[carrying]

@@ -181,8 +181,8 @@ class RunSummary:
 
     def add_token_figures(self, times_ns: np.ndarray, layout: np.ndarray, kernel_times_ns: np.ndarray) -> None:
         """A measured, successful request's per-token figures: ITL, chunk gaps, kernel lag."""
-        record_weighted(self._itl, *itl_token_weights_ns(times_ns, layout))
-        if len(times_ns) > 1:
+        if len(times_ns) > 1:  # one event has no ITL sample and no gap
+            record_weighted(self._itl, *itl_token_weights_ns(times_ns, layout))
             self._gaps.record_many(np.maximum(1, np.diff(times_ns)))
         if len(kernel_times_ns):
             # A read's kernel stamp can follow pytps's by a few ns on loopback: floor at 1 ns.

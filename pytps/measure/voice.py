@@ -4,7 +4,8 @@ first text, time to the final transcript and RTFx; word and character errors (ji
 
 Times are the transport's stamps (CLOCK_MONOTONIC ns). For text to speech each output event of a
 record is one read's audio: its `output_chars` are audio BYTES (the core's audio dialects), turned
-into seconds by the stream's format (a WAV header's, else the request's PCM format).
+into seconds by the stream's format (a WAV header's, else the request's PCM format), or, for a
+compressed format, by the decoder (pytps.measure.audio_codec: the seconds each read made playable).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pytps.measure.records import RequestRecord
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from pytps.measure.audio_codec import DecodedReads
 
 __all__ = [
     "DEFAULT_PLAYBACK_BUFFER_MS",
@@ -86,20 +89,23 @@ def simulate_playback(
     and plays continuously; when the audio it has runs out before the next arrives, it stalls
     until that arrival and plays on at once (no re-buffering: the stall is exactly the time the
     stream fell behind). times_ns: arrival of each piece of audio, in order; audio_s: its seconds.
+    A piece of no seconds is no audio (a compressed stream's reads before the decoder could give
+    samples): the buffer starts with the first audio the player can play.
     """
-    if len(times_ns) == 0:
+    pieces = [(int(t), float(s)) for t, s in zip(times_ns, audio_s, strict=True) if s > 0]
+    if not pieces:
         return PlaybackResult(0, (), ())
     buffer_ns = round(buffer_ms * 1e6)
-    start = int(times_ns[0]) + buffer_ns
+    start = pieces[0][0] + buffer_ns
     play_end = float(start)  # when the audio received so far has been played out
     at: list[int] = []
     dur: list[int] = []
-    for t, s in zip(times_ns, audio_s, strict=True):
-        if int(t) > play_end:  # ran dry before this arrival: a stall until it
+    for t, s in pieces:
+        if t > play_end:  # ran dry before this arrival: a stall until it
             at.append(round(play_end))
-            dur.append(round(int(t) - play_end))
-            play_end = float(int(t))
-        play_end += float(s) * 1e9
+            dur.append(round(t - play_end))
+            play_end = float(t)
+        play_end += s * 1e9
     return PlaybackResult(start, tuple(at), tuple(dur))
 
 
@@ -109,7 +115,9 @@ class SpeechFigures:
 
     ttfb_s: float | None  # request sent -> first byte of the body (a WAV header included)
     ttfa_s: float | None  # request sent -> first audio byte
-    first_playable_s: float | None  # request sent -> the read completing the first whole audio frame
+    # request sent -> the read completing the first whole audio frame (PCM: one sample of every
+    # channel; compressed: the read after which the decoder first gave samples)
+    first_playable_s: float | None
     audio_s: float  # audio received
     audio_bytes: int
     generation_s: float | None  # request sent -> last audio byte
@@ -131,11 +139,17 @@ class SpeechFigures:
         }
 
 
-def speech_figures(rec: RequestRecord, pcm: PcmFormat, buffer_ms: float = DEFAULT_PLAYBACK_BUFFER_MS) -> SpeechFigures:
-    """The figures of one text-to-speech record (its output events are reads of audio bytes)."""
+def speech_figures(
+    rec: RequestRecord,
+    pcm: PcmFormat,
+    buffer_ms: float = DEFAULT_PLAYBACK_BUFFER_MS,
+    decoded: DecodedReads | None = None,
+) -> SpeechFigures:
+    """The figures of one text-to-speech record (its output events are reads of audio bytes).
+    decoded: a compressed stream's seconds per read, from the decoder; None: PCM or WAV, whose
+    seconds are its bytes'."""
     import numpy as np  # here, not at import: the CLI's flags read this module's default
 
-    fmt = PcmFormat.of_wav(rec.audio_format, pcm)
     times = rec.output_times_ns
     nbytes = np.asarray(rec.output_chars, dtype=np.int64)
     total = int(nbytes.sum())
@@ -145,10 +159,19 @@ def speech_figures(rec: RequestRecord, pcm: PcmFormat, buffer_ms: float = DEFAUL
         return None if t is None else (t - send) / 1e9
 
     first_playable = None
-    if total >= fmt.frame_bytes:
-        idx = int(np.searchsorted(np.cumsum(nbytes), fmt.frame_bytes))
-        first_playable = since(int(times[idx]))
-    audio_s = total / fmt.bytes_per_s
+    if decoded is not None:
+        seconds = np.asarray(decoded.seconds, dtype=np.float64)
+        playable = np.flatnonzero(seconds > 0)
+        if len(playable):
+            first_playable = since(int(times[int(playable[0])]))
+        audio_s = float(seconds.sum())
+    else:
+        fmt = PcmFormat.of_wav(rec.audio_format, pcm)
+        if total >= fmt.frame_bytes:
+            idx = int(np.searchsorted(np.cumsum(nbytes), fmt.frame_bytes))
+            first_playable = since(int(times[idx]))
+        audio_s = total / fmt.bytes_per_s
+        seconds = nbytes / fmt.bytes_per_s
     gen = since(int(times[-1])) if len(times) else None
     first_body = rec.first_body_ns if rec.first_body_ns is not None else (int(times[0]) if len(times) else None)
     return SpeechFigures(
@@ -160,7 +183,7 @@ def speech_figures(rec: RequestRecord, pcm: PcmFormat, buffer_ms: float = DEFAUL
         generation_s=gen,
         rtf=gen / audio_s if gen is not None and audio_s > 0 else None,
         inverse_rtf=audio_s / gen if gen and audio_s > 0 else None,
-        playback=simulate_playback(times, nbytes / fmt.bytes_per_s, buffer_ms),
+        playback=simulate_playback(times, seconds, buffer_ms),
         chunks=len(times),
     )
 

@@ -80,7 +80,8 @@ def voice_run_page(directory: Path, data: dict[str, Any]) -> Page:
     speech = meta["api"] == "openai-speech"
     page = Page(f"pytps voice run: {directory.name}")
     page.add(f"<h1>pytps voice run: {e(directory.name)}</h1>")
-    page.add(meta_list([("API", meta["api"]), ("model", meta["model"]), ("concurrency", meta["concurrency"]),
+    api = meta["api"] + (", input_audio chat parts" if meta.get("stt_request") == "chat" else "")
+    page.add(meta_list([("API", api), ("model", meta["model"]), ("concurrency", meta["concurrency"]),
                         ("requests ok", f"{s['ok']} of {s['requests']}"), ("date (UTC)", meta.get("date_utc")),
                         ("player buffer", f"{meta['playback_buffer_ms']:g} ms" if speech else None),
                         ("results folder", str(directory))]))  # fmt: skip

@@ -5,8 +5,10 @@ exact test for accuracy (report/paired), eligibility under the constraints, rank
 significance, the Pareto front, and the like-for-like lines.
 
 Ranks as groups: an endpoint's rank is 1 + the number of eligible endpoints significantly better
-than it (its difference's 95% interval leaves out 0), as rank intervals are read in public model
-leaderboards; endpoints with no significant difference between them share a rank.
+than it, as rank intervals are read in public model leaderboards; endpoints with no significant
+difference between them share a rank. Significant: the pairs of eligible endpoints are one family
+under Holm's step-down (`holm`), so alike endpoints are split at most 5% of the time however many
+are ranked; with two endpoints, a difference's 95% interval leaves out 0.
 """
 
 from __future__ import annotations
@@ -185,21 +187,26 @@ def verdict(
 
     sign = 1.0 if obj.lower_is_better else -1.0
     pairs: list[dict[str, Any]] = []
-    better: dict[int, set[int]] = {k: set() for k in range(len(sides))}
+    diffs: list[np.ndarray] = []
     for i in range(len(sides)):
         for j in range(i + 1, len(sides)):
             d = reps[:, j] - reps[:, i]
             ci = _ci(d)
             diff = points[j] - points[i] if math.isfinite(points[j] - points[i]) else None
-            significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
-            if significant and diff is not None:
-                winner, loser = (i, j) if sign * diff > 0 else (j, i)
-                better[loser].add(winner)
             pairs.append({
-                "a": sides[i][0], "b": sides[j][0], "diff": diff, "ci95": ci, "significant": significant,
+                "a": sides[i][0], "b": sides[j][0], "diff": diff, "ci95": ci, "p": bootstrap_p(d) if ci else None,
                 "accuracy": _accuracy_pair(rows[i], rows[j], shared),
             })  # fmt: skip
+            diffs.append(d)
     eligible = [k for k, e in enumerate(endpoints) if e["eligible"]]
+    holm(pairs, diffs, {sides[k][0] for k in eligible})
+    better: dict[int, set[int]] = {k: set() for k in range(len(sides))}
+    index = {name: k for k, (name, _) in enumerate(sides)}
+    for pair in pairs:
+        if pair["significant"] and pair["diff"] is not None:
+            i, j = index[pair["a"]], index[pair["b"]]
+            winner, loser = (i, j) if sign * pair["diff"] > 0 else (j, i)
+            better[loser].add(winner)
     for k in eligible:
         endpoints[k]["rank"] = 1 + sum(1 for m in better[k] if m in eligible)
     for e in endpoints:
@@ -226,6 +233,34 @@ def verdict(
 
 
 Rows = dict[tuple[str, int], list[float]]
+
+ALPHA = 0.05
+
+
+def bootstrap_p(d: np.ndarray) -> float:
+    """The bootstrap's two-sided p-value of a difference: twice the share of replicates on the
+    far side of 0 (what orders the pairs for Holm's steps)."""
+    finite = d[np.isfinite(d)]
+    return float(min(1.0, 2 * min(np.mean(finite <= 0), np.mean(finite >= 0))))
+
+
+def holm(pairs: list[dict[str, Any]], diffs: list[np.ndarray], eligible: set[str]) -> None:
+    """Sets each pair's `significant` and `level`. The pairs of eligible endpoints, which decide the
+    ranks, are one family under Holm's step-down (Holm 1979): in the order of their bootstrap
+    p-values, the k-th of m is significant when its percentile interval at level 1 − 0.05/(m − k)
+    leaves out 0, and the steps stop at the first that is not; so the chance of any false split
+    among alike endpoints stays at most 5% however many are ranked. With two endpoints it is the 95%
+    interval. A pair with an ineligible endpoint is read at 95% on its own (it ranks nothing)."""
+    family = [k for k, p in enumerate(pairs) if p["a"] in eligible and p["b"] in eligible and p["ci95"]]
+    for p in pairs:
+        p["level"], p["significant"] = 1 - ALPHA, p["ci95"] is not None and (p["ci95"][0] > 0 or p["ci95"][1] < 0)
+    stopped = False
+    for step, k in enumerate(sorted(family, key=lambda k: pairs[k]["p"])):
+        alpha = ALPHA / (len(family) - step)
+        finite = diffs[k][np.isfinite(diffs[k])]
+        lo, hi = np.percentile(finite, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+        stopped = stopped or not (lo > 0 or hi < 0)
+        pairs[k]["level"], pairs[k]["significant"] = 1 - alpha, not stopped
 
 
 def _accuracy_pair(a: Rows, b: Rows, shared: list[tuple[str, int]]) -> dict[str, Any] | None:

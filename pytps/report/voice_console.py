@@ -26,8 +26,9 @@ def _line(label: str, unit: str, scale: float, d: dict[str, float]) -> str:
 def render_voice(data: dict[str, Any]) -> str:
     meta, s = data["metadata"], data["summary"]
     what = "text to speech" if meta["api"] == "openai-speech" else "speech to text"
+    how = meta["api"] + (", input_audio chat parts" if meta.get("stt_request") == "chat" else "")
     lines = [
-        f"{what} ({meta['api']}) · {meta['model']} · concurrency {meta['concurrency']} · {s['ok']}/{s['requests']} ok",
+        f"{what} ({how}) · {meta['model']} · concurrency {meta['concurrency']} · {s['ok']}/{s['requests']} ok",
     ]
     for name, d in s["figures"].items():
         if d is None:

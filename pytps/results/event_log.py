@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytps.measure.event_rows import ROW, event_rows
+from pytps.measure.event_rows import ROW, event_row_bytes
 from pytps.measure.records import RequestRecord
 from pytps.results.files import EVENT_LOG, EVENTS
 
@@ -42,11 +42,11 @@ class EventLog:
         self.kernel_stamps = False
 
     def append(self, rec: RequestRecord, layout: np.ndarray) -> None:
-        rows = event_rows(rec, layout)
-        if not len(rows):
+        if not len(rec.output_times_ns):
             return
-        self.kernel_stamps |= bool((rows["t_kernel_ns"] >= 0).any())
-        self._f.write(rows.tobytes())
+        data, kernel = event_row_bytes(rec, layout)
+        self.kernel_stamps |= kernel
+        self._f.write(data)
         self._f.flush()
 
     def close(self) -> None:

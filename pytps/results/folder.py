@@ -55,7 +55,12 @@ def _jsonable(value: Any) -> Any:
 def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
     """One line of requests.jsonl (docs/results.md): the request's metrics (`scalars`) and what its
     record holds besides the per-event arrays. pytps.instrument's records have the same fields."""
-    line = {
+    out: dict[str, Any] = _jsonable(_line_fields(rec, scalars))
+    return out
+
+
+def _line_fields(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
+    return {
         **scalars,
         "t_sched_ns": rec.t_sched_ns,
         "t_headers_ns": rec.t_headers_ns,
@@ -79,8 +84,6 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
         "turn": rec.turn,
         "session_end": rec.session_end,
     }
-    out: dict[str, Any] = _jsonable(line)
-    return out
 
 
 def refuse_used_folder(directory: Path) -> None:
@@ -107,6 +110,92 @@ VERDICT_OF = "verdict_of"
 VERDICT_FIELDS = ("useful", "why_not_useful", "cost", "item", "grader", "correct", "score", "why_wrong")
 
 
+# json.dumps(obj, separators=(",", ":")), with the encoder made once rather than once per line.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+# orjson's dumps and Fragment (orjson >= 3.9), found on the first journal line; None: not there.
+_orjson: Any = False
+
+
+def _orjson_module() -> Any:
+    global _orjson
+    if _orjson is False:
+        try:
+            import orjson
+
+            _orjson = orjson if hasattr(orjson, "Fragment") else None
+        except ImportError:  # pragma: no cover - a dependency; without it, the standard library
+            _orjson = None
+    return _orjson
+
+
+class _Unusual(Exception):
+    """A value whose text the two encoders might write differently: the line takes _compact."""
+
+
+# Keys seen to be printable ASCII (a journal's keys are a few dozen names; a server's `fields`
+# may add some): checked once, not on every line. Bounded, so a server's keys cannot grow it.
+_PLAIN_KEYS: set[str] = set()
+
+
+def _plain_key(key: Any) -> bool:
+    if key in _PLAIN_KEYS:
+        return True
+    if type(key) is not str or not (key.isascii() and key.isprintable()):
+        return False
+    if len(_PLAIN_KEYS) < 4096:
+        _PLAIN_KEYS.add(key)
+    return True
+
+
+def _for_orjson(value: Any) -> Any:
+    """_jsonable(value) for orjson, written as json.dumps would write it: each float as its
+    float.__repr__ (orjson's own float text differs, e.g. 1e-05), None for NaN and infinities as
+    _jsonable gives; strings only of printable ASCII (json.dumps escapes the rest as \\uXXXX,
+    orjson writes UTF-8), and keys too. Anything else (numpy scalars, other objects, other keys)
+    raises _Unusual: that line is written by _compact."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            if not _plain_key(k):
+                raise _Unusual
+            t = type(v)
+            if t is str:
+                if not (v.isascii() and v.isprintable()):
+                    raise _Unusual
+            elif t is float:
+                v = _orjson.Fragment(float.__repr__(v)) if math.isfinite(v) else None
+            elif not (t is int or t is bool or v is None):
+                v = _for_orjson(v)
+            out[k] = v
+        return out
+    if kind is list or kind is tuple:
+        return [_for_orjson(v) for v in value]
+    if kind is str:
+        if value.isascii() and value.isprintable():
+            return value
+        raise _Unusual
+    if kind is float:
+        return _orjson.Fragment(float.__repr__(value)) if math.isfinite(value) else None
+    if kind is int or kind is bool or value is None:
+        return value
+    raise _Unusual
+
+
+def line_text(fields: dict[str, Any]) -> str:
+    """json.dumps(_jsonable(fields), separators=(",", ":")): a journal line's text, the same bytes
+    whichever encoder writes it (issue 42: the standard library's was a tenth of a short request's
+    cost); an integer orjson cannot hold (beyond 64 bits) also takes _compact."""
+    orjson = _orjson_module()
+    if orjson is not None:
+        try:
+            return str(orjson.dumps(_for_orjson(fields)).decode())
+        except (_Unusual, TypeError):  # orjson.JSONEncodeError is a TypeError
+            pass
+    return _compact(_jsonable(fields))
+
+
 class Journal:
     """Appends one JSON line per finished request and flushes it to the OS at once. A graded
     request may come in two lines: the request when its timing ended ("grading": "pending"),
@@ -120,11 +209,11 @@ class Journal:
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
         # Scalars only: the per-event arrays go to the event log (pytps.results.event_log), which keeps
         # this file small however long the run.
-        self._f.write(json.dumps(journal_line(rec, scalars), separators=(",", ":")) + "\n")
+        self._f.write(line_text(_line_fields(rec, scalars)) + "\n")
         self._f.flush()
 
     def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
-        self._f.write(json.dumps({VERDICT_OF: index, **fields}, separators=(",", ":")) + "\n")
+        self._f.write(_compact({VERDICT_OF: index, **fields}) + "\n")
         self._f.flush()
 
     def close(self) -> None:

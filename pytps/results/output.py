@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from pytps.measure.envelope import run_verdict
 from pytps.measure.metrics import RequestMetrics, client_cpu_us_per_token, measure
 from pytps.measure.records import RequestRecord
-from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
 from pytps.measure.slo import Judge, Verdict
 from pytps.measure.summary import RunSummary
 from pytps.results.event_log import EventLog, read_chunks, write_npz
@@ -178,7 +177,10 @@ class RunOutput:
         if per_token is not None:
             summary["client_cpu_us_per_token"] = per_token
         scrapes = self.out_dir / SCRAPES
-        add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
+        if scrapes.exists():  # --server-metrics: its parser and figures are loaded only then
+            from pytps.measure.server_metrics.summary import add_to_summary as add_server_metrics
+
+            add_server_metrics(summary, scrapes, self.summary.steady_intervals, self.all_output_tokens)
         verdict = run_verdict(envelope, metadata, summary)
         write_results(self.out_dir, metadata, summary, verdict)
         write_npz(log, self.out_dir / EVENTS, kernel_stamps=self.events.kernel_stamps)

@@ -7,54 +7,19 @@ has to stream.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ssl
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from pytps.errors import EndpointError
 from pytps.measure.redact import Redactor
+from pytps.serve_process.facts import in_daemon_thread
 from pytps.transport.base_url import BaseUrl
 from pytps.transport.network import proxy_for, tls_hint
 from pytps.workload import request_formats
 
-T = TypeVar("T")
-
 # A models list larger than this is not what pytps asked for.
 MAX_JSON_BYTES = 16 << 20
-
-
-async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
-    """fn(*args) on a daemon thread of its own. Not asyncio.to_thread: the default executor's
-    threads are joined when the event loop closes, so a Ctrl-C while a server is slow to answer
-    would wait out the whole timeout; a daemon thread is simply left behind."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def work() -> None:
-        result: T | None = None
-        error: BaseException | None = None
-        try:
-            result = fn(*args)
-        except BaseException as exc:  # handed to the awaiting coroutine
-            error = exc
-        # The loop may be gone (the run was interrupted meanwhile): then nobody wants the answer.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, future, result, error)
-
-    threading.Thread(target=work, name="pytps-endpoint", daemon=True).start()
-    return await future
-
-
-def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
-    if future.done():  # cancelled meanwhile
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)  # type: ignore[arg-type]
 
 
 class Endpoint:
@@ -83,7 +48,7 @@ class Endpoint:
         ~0.1 s of CPU at start-up, which a harness calling pytps.run in a loop pays each time)."""
         if proxy_for(self.base_url) is not None:
             return await self._get_json_via_proxy(path)
-        return await _in_daemon_thread(self._get_json, path)
+        return await in_daemon_thread(self._get_json, path)
 
     async def _get_json_via_proxy(self, path: str) -> tuple[int, Any]:
         # httpx honours HTTP_PROXY, ALL_PROXY and NO_PROXY as the httpx transport does.

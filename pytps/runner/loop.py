@@ -17,11 +17,11 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps._native import _core
 from pytps.errors import EndpointError
@@ -30,7 +30,6 @@ from pytps.grading.graders import STOPPED_REASON
 from pytps.measure.bodies import read_body
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
-from pytps.measure.saturation import SaturationWatch
 from pytps.results.folder import GRADING_DONE, GRADING_STOPPED
 from pytps.results.output import RunOutput, RunResult, default_out_dir, write_results
 from pytps.runner.config import RunConfig
@@ -41,6 +40,9 @@ from pytps.runner.share import Share
 from pytps.transport.base import RequestSpec, Transport
 from pytps.workload import request_formats
 from pytps.workload.inputs import body_request
+
+if TYPE_CHECKING:
+    from pytps.measure.saturation import SaturationWatch  # given by a capacity search; a run loads none
 
 _now_ns = _core.now_ns
 
@@ -129,7 +131,7 @@ class Runner:
         self._redactor = Redactor(self._secrets)
         # --request-id-header: the header's name, and this run's prefix of the ids sent in it.
         self._id_header: str | None = cfg.settings.get("request_id_header")
-        self._id_prefix = f"pytps-{uuid.uuid4().hex[:12]}-"
+        self._id_prefix = f"pytps-{os.urandom(6).hex()}-"  # 48 random bits (uuid4 is not imported for them)
         self._include_usage = True
         self._usage_note: str | None = None
         self._planned: dict[int, int] = {}  # the workload's own size estimate, for calibration

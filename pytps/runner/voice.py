@@ -18,7 +18,8 @@ from typing import Any
 
 from pytps._native import _core
 from pytps.errors import ConfigError
-from pytps.measure.records import RequestRecord
+from pytps.measure.audio_codec import CODED_FORMATS, decode_reads, require_decoder
+from pytps.measure.records import ERROR_PROTOCOL, RequestRecord
 from pytps.measure.voice import (
     DEFAULT_PLAYBACK_BUFFER_MS,
     PcmFormat,
@@ -28,13 +29,17 @@ from pytps.measure.voice import (
 from pytps.measure.voice_summary import summarize_voice
 from pytps.transport.base import RequestSpec
 from pytps.workload.request_formats import AUDIO_APIS
-from pytps.workload.speech_inputs import SpeechItem, multipart_body, speech_body
+from pytps.workload.speech_inputs import SpeechItem, chat_audio_body, multipart_body, speech_body
 
 __all__ = ["AUDIO_APIS", "VoiceResult", "VoiceSettings", "run_voice", "run_voice_sync"]
 
 _PATHS: dict[str, str] = dict(_core.AUDIO_API_PATHS)
-AUDIO_FORMATS = ("pcm", "wav")
+AUDIO_FORMATS = ("pcm", "wav", *CODED_FORMATS)
 STREAM_FORMATS = ("audio", "sse")
+#: How speech to text is asked for: OpenAI's multipart upload, or a chat request whose message
+#: carries the audio as an `input_audio` part (audio-input chat models: llama-server --mmproj).
+STT_REQUESTS = ("transcriptions", "chat")
+_CHAT_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,12 @@ class VoiceSettings:
     voice: str = "alloy"
     pcm: PcmFormat = field(default_factory=PcmFormat)
     playback_buffer_ms: float = DEFAULT_PLAYBACK_BUFFER_MS
-    # Speech to text: the files sent in turn, streamed or not.
+    # Speech to text: the files sent in turn, streamed or not, and how (STT_REQUESTS); through a
+    # chat model, the answer's max_tokens.
     items: tuple[SpeechItem, ...] = ()
     stream: bool = True
+    stt_request: str = "transcriptions"
+    max_tokens: int = 128
     headers: dict[str, str] = field(default_factory=dict)
     read_timeout_s: float = 120.0
 
@@ -71,23 +79,36 @@ class VoiceSettings:
             if not self.texts:
                 raise ConfigError("text to speech needs texts to speak (--dataset, or the generated sentences)")
             if self.audio_format not in AUDIO_FORMATS:
-                raise ConfigError(
-                    f"--audio-format {self.audio_format!r}: pytps times pcm and wav "
-                    "(compressed formats need a decoder it does not have yet)"
-                )
+                raise ConfigError(f"--audio-format {self.audio_format!r}: use one of {', '.join(AUDIO_FORMATS)}")
+            if self.audio_format in CODED_FORMATS:
+                require_decoder(self.audio_format)
             if self.stream_format not in STREAM_FORMATS:
                 raise ConfigError("--speech-stream-format must be 'audio' (raw bytes) or 'sse'")
             if self.stream_format == "sse" and self.audio_format != "pcm":
                 raise ConfigError("--speech-stream-format sse carries base64 pcm: use --audio-format pcm")
         elif not self.items:
             raise ConfigError("speech to text needs audio: --audio-dataset FILE.jsonl, or espeak-ng to make it")
+        if self.stt_request not in STT_REQUESTS:
+            raise ConfigError(f"--stt-request must be one of {', '.join(STT_REQUESTS)}, got {self.stt_request!r}")
+        if self.stt_request == "chat" and self.api != "openai-transcriptions":
+            raise ConfigError("--stt-request chat is speech to text's: use it with --api openai-transcriptions")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ConfigError(f"--output-tokens must be one integer >= 1 here, got {self.max_tokens!r}")
         return self
 
+    @property
+    def via_chat(self) -> bool:
+        return self.api == "openai-transcriptions" and self.stt_request == "chat"
+
     def dialect(self) -> str:
+        if self.via_chat:
+            return "openai-chat" if self.stream else "json"
         if self.api == "openai-transcriptions":
             return "transcription" if self.stream else "json"
         if self.stream_format == "sse":
             return "speech-sse"
+        if self.audio_format in CODED_FORMATS:
+            return "speech-coded"  # the body kept for the decoder (pytps.measure.audio_codec)
         return "speech-wav" if self.audio_format == "wav" else "speech-pcm"
 
     def spec(self, index: int, warmup: bool) -> tuple[RequestSpec, SpeechItem | None]:
@@ -98,6 +119,9 @@ class VoiceSettings:
             body = speech_body(
                 self.model, text, voice=self.voice, response_format=self.audio_format, stream_format=self.stream_format
             )
+        elif self.via_chat:
+            item = self.items[index % len(self.items)]
+            body = chat_audio_body(self.model, item, max_tokens=self.max_tokens, stream=self.stream)
         else:
             item = self.items[index % len(self.items)]
             fields = {"model": self.model, "response_format": "json"}
@@ -107,7 +131,7 @@ class VoiceSettings:
             headers["content-type"] = ctype
         spec = RequestSpec(
             index=index,
-            path=_PATHS[self.api],
+            path=_CHAT_PATH if self.via_chat else _PATHS[self.api],
             body=body,
             headers=headers,
             dialect=self.dialect(),
@@ -139,6 +163,7 @@ class VoiceResult:
                 "audio_format": s.audio_format if s.api == "openai-speech" else None,
                 "stream_format": s.stream_format if s.api == "openai-speech" else None,
                 "stream": s.stream,
+                "stt_request": s.stt_request if s.api == "openai-transcriptions" else None,
                 "playback_buffer_ms": s.playback_buffer_ms,
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             },
@@ -156,23 +181,39 @@ class VoiceResult:
 
 
 def _transcript(rec: RequestRecord) -> str:
+    """The transcript: the stream's text, or the whole body's `text` (a chat model's answer:
+    choices[0].message.content)."""
     if rec.stream:
         return rec.text
     try:
         obj = json.loads(rec.body or b"{}")
     except ValueError:
         return ""
-    return str(obj.get("text", "")) if isinstance(obj, dict) else ""
+    if not isinstance(obj, dict):
+        return ""
+    if "text" not in obj and isinstance(obj.get("choices"), list) and obj["choices"]:
+        choice = obj["choices"][0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        return str(message.get("content") or "") if isinstance(message, dict) else ""
+    return str(obj.get("text", ""))
 
 
 def request_row(s: VoiceSettings, rec: RequestRecord, item: SpeechItem | None) -> dict[str, Any]:
-    """One request's row: its index, outcome and figures (pytps.measure.voice)."""
+    """One request's row: its index, outcome and figures (pytps.measure.voice). A compressed
+    stream is decoded here, after the response (off the stamp path); a body the decoder cannot
+    read is the request's protocol error."""
+    decoded = None
+    if s.api == "openai-speech" and s.audio_format in CODED_FORMATS and rec.ok:
+        decoded = decode_reads(s.audio_format, rec.body, [int(n) for n in rec.output_chars])
+        if decoded.error:
+            rec.error, rec.error_detail = ERROR_PROTOCOL, decoded.error
+        rec.body = b""  # decoded: the bytes are not kept with the run's records
     row: dict[str, Any] = {"index": rec.index, "ok": rec.ok, "error": rec.error, "error_detail": rec.error_detail}
     if not rec.ok:
         return row
     row["t_send_ns"] = rec.t_send_ns  # the HTML page's stall timeline places each request by it
     if s.api == "openai-speech":
-        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms)
+        speech = speech_figures(rec, s.pcm, s.playback_buffer_ms, decoded)
         row.update(speech.row())
         # When the simulated player started and each stall began, from the send (seconds).
         play = speech.playback

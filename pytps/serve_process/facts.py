@@ -6,9 +6,14 @@
   /props, and the `server` header).
 
 Both ask through ask_routes: each route once, every body capped, the whole asking within one
-deadline (httpx's timeout is per read, so a server trickling a byte a second would otherwise hold
+deadline (the timeout is per read, so a server trickling a byte a second would otherwise hold
 the caller for ever), and a server that does not answer at all is not asked again. A route the
 server lacks is simply absent.
+
+The GETs are the standard library's http.client on a daemon thread (as pytps.runner.endpoint
+lists the models), not httpx: a run asks these after every benchmark, and httpx's import
+(httpcore, anyio, trio when installed, an SSL context even for http://) was the largest part of
+a short run's fixed cost (issue 42).
 """
 
 from __future__ import annotations
@@ -16,9 +21,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Mapping
-from typing import Any
-from urllib.parse import urlsplit
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import SplitResult, urlsplit
+
+if TYPE_CHECKING:
+    import http.client
+    import ssl
+
+T = TypeVar("T")
 
 KNOWN = {"llama_server_props": "/props", "vllm_version": "/version", "ollama_version": "/api/version"}
 #: The most of a launched server's answer read (llama-server's /props carries its chat template).
@@ -39,49 +53,163 @@ async def ask_routes(
     {name: body} of the 200 answers within max_bytes). No credentials are sent, no proxy is used.
     What was learnt by the deadline is kept; a server (host and port) that did not answer (a
     timeout, a refused or broken connection) is not asked again."""
-    bodies: dict[str, bytes] = {}
-    header: list[str] = []
-    with contextlib.suppress(asyncio.TimeoutError, OSError):
-        await asyncio.wait_for(_ask(urls, verify, timeout_s, max_bytes, bodies, header), deadline_s)
-    return (header[0] if header else None), bodies
-
-
-async def _ask(
-    urls: Mapping[str, str],
-    verify: bool | str,
-    timeout_s: float,
-    max_bytes: int,
-    bodies: dict[str, bytes],
-    header: list[str],
-) -> None:
-    import httpx
-
-    silent: set[str] = set()  # the servers that did not answer
+    asking = _Asking(verify, timeout_s, max_bytes, time.monotonic() + deadline_s)
     try:
-        async with httpx.AsyncClient(verify=verify, timeout=timeout_s, trust_env=False) as client:
+        with contextlib.suppress(asyncio.TimeoutError, OSError):
+            await asyncio.wait_for(in_daemon_thread(asking.ask, urls), deadline_s)
+    finally:
+        asking.stop()  # at the deadline (or a Ctrl-C): a read still waiting is ended
+    return (asking.header[0] if asking.header else None), dict(asking.bodies)
+
+
+async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """fn(*args) on a daemon thread of its own. Not asyncio.to_thread: the default executor's
+    threads are joined when the event loop closes, so a Ctrl-C while a server is slow to answer
+    would wait out the whole timeout; a daemon thread is simply left behind."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        # The loop may be gone (the run was interrupted meanwhile): then nobody wants the answer.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+    threading.Thread(target=work, name="pytps-ask", daemon=True).start()
+    return await future
+
+
+def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
+    if future.done():  # cancelled meanwhile
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
+
+
+class _Asking:
+    """The GETs of one ask_routes, in order, on its thread: the standard library's http.client,
+    one kept-alive connection per server (host and port)."""
+
+    def __init__(self, verify: bool | str, timeout_s: float, max_bytes: int, deadline: float) -> None:
+        self.verify, self.timeout_s, self.max_bytes, self.deadline = verify, timeout_s, max_bytes, deadline
+        self.bodies: dict[str, bytes] = {}
+        self.header: list[str] = []
+        self._open: dict[str, http.client.HTTPConnection] = {}
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Ends the asking from the event loop's thread: no route is asked after this, and a read
+        blocked on a connection returns at once (shutdown wakes it; close alone would not)."""
+        self._stopped = True
+        for conn in list(self._open.values()):
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def ask(self, urls: Mapping[str, str]) -> None:
+        import http.client
+
+        silent: set[str] = set()  # the servers that did not answer
+        try:
             for name, url in urls.items():
-                server = urlsplit(url).netloc
-                if server in silent:
+                parts = urlsplit(url)
+                if self._stopped or time.monotonic() >= self.deadline:
+                    return
+                if parts.netloc in silent or parts.scheme not in ("http", "https"):
                     continue
                 try:
-                    async with client.stream("GET", url) as resp:
-                        if not header and resp.headers.get("server"):
-                            header.append(resp.headers["server"])
-                        body = bytearray()
-                        async for chunk in resp.aiter_bytes():
-                            body += chunk
-                            if len(body) > max_bytes:
-                                break  # larger than any server's facts: not read further
-                        status = resp.status_code
-                except (httpx.TimeoutException, httpx.TransportError):
-                    silent.add(server)  # the caller waits no longer on it
+                    status, server_header, body = self._get(parts)
+                except (OSError, ValueError, http.client.HTTPException):
+                    silent.add(parts.netloc)  # the caller waits no longer on it
                     continue
-                except httpx.HTTPError:
-                    continue
-                if status == 200 and len(body) <= max_bytes:
-                    bodies[name] = bytes(body)
-    except (OSError, httpx.HTTPError):
-        pass
+                if not self.header and server_header:
+                    self.header.append(server_header)
+                if status == 200 and body is not None:
+                    self.bodies[name] = body
+        finally:
+            for conn in list(self._open.values()):
+                conn.close()
+
+    def _get(self, parts: SplitResult) -> tuple[int, str | None, bytes | None]:
+        """(status, the `server` header, the body, or None when larger than max_bytes) of a GET,
+        on the server's kept-alive connection when it has one. A kept-alive connection that the
+        server closed while it sat idle is replaced once by a new one."""
+        import http.client
+
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # No credentials, and no compression: the body is read as sent, up to max_bytes.
+        headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "pytps"}
+        for _ in range(2):
+            conn = self._open.pop(parts.netloc, None)
+            reused = conn is not None
+            if conn is None:
+                conn = self._connection(parts)
+            self._open[parts.netloc] = conn  # for stop() to reach
+            try:
+                conn.request("GET", target, headers=headers)
+                resp = conn.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                del self._open[parts.netloc]
+                if reused:
+                    continue  # closed while it sat idle: asked again on a new connection
+                raise
+            except BaseException:
+                conn.close()
+                del self._open[parts.netloc]
+                raise
+            try:
+                body = resp.read(self.max_bytes + 1)
+            except BaseException:
+                conn.close()
+                del self._open[parts.netloc]
+                raise
+            server_header = _header(resp.msg.get_all("server"))
+            if len(body) > self.max_bytes or not resp.isclosed():
+                conn.close()  # not read to its end: not reused
+                del self._open[parts.netloc]
+            return resp.status, server_header, (None if len(body) > self.max_bytes else body)
+        raise AssertionError("unreachable: a new connection is never retried")
+
+    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        import http.client
+
+        host, port = parts.hostname or "", parts.port
+        if parts.scheme == "https":  # the CA store is loaded only for https
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout_s, context=_ssl_context(self.verify))
+        return http.client.HTTPConnection(host, port, timeout=self.timeout_s)
+
+
+def _header(values: list[str] | None) -> str | None:
+    """A header's value as HTTP reads it (RFC 9110: without the whitespace around it; several
+    joined by ", "), in UTF-8 where it is (http.client reads every byte as latin-1)."""
+    if not values:
+        return None
+    value = ", ".join(v.strip(" \t") for v in values)
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
+
+
+def _ssl_context(verify: bool | str) -> ssl.SSLContext:
+    """The transports' trust: the system's CAs, or the bundle given (a PEM file, or a directory
+    of hashed certificates), or none at all (--insecure)."""
+    import os
+    import ssl
+
+    if verify is False:
+        return ssl._create_unverified_context()  # --insecure asks for exactly this
+    if isinstance(verify, str) and os.path.isdir(verify):
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
 
 
 def server_facts(port: int, info_urls: list[str], redact: Any) -> dict[str, Any]:

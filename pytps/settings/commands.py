@@ -97,6 +97,9 @@ COMMAND_SETTINGS: tuple[Setting, ...] = (
     V("faults", "names", None, "inject a fault, e.g. 429:p=0.1 or stall:every=5,seconds=2 (repeatable)",
       flag="--fault", dest="fault", action="append", flag_default=[], metavar="KIND:key=value,..."),
     V("seed", "int", 0, "seed of the timing and fault draws"),
+    V("draws_by_prompt", "bool", False, "key each request's timing and answer draws by its prompt, not its arrival "
+      "order, so the same item gets the same draws on every emulator of one seed (docs/emulator.md, Seeds)",
+      action="store_true"),
     V("spin_us", "float", 60.0, "most µs to busy-wait before each deadline (the window adapts below it; default "
       "60)", unit="µs"),
     V("realtime", "bool", False, "SCHED_FIFO for the timing thread, so other load cannot preempt it (root or "

@@ -248,8 +248,8 @@ SETTINGS: tuple[Setting, ...] = (
     # ---- voice (issue 36): a voice run's own settings, read by pytps.app.voice (docs/voice.md) ----
     S("playback_buffer_ms", "float", 200.0, "text to speech: the simulated player holds the first audio this "
       "long before it plays (default %(default)s)", VOICE, "ms", metavar="MS", target="cli"),
-    S("audio_format", "str", "pcm", "text to speech's response_format", VOICE, choices=("pcm", "wav"),
-      target="cli"),
+    S("audio_format", "str", "pcm", "text to speech's response_format (compressed ones are decoded by PyAV: "
+      "pytps[voice])", VOICE, choices=("pcm", "wav", "mp3", "opus", "aac", "flac"), target="cli"),
     S("speech_stream_format", "str", "audio", "text to speech: raw audio bytes, or SSE speech.audio.delta "
       "events (default audio)", VOICE, choices=("audio", "sse"), target="cli"),
     S("voice", "str", "alloy", "text to speech's voice (default alloy)", VOICE, target="cli"),
@@ -261,6 +261,10 @@ SETTINGS: tuple[Setting, ...] = (
       target="cli"),
     S("audio_dataset", "path", None, 'speech to text: JSONL of {"audio": "file.wav", "text": "its transcript"} '
       "(default: espeak-ng speech)", VOICE, metavar="FILE", target="cli"),
+    S("stt_request", "str", "transcriptions", "speech to text: a multipart upload to /v1/audio/transcriptions, "
+      "or chat: the audio as an input_audio part of a /v1/chat/completions message (audio-input chat models, "
+      "e.g. llama-server --mmproj; --output-tokens caps the answer) (default transcriptions)", VOICE,
+      choices=("transcriptions", "chat"), target="cli"),
     S("frame_ms", "float", 20.0, "realtime: audio per frame (default 20)", VOICE, "ms", metavar="MS",
       applies=RUN, target="cli"),
     S("realtime_shape", "str", "openai", "realtime: OpenAI's transcription session or vLLM's /v1/realtime "

@@ -1,9 +1,11 @@
 """What voice requests carry: texts to speak, audio to transcribe (a dataset of WAV files with
 their transcripts, or speech made from text by espeak-ng on this machine), and the request bodies
-of OpenAI's /v1/audio/speech (JSON) and /v1/audio/transcriptions (multipart/form-data)."""
+of OpenAI's /v1/audio/speech (JSON) and /v1/audio/transcriptions (multipart/form-data), or of a
+chat request carrying the audio as an `input_audio` part."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import random
@@ -19,8 +21,10 @@ from pytps.errors import ConfigError
 from pytps.workload.words import WORDS
 
 __all__ = [
+    "CHAT_TRANSCRIBE_PROMPT",
     "ESPEAK_MISSING",
     "SpeechItem",
+    "chat_audio_body",
     "espeak_items",
     "espeak_wav",
     "load_audio_dataset",
@@ -35,6 +39,8 @@ ESPEAK_MISSING = (
     "espeak-ng is not installed, and speech to text needs audio: install it (apt-get install espeak-ng) "
     "or give --audio-dataset FILE.jsonl"
 )
+#: The text sent beside the audio when speech to text goes through a chat model (--stt-request chat).
+CHAT_TRANSCRIBE_PROMPT = "Transcribe this audio."
 #: The multipart boundary of every upload: fixed, so a request's bytes are the same run to run.
 BOUNDARY = "pytps-voice-7d1c0f3a9b"
 
@@ -138,6 +144,24 @@ def multipart_body(fields: dict[str, str], item: SpeechItem) -> tuple[bytes, str
     )
     parts.append(f"--{BOUNDARY}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={BOUNDARY}"
+
+
+def chat_audio_body(model: str, item: SpeechItem, *, max_tokens: int, stream: bool) -> bytes:
+    """The JSON body of POST /v1/chat/completions carrying the audio as an OpenAI `input_audio`
+    part (base64 WAV) after the text CHAT_TRANSCRIBE_PROMPT: speech to text through an
+    audio-input chat model (llama-server with an audio --mmproj, vLLM's audio models). A stream
+    asks for the usage chunk, as pytps's chat requests do."""
+    audio = {"data": base64.b64encode(item.audio).decode("ascii"), "format": "wav"}
+    content = [{"type": "text", "text": CHAT_TRANSCRIBE_PROMPT}, {"type": "input_audio", "input_audio": audio}]
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        "stream": stream,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return json.dumps(body).encode()
 
 
 def speakable_pieces(text: str, max_words: int = 12) -> tuple[list[str], str]:

@@ -302,6 +302,10 @@ class SyntheticWorkload:
         count follows the calibration in effect at the time of the call."""
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
             raise ValueError(f"request index must be an integer >= 0, got {i!r}")
+        if self.input_tokens.kind == "fixed" and self.output_tokens.kind == "fixed":
+            # Nothing to draw: seeding a generator for nothing was a tenth of a short request's
+            # cost (issue 42); the lengths are those sample() gives.
+            return self.sized_prompt(i, self.input_tokens.a, self.output_tokens.a)
         lengths = random.Random(f"pytps:{self.seed}:{i}:lengths")
         target = self.input_tokens.sample(lengths)
         max_tokens = self.output_tokens.sample(lengths)
@@ -377,16 +381,19 @@ def _shuffled_words(rng: random.Random, k: int) -> list[str]:
     # An incremental Fisher-Yates shuffle: only the k words needed are drawn (a whole shuffle of
     # the list per prompt cost ~0.5 ms of Python on the send path), and the draws are the same
     # whatever k is, so the prefix property holds.
+    # The pool is WORDS with the swaps made so far kept in a dict (slot -> word): a short prompt
+    # draws a few words, and copying the whole list for each prompt was most of its cost (issue 42).
+    # Slot i is never read again once drawn, so only slot j's new word is kept.
     words: list[str] = []
     n = len(WORDS)
-    pool = list(WORDS)
+    moved: dict[int, str] = {}
     i = 0
     while len(words) < k:
         if i == n:
-            pool, i = list(WORDS), 0
+            moved, i = {}, 0
         j = i + rng.randrange(n - i)
-        pool[i], pool[j] = pool[j], pool[i]
-        words.append(pool[i])
+        moved[j], drawn = moved.get(i, WORDS[i]), moved.get(j, WORDS[j])
+        words.append(drawn)
         i += 1
     return words
 

@@ -41,6 +41,7 @@ def test_the_parser_imports_no_numpy(argv):
 
 def test_a_single_process_run_imports_no_scale_or_sessions(tmp_path):
     # `pytps run` without --workers or sessions: pytps.scale and the session driver stay unloaded.
+    # (The run asks the server's facts: the in-process emulator answers them.)
     code = f"""
 import sys
 import pytps
@@ -50,6 +51,10 @@ with pytps.Emulator(ttft_ms=1, itl_us=100, keep_truth=False) as emu:
                "--out", {str(tmp_path / "out")!r}, "--json"])
 assert rc == 0
 unused = ("pytps.scale", "pytps.runner.sessions", "pytps.workload.sessions", "numpy.ma")
+# Nor what only some runs use (issue 42's fixed cost): an HTTP stack (the server's facts are asked
+# with http.client), a server's launcher and hooks, the /metrics parser, the capacity search's watch.
+unused += ("httpx", "httpcore", "h11", "anyio", "trio", "pytps.serve_process.process", "pytps.serve_process.grid")
+unused += ("pytps.serve_process.hooks", "pytps.measure.server_metrics", "pytps.measure.saturation", "scipy")
 print(sorted(m for m in sys.modules if m in unused or m.startswith(tuple(u + "." for u in unused))))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

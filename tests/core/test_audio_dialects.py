@@ -38,6 +38,25 @@ def test_pcm_every_read_is_audio() -> None:
     assert rec.first_body_ns == 100 and rec.done and rec.error is None and rec.audio_format is None
 
 
+def test_coded_body_is_kept_whole_and_every_read_counts_at_every_split() -> None:
+    # A compressed body (mp3 here: an ID3 tag, then frames): every byte is the decoder's, so each
+    # read is one event of all its bytes, and the body is kept for Python's decoder.
+    body = b"ID3\x04\x00\x00\x00\x00\x00\x05hello" + bytes(range(256)) * 2
+    for at in range(len(body) + 1):
+        rec = _feed_split("speech-coded", body, at)
+        assert rec.body == body, at
+        assert list(rec.output_chars) == [n for n in (at, len(body) - at) if n], at
+        assert rec.first_output_ns == (10 if at > 0 else 20) == rec.first_body_ns
+        assert rec.done and rec.error is None and rec.audio_format is None
+
+
+def test_raw_pcm_and_wav_bodies_are_not_kept() -> None:
+    # Their seconds are their bytes': the recorder keeps no copy of them.
+    for dialect, body in (("speech-pcm", b"\x01" * 100), ("speech-wav", _wav_header() + b"\x01" * 100)):
+        rec = _feed_split(dialect, body, 7)
+        assert rec.body == b"" and int(rec.output_chars.sum()) == 100
+
+
 def test_wav_header_split_at_every_byte() -> None:
     audio = bytes(range(256)) * 4
     body = _wav_header() + audio

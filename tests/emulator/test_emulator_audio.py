@@ -8,6 +8,7 @@ import io
 import json
 import wave
 
+import numpy as np
 import pytest
 
 import pytps
@@ -67,6 +68,39 @@ def test_speech_truth_is_bytes_per_write_at_the_rtf() -> None:
     assert list(t["tokens"]) == [960] * 25  # 20 ms of 24 kHz s16 each
     gaps = [b - a for a, b in zip(t["scheduled_ns"], t["scheduled_ns"][1:], strict=False)]
     assert all(g == 10_000_000 for g in gaps)  # 20 ms of audio x RTF 0.5
+
+
+def test_speech_truth_records_each_writes_audio_seconds() -> None:
+    with pytps.Emulator(ttft_ms=5, speech_chunk_ms=20, speech_words_per_s=10) as emu:
+        _post(emu, "/v1/audio/speech", json.dumps({"input": "one two three four five"}).encode())
+        (t,) = emu.wait_truth(1)
+    assert list(t["write_audio_s"]) == pytest.approx([0.02] * 25, abs=1e-12)
+
+
+def test_speech_streams_a_compressed_clip_whole_at_the_rtf() -> None:
+    # A stand-in clip: the emulator never decodes it, it streams its bytes at their average rate.
+    clip = bytes(range(256)) * 40  # 10240 bytes as 2 s of audio: 5120 B/s, 102 or 103 B per 20 ms
+    with pytps.Emulator(ttft_ms=5, speech_rtf=0.5, speech_chunk_ms=20, speech_clips={"mp3": (clip, 2.0)}) as emu:
+        c = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=10)
+        c.request("POST", "/v1/audio/speech", json.dumps({"input": "hi", "response_format": "mp3"}).encode())
+        r = c.getresponse()
+        out = r.read()
+        (t,) = emu.wait_truth(1)
+        # Another format still gets the refusal naming what the emulator speaks.
+        status, err = _post(emu, "/v1/audio/speech", json.dumps({"input": "hi", "response_format": "opus"}).encode())
+    assert r.status == 200 and r.getheader("content-type") == "audio/mpeg" and out == clip
+    assert int(t["tokens"].sum()) == len(clip) and set(t["tokens"][:-1]) == {102}
+    assert float(t["write_audio_s"].sum()) == pytest.approx(2.0, abs=1e-9)
+    assert list(t["write_audio_s"]) == pytest.approx(list(t["tokens"] / 5120), abs=1e-12)
+    gaps = np.diff(t["scheduled_ns"])
+    assert list(gaps) == pytest.approx(list(t["write_audio_s"][1:] * 0.5e9), abs=1)
+    assert status == 400 and "speech_clips" in json.loads(err)["error"]["message"]
+
+
+@pytest.mark.parametrize("clips", [{"mp3": (b"", 1.0)}, {"mp3": (b"x", 0.0)}, {"wav": (b"x", 1.0)}])
+def test_speech_clips_are_checked(clips: dict[str, tuple[bytes, float]]) -> None:
+    with pytest.raises(ValueError, match="speech_clips"):
+        pytps.Emulator(speech_clips=clips)
 
 
 def test_transcription_plants_round_n_times_rate_errors() -> None:

@@ -54,6 +54,29 @@ def test_speech_figures_from_a_record() -> None:
     assert f.inverse_rtf == pytest.approx(0.080 / 0.130)
 
 
+def test_reads_of_no_seconds_are_no_audio_to_the_player() -> None:
+    # A compressed stream: the decoder gave nothing for the first two reads; the buffer starts at
+    # the third, the first playable audio.
+    p = simulate_playback([0, 20 * MS, 60 * MS, 100 * MS, 900 * MS], [0.0, 0.0, 0.5, 0.0, 0.5], 200)
+    assert p.start_ns == 260 * MS
+    assert p.stall_at_ns == (760 * MS,) and p.stall_ns == (140 * MS,)  # the empty read ends no stall
+
+
+def test_speech_figures_of_a_compressed_stream_take_the_decoders_seconds() -> None:
+    from pytps.measure.audio_codec import DecodedReads
+
+    rec = RequestRecord(index=0, t_send_ns=1_000 * MS)
+    rec.output_times_ns = np.array([1_050 * MS, 1_090 * MS, 1_130 * MS], dtype=np.int64)
+    rec.output_chars = np.array([400, 400, 400], dtype=np.int32)
+    decoded = DecodedReads((0.0, 0.072, 0.048), 24000)
+    f = speech_figures(rec, PcmFormat(), 200, decoded)
+    assert f.ttfb_s == f.ttfa_s == pytest.approx(0.050)
+    assert f.first_playable_s == pytest.approx(0.090)
+    assert f.audio_s == pytest.approx(0.120) and f.audio_bytes == 1200 and f.chunks == 3
+    assert f.rtf == pytest.approx(0.130 / 0.120)
+    assert f.playback.start_ns == 1_290 * MS and f.playback.stalls == 0
+
+
 def test_transcript_errors_count_substitutions_deletions_insertions() -> None:
     e = transcript_errors("the cat sat on the mat", "the bat sat on mat today")
     assert (e.ref_words, e.word_errors) == (6, 3) and e.wer == pytest.approx(0.5)

@@ -23,6 +23,8 @@ from pytps.runner.loop import Runner
 GOLDEN = Path(__file__).parent / "data" / "request_rate_summary.json"
 CASES = {
     "chat": dict(api="openai-chat", output_tokens=3, requests=40, concurrency=1, input_tokens=16),
+    # One token, one event: the short paths of the metrics and the summary (issue 42's second round).
+    "chat1": dict(api="openai-chat", output_tokens=1, requests=40, concurrency=1, input_tokens=16),
     "embeddings": dict(api="openai-embeddings", requests=30, concurrency=1, input_tokens=16, batch_size=2),
 }
 # Summary leaves that depend on when things happened, not on what was sent and received.
@@ -89,6 +91,9 @@ def test_journal_lines_match_the_old_code_path(emulator, tmp_path, case):
     assert len(lines) == len(result.records) > 0
     from pytps.results.folder import journal_line
 
+    # The bytes too: each line is what json.dumps writes for its values (whichever encoder wrote it).
+    for raw in (tmp_path / case / "requests.jsonl").read_text().splitlines():
+        assert raw == json.dumps(json.loads(raw), separators=(",", ":"))
     for line in lines:
         rec = by_index[line["index"]]
         m, _ = measure(rec)

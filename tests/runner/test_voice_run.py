@@ -5,6 +5,7 @@ and WER on espeak-ng speech with planted word errors, in both streamed shapes an
 from __future__ import annotations
 
 import shutil
+import sys
 from typing import Any
 
 import numpy as np
@@ -51,9 +52,15 @@ def test_tts_audio_and_chunks_equal_the_truth(fmt: tuple[str, str]) -> None:
             assert row["ttfb_s"] <= row["ttfa_s"]
 
 
-def test_tts_refuses_compressed_formats_in_one_line() -> None:
-    with pytest.raises(pytps.errors.ConfigError, match="pcm and wav"):
-        VoiceSettings("http://127.0.0.1:1", "openai-speech", "m", texts=("a",), audio_format="mp3").check()
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac"])
+def test_tts_refuses_compressed_formats_in_one_line_without_the_decoder(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PyAV not installed: `import av` fails (a None entry in sys.modules makes it raise ImportError).
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(pytps.errors.ConfigError, match="pcm and wav") as e:
+        VoiceSettings("http://127.0.0.1:1", "openai-speech", "m", texts=("a",), audio_format=fmt).check()
+    assert "\n" not in str(e.value) and f"--audio-format {fmt}" in str(e.value) and "pytps[voice]" in str(e.value)
 
 
 @pytest.mark.timing
