@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 class PytpsError(Exception):
     """Base class of all pytps errors."""
@@ -51,3 +56,27 @@ def loads_json(text: str | bytes, what: str, error: type[Exception] = ConfigErro
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
         raise error(f"{what} is not JSON ({exc.msg} at {where})") from None
+
+
+def read_json_or_lines(path: Path, cannot_read: str, bad_line: str) -> object:
+    """A file's one JSON value, or its JSON Lines as a list of their values. The ConfigErrors are
+    the caller's words: `cannot_read` formatted with {path} and {reason}, `bad_line` with {path},
+    {name} (the file's name), {n} (the line) and {msg} (the JSON parser's)."""
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(cannot_read.format(path=str(path), reason=exc.strerror or exc)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    values = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(bad_line.format(path=str(path), name=path.name, n=n, msg=exc.msg)) from None
+    return values

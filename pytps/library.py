@@ -60,15 +60,13 @@ def search(
     Returns .out_dir and .index (sweep.json; .index["search"]["capacity"] is the answer). The
     search's own settings, as `pytps sweep --search-*` less the prefix: start, precision,
     max_probes, repeats, max_error_rate, probe_s, budget_s."""
+    from dataclasses import fields
+
     from pytps.app.endpoint import Endpoint
     from pytps.app.search import SearchPlan
     from pytps.app.search import search as search_job
 
-    own = {
-        f"search_{k}": settings.pop(k)
-        for k in ("start", "precision", "max_probes", "repeats", "max_error_rate", "probe_s", "budget_s")
-        if k in settings
-    }
+    own = {f"search_{f.name}": settings.pop(f.name) for f in fields(SearchPlan) if f.name in settings}
     plan = SearchPlan.of({"search": axis, **own})
     return search_job(Endpoint(base_url, emulator or {}), settings, plan, out=out, say=progress or _quiet)
 

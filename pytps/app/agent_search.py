@@ -23,7 +23,6 @@ from pytps.sweep.search import ProbeRun
 from pytps.sweep.verdict import MIN_REQUESTS
 
 if TYPE_CHECKING:
-    from pytps.app.endpoint import Endpoint
     from pytps.app.search_plan import SearchPlan
     from pytps.runner.scrape_settings import ServerMetrics
 
@@ -169,55 +168,45 @@ def agents_line(answer: dict[str, Any]) -> str:
 
 
 def sweep_agents(
-    endpoint: Endpoint,
-    settings: dict[str, Any],
-    plan: SearchPlan,
-    *,
-    out: str | Path | None = None,
-    say: Callable[[str], None] = lambda line: None,
-    say_endpoint: Callable[[str], None] | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """`pytps sweep --search agents`: the run settings (api, model, stream, transport, seed,
-    slo_run, server_metrics, store) and plan.agents (the trajectories, default the shipped set)
-    into a results folder: agents_search.json, and a row of kind "agents_search" in the store.
-    Returns the folder and the index ({"search": the answer}) pytps.app.search gives back."""
-    from pytps.app.runs import results_folder
-    from pytps.app.search_plan import probe_settings
+    base_url: str, base: dict[str, Any], settings: dict[str, Any], plan: SearchPlan, folder: Path,
+    say: Callable[[str], None],
+) -> dict[str, Any]:  # fmt: skip
+    """`pytps sweep --search agents` against base_url, once pytps.app.search has opened it: the run
+    settings (api, model, stream, transport, seed, slo_run, server_metrics, store; `base`, those
+    every probe shares) and plan.agents (the trajectories, default the shipped set) into `folder`:
+    agents_search.json, and a row of kind "agents_search" in the store. Returns sweep.json's
+    index ({"search": the answer})."""
     from pytps.measure.slo import parse_slo_run
     from pytps.runner.config import make_config
 
-    base = probe_settings(settings, plan.axis)
-    folder = results_folder(out, "agents")
-    with ExitStack() as stack:
-        base_url = endpoint.open(stack, say_endpoint)
-        cfg = make_config(base_url, **base, concurrency=1)  # every setting checked first
-        transport = settings.get("transport") or "native"
-        s = AgentSettings(
-            base_url.rstrip("/"),
-            api=settings.get("api") or "openai-chat",
-            model=settings.get("model") or "pytps-emulator",
-            stream=settings.get("stream", True) is not False,
-            api_key=settings.get("api_key"),
-            seed=int(settings.get("seed") or 0),
-            transport="native" if transport == "auto" else transport,
-        )
-        work = list(agent_work(plan.agents or "example", None, None, None))
-        answer = agent_capacity(
-            s,
-            work,
-            parse_slo_run(settings.get("slo_run")),
-            plan,
-            folder=folder,
-            server_metrics=cfg.server_metrics,
-            insecure=bool(settings.get("insecure")),
-            say=say,
-        )
+    cfg = make_config(base_url, **base, concurrency=1)  # every setting checked first
+    transport = settings.get("transport") or "native"
+    s = AgentSettings(
+        base_url.rstrip("/"),
+        api=settings.get("api") or "openai-chat",
+        model=settings.get("model") or "pytps-emulator",
+        stream=settings.get("stream", True) is not False,
+        api_key=settings.get("api_key"),
+        seed=int(settings.get("seed") or 0),
+        transport="native" if transport == "auto" else transport,
+    )
+    work = list(agent_work(plan.agents or "example", None, None, None))
+    answer = agent_capacity(
+        s,
+        work,
+        parse_slo_run(settings.get("slo_run")),
+        plan,
+        folder=folder,
+        server_metrics=cfg.server_metrics,
+        insecure=bool(settings.get("insecure")),
+        say=say,
+    )
     answer["workload"] = plan.agents or "example"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / AGENT_SEARCH).write_text(json.dumps(answer, indent=1, default=str) + "\n")
     if cfg.store_as is not None:
         record_search(settings.get("store"), s, answer, folder)
-    return folder, {"search": answer}
+    return {"search": answer}
 
 
 def record_search(store: str | None, s: AgentSettings, answer: dict[str, Any], folder: Path) -> None:

@@ -118,9 +118,11 @@ def _search(s: AgentSettings, plan: AgentPlan, work: list[Any], say: Callable[[s
 
     if not plan.slo_run:
         raise ConfigError("--search needs targets: --slo-run ttft:p90=SECONDS (and/or e2e:p99=...)")
-    search = SearchPlan(
-        axis="agents",
-        start=float(plan.search_start) if plan.search_start else None,
-        max_probes=plan.search_max_probes,
+    search = SearchPlan.of(
+        {
+            "search": "agents",
+            "search_start": float(plan.search_start) if plan.search_start else None,
+            "search_max_probes": plan.search_max_probes,
+        }
     )
     return agent_capacity(s, work, parse_slo_run(plan.slo_run), search, say=say)

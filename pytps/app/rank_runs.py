@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytps.app.rank_options import INTERLEAVES
 from pytps.errors import ConfigError
 from pytps.results.output import RunOutput, RunResult
 from pytps.runner.config import RunConfig, make_config
 from pytps.runner.loop import Runner
+from pytps.settings.commands import INTERLEAVES
 
 
 @dataclass

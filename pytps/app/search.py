@@ -45,13 +45,13 @@ def search(
     from pytps.runner.config import make_config
 
     base = probe_settings(settings, plan.axis)
-    if plan.axis == "agents":  # sustained agents: N concurrent agents per probe (pytps.app.agent_search)
-        from pytps.app.agent_search import sweep_agents
-
-        return SearchOutcome(*sweep_agents(endpoint, settings, plan, out=out, say=say, say_endpoint=say_endpoint))
-    folder = results_folder(out, "sweep")
+    folder = results_folder(out, "agents" if plan.axis == "agents" else "sweep")
     with ExitStack() as stack:
         base_url = endpoint.open(stack, say_endpoint)
+        if plan.axis == "agents":  # sustained agents: N concurrent agents per probe (pytps.app.agent_search)
+            from pytps.app.agent_search import sweep_agents
+
+            return SearchOutcome(folder, sweep_agents(base_url, base, settings, plan, folder, say))
         make_config(base_url, **base, **{plan.axis: 1})  # every setting checked first
 
         def make_probe(load: dict[str, Any], cell_out: Path) -> RunConfig:

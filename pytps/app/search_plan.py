@@ -16,27 +16,31 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """A capacity search's settings (the table's `search` ones, less the "search_" prefix): the
-    axis it searches ("rate", "concurrency" or "agents"), its first probe's load (None: found), the
-    bracket's precision, the probes' budget, the repeats of an undecided probe, the error
-    rate a probe fails above, each probe's sending time and the whole search's time budget."""
+    """A capacity search's settings (the table's `search` ones, less the "search_" prefix, made by
+    `of`, which fills in the table's defaults): the axis it searches ("rate", "concurrency" or
+    "agents"), its first probe's load (None: found), the bracket's precision, the probes' budget,
+    the repeats of an undecided probe, the error rate a probe fails above, each probe's sending
+    time and the whole search's time budget."""
 
     axis: str
-    start: float | None = None
-    precision: float = 0.05
-    max_probes: int = 10
-    repeats: int = 2
-    max_error_rate: float = 0.01
-    probe_s: float = 10.0
-    budget_s: float = 300.0
-    agents: str | None = None  # --search agents: the trajectories (default: the shipped set)
+    start: float | None
+    precision: float
+    max_probes: int
+    repeats: int
+    max_error_rate: float
+    probe_s: float
+    budget_s: float
+    agents: str | None  # --search agents: the trajectories (None: the shipped set)
 
     @classmethod
     def of(cls, settings: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> SearchPlan:
-        """From the table's search settings (search, search_start, ...); defaults fill those not given."""
-        given = {**(defaults or {}), **{k: v for k, v in settings.items() if v is not None}}
-        named = {f.name: given["search_" + f.name] for f in fields(cls) if "search_" + f.name in given}
-        return cls(axis=given["search"], **{k: v for k, v in named.items() if k != "axis"})
+        """From the table's search settings (search, search_start, ...): those given, else
+        `defaults`', else the table's."""
+        from pytps.settings.table import TABLE
+
+        given = {**TABLE.resolve({}, "search"), **(defaults or {})}
+        given.update((k, v) for k, v in settings.items() if v is not None)
+        return cls(axis=given["search"], **{f.name: given["search_" + f.name] for f in fields(cls) if f.name != "axis"})
 
     def capacity_search(
         self, run_probe: Callable[[str, float, str, float], ProbeRun], slo_run: dict[str, float], *,

@@ -19,26 +19,11 @@ __all__ = ["VOICE_SWEEP_COLUMNS", "voice_knee", "voice_sweep"]
 
 Say = Callable[[str], None]
 
-#: A cell's row: (the row's key, the summary figure it is read from, its statistic or None for a
-#: run-level one). The keys are the store's figure names (pytps.store.voice_entry).
-VOICE_SWEEP_COLUMNS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
-    "openai-speech": (
-        ("ttfa_p50", "ttfa_s", "p50"),
-        ("ttfa_p90", "ttfa_s", "p90"),
-        ("ttfa_p99", "ttfa_s", "p99"),
-        ("rtf_p50", "rtf", "p50"),
-        ("stall_rate", "stall_rate", None),
-        ("stalled_p99", "stalled_s", "p99"),
-        ("audio_throughput", "audio_throughput", None),
-    ),
-    "openai-transcriptions": (
-        ("first_text_p50", "first_text_s", "p50"),
-        ("final_p50", "final_s", "p50"),
-        ("final_p99", "final_s", "p99"),
-        ("rtfx_p50", "rtfx", "p50"),
-        ("wer", "wer", None),
-        ("audio_throughput", "audio_throughput", None),
-    ),
+#: A cell's row: the store's figures of its summary (pytps.store.voice_entry.voice_figures) that
+#: the sweep shows, by API.
+VOICE_SWEEP_COLUMNS: dict[str, tuple[str, ...]] = {
+    "openai-speech": ("ttfa_p50", "ttfa_p90", "ttfa_p99", "rtf_p50", "stall_rate", "stalled_p99", "audio_throughput"),
+    "openai-transcriptions": ("first_text_p50", "final_p50", "final_p99", "rtfx_p50", "wer", "audio_throughput"),
 }
 
 
@@ -47,7 +32,7 @@ def _row(api: str, concurrency: int, summary: Mapping[str, Any]) -> dict[str, An
 
     flat = voice_figures(api, summary)
     row: dict[str, Any] = {"concurrency": concurrency, "requests": summary["requests"], "ok": summary["ok"]}
-    for key, _, _ in VOICE_SWEEP_COLUMNS[api]:
+    for key in VOICE_SWEEP_COLUMNS[api]:
         row[key] = flat.get(key)
     return row
 

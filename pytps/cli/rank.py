@@ -31,45 +31,11 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from pytps.app.rank_options import INTERLEAVES
     from pytps.cli.report import add_html_argument
     from pytps.cli.run_args import add_run_arguments
-    from pytps.report.rank_objectives import OBJECTIVES
+    from pytps.settings.table import TABLE
 
-    rk = p.add_argument_group("rank (docs/rank.md)")
-    rk.add_argument(
-        "--endpoint",
-        action="append",
-        default=[],
-        metavar="NAME=URL[,model=M]",
-        help="an endpoint to rank (twice or more; also api=, api_key_env=, transport=), or the -c FILE's "
-        "[[endpoint]] tables",
-    )
-    rk.add_argument(
-        "--objective",
-        choices=list(OBJECTIVES),
-        help="what ranks (default: time_to_correct, the E2E p50 of correct answers, when every endpoint "
-        "is graded; else e2e_p50)",
-    )
-    rk.add_argument(
-        "--min-accuracy",
-        type=float,
-        metavar="P",
-        help="eligible only when the accuracy's Wilson 95%% lower bound is at least P",
-    )
-    rk.add_argument(
-        "--interleave",
-        choices=INTERLEAVES,
-        default="auto",
-        help="simultaneous, blocks (ABBA…), or sequential (not interleaved: a matrix's order, for "
-        "comparison); auto (default): blocks when every endpoint is on one host, else simultaneous",
-    )
-    rk.add_argument("--blocks", type=int, default=8, metavar="N", help="blocks the items are cut into (default 8)")
-    rk.add_argument("--every", metavar="DURATION", help="repeat the rank on a schedule, e.g. 1h (with --for)")
-    rk.add_argument("--for", dest="for_", metavar="DURATION", help="how long the schedule lasts, e.g. 72h")
-    rk.add_argument("--resume", action="store_true", help="continue the monitor in --out from its next round")
-    rk.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    rk.add_argument("--markdown", metavar="FILE", help="also write the rank as Markdown")
+    TABLE.add_arguments(p, "rank")
     add_html_argument(p, "the rank (the Pareto scatter, the pairwise matrix, the rounds)")
     add_run_arguments(p)
     for action in p._actions:

@@ -412,18 +412,13 @@ def check(
 
 
 def check_each_run(
-    group: Group,
-    limits: dict[str, float],
-    *,
-    window: int = DEFAULT_WINDOW,
-    resamples: int = 2000,
-    seed: int = 0,
-    only: set[int] | None = None,
+    group: Group, limits: dict[str, float], *, only: set[int] | None = None, **options: Any
 ) -> dict[int, dict[str, Finding]]:
     """What `history check` said, or would have said, of each complete run when it was the latest:
-    {run id: {metric: Finding}} (the trend page's marks). The same check_group on each prefix of
-    the group, so a run's mark on the page is the console's verdict on it. `only`: the runs to judge
-    (the ones shown), each still against the runs before it."""
+    {run id: {metric: Finding}} (the trend page's marks). The same check_group, with the same
+    `options` (window, resamples, seed), on each prefix of the group, so a run's mark on the page
+    is the console's verdict on it. `only`: the runs to judge (the ones shown), each still against
+    the runs before it."""
     cache: dict[str, Any] = {}
 
     def cached(folder: str) -> Any:
@@ -436,7 +431,7 @@ def check_each_run(
         if run.status != "complete" or (only is not None and run.id not in only):
             continue
         prefix = Group(group.endpoint, group.model, group.fingerprint, group.runs[: i + 1])
-        findings = check_group(prefix, limits, window=window, resamples=resamples, seed=seed, load=cached)
+        findings = check_group(prefix, limits, load=cached, **options)
         if findings:
             out[run.id] = {f.metric: f for f in findings}
     return out

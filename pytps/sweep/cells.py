@@ -31,27 +31,29 @@ AXES: dict[str, type] = {"concurrency": int, "rate": float, "input_tokens": int,
 KNEE_NOISE = 0.02
 _RANGE = re.compile(r"^\s*([0-9.]+)\s*\.\.\s*([0-9.]+)\s*(?:\+\s*([0-9.]+))?\s*$")
 
-#: Headline figures per cell: name -> (summary key, statistic or None).
-HEADLINE = {
-    "ttft_p50_s": ("ttft_s", "p50"),
-    "ttft_p99_s": ("ttft_s", "p99"),
-    "tpot_p50_s": ("tpot_s", "p50"),
-    "e2e_p50_s": ("e2e_s", "p50"),
-    "e2e_p99_s": ("e2e_s", "p99"),
-    "user_tps_p50": ("user_tps", "p50"),
-    "user_tps_mean": ("user_tps", "mean"),
-    "decode_tps_p50": ("decode_tps", "p50"),
-    "decode_tps_mean": ("decode_tps", "mean"),
-    "output_throughput_tps": ("output_throughput_tps", None),
-    "request_throughput_rps": ("request_throughput_rps", None),
-    "goodput_rps": ("goodput_rps", None),
-    "useful_share": ("useful_share", None),
-    "error_rate": ("error_rate", None),
-    "requests_ok": ("requests_ok", None),
-    "joules_per_output_token": ("joules_per_output_token", None),
-    "input_throughput_per_s": ("input_throughput_per_s", None),
-    "input_token_throughput_tps": ("input_token_throughput_tps", None),
-    "streamed": ("streamed", None),
+#: Headline figures per cell, from the run's summary: these statistics of its distributions
+#: (ttft_s's p50 is ttft_p50_s, user_tps's is user_tps_p50), then its run-level figures as named.
+_STATISTICS = {
+    "ttft_s": ("p50", "p99"),
+    "tpot_s": ("p50",),
+    "e2e_s": ("p50", "p99"),
+    "user_tps": ("p50", "mean"),
+    "decode_tps": ("p50", "mean"),
+}
+_RUN_LEVEL = (
+    "output_throughput_tps", "request_throughput_rps", "goodput_rps", "useful_share", "error_rate", "requests_ok",
+    "joules_per_output_token", "input_throughput_per_s", "input_token_throughput_tps", "streamed",
+)  # fmt: skip
+
+
+def _stat_name(key: str, stat: str) -> str:
+    return f"{key[:-2]}_{stat}_s" if key.endswith("_s") else f"{key}_{stat}"
+
+
+#: name -> (summary key, statistic or None).
+HEADLINE: dict[str, tuple[str, str | None]] = {
+    **{_stat_name(key, stat): (key, stat) for key, stats in _STATISTICS.items() for stat in stats},
+    **{key: (key, None) for key in _RUN_LEVEL},
 }
 
 #: The cells' table (`pytps sweep`'s console and its HTML page), in order: headline figures.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, read_json_or_lines
 from pytps.workload.datasets import estimate_tokens
 from pytps.workload.trajectories import (
     AgentCall,
@@ -281,22 +281,8 @@ def import_trajectories(path: str | Path, tool_s: float = 0.0) -> list[Trajector
     ({"conversations": [...]}), or a SWE-agent .traj (one JSON object with "history").
     tool_s: the tool time after each tool-call turn where the form records none."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read trajectories {str(p)!r}: {e.strerror or e}") from None
-    try:
-        objs = [json.loads(text)]
-    except json.JSONDecodeError:
-        objs = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    objs.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ConfigError(f"{p.name} line {n}: not JSON ({e.msg})") from None
-    if len(objs) == 1 and isinstance(objs[0], list):
-        objs = objs[0]
+    data = read_json_or_lines(p, "cannot read trajectories {path!r}: {reason}", "{name} line {n}: not JSON ({msg})")
+    objs = data if isinstance(data, list) else [data]
     out = []
     for n, obj in enumerate(objs, 1):
         where = f"{p.name} item {n}"

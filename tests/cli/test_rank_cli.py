@@ -124,3 +124,12 @@ def test_a_monitor_records_5_rounds_and_resumes_at_round_4_after_a_kill(tmp_path
     check = _pytps("history", "check", "--store", str(store), "--metric", "ttft_p50", "--max-change", "300%")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "nothing to check" not in check.stderr and check.stderr.count("ok: ") == 2
+
+
+def test_the_objective_choices_are_the_reports_objectives() -> None:
+    """--objective's choices are spelled in the settings (so the parser loads no report module):
+    they are the report's objectives, in its order."""
+    from pytps.report.rank_objectives import OBJECTIVES
+    from pytps.settings.commands import OBJECTIVE_NAMES
+
+    assert OBJECTIVE_NAMES == tuple(OBJECTIVES)

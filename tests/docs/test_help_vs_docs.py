@@ -32,8 +32,8 @@ def undocumented(flags_by_command: dict[str, set[str] | list[str]]) -> list[str]
 
 
 def table_flags(table: Table) -> dict[str, set[str] | list[str]]:
-    """The flags the table of settings gives `pytps run` and `pytps sweep`."""
-    return {cmd: table.flags(cmd) for cmd in ("run", "sweep")}
+    """The flags the table of settings gives each command."""
+    return {cmd: table.flags(cmd) for cmd in ("run", "sweep", "serve", "rank", "agents")}
 
 
 def test_every_help_flag_is_in_the_docs() -> None:

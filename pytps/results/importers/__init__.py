@@ -5,12 +5,11 @@ and `folder` writes it as a results folder."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, read_json_or_lines
 from pytps.results.importers import aiperf, guidellm, vllm_bench
 from pytps.results.importers.imported import ImportedRun
 
@@ -24,22 +23,9 @@ FORMATS: dict[str, tuple[Callable[[Any], bool], Callable[[Any, str], list[Import
 
 def load_file(path: Path) -> Any:
     """A JSON file, or JSON Lines (aiperf's per-request export) as a list of its objects."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    lines = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                lines.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: neither JSON nor JSON Lines (line {n}: {exc.msg})") from None
-    return lines
+    return read_json_or_lines(
+        path, "{path}: cannot read it ({reason})", "{path}: neither JSON nor JSON Lines (line {n}: {msg})"
+    )
 
 
 def read_peer_file(path: Path, fmt: str = "auto") -> tuple[str, list[ImportedRun]]:
