@@ -79,16 +79,9 @@ def main() -> None:
 
 
 def _wav(seconds: float, rate: int = 24000) -> bytes:
-    import io
-    import wave
+    from pytps.workload.speech_inputs import mono_wav
 
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(b"\x01\x00" * int(seconds * rate))
-    return buf.getvalue()
+    return mono_wav(b"\x01\x00" * int(seconds * rate), rate)
 
 
 def realtime(streams: int) -> None:

@@ -68,6 +68,17 @@ def spoken_texts(n: int, seed: int, words: int = 12) -> list[str]:
     return out
 
 
+def mono_wav(frames: bytes, rate: int) -> bytes:
+    """A mono 16-bit PCM WAV file of the given little-endian sample bytes at rate Hz."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return buf.getvalue()
+
+
 def wav_seconds(data: bytes) -> float:
     """Seconds of audio in a WAV file (its header's frame count)."""
     try:

@@ -4,15 +4,13 @@ wrong), the truth of a speech stream's writes, and a transcription's planted err
 from __future__ import annotations
 
 import http.client
-import io
 import json
-import wave
 
 import numpy as np
 import pytest
 
 import pytps
-from pytps.workload.speech_inputs import SpeechItem, multipart_body
+from pytps.workload.speech_inputs import SpeechItem, mono_wav, multipart_body
 
 
 def _post(emu: pytps.Emulator, path: str, body: bytes, ctype: str = "application/json") -> tuple[int, bytes]:
@@ -23,13 +21,7 @@ def _post(emu: pytps.Emulator, path: str, body: bytes, ctype: str = "application
 
 
 def _wav(seconds: float, rate: int = 16000) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(b"\x01\x00" * int(seconds * rate))
-    return buf.getvalue()
+    return mono_wav(b"\x01\x00" * int(seconds * rate), rate)
 
 
 @pytest.mark.parametrize(

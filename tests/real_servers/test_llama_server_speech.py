@@ -11,14 +11,12 @@ random projector hears both alike, and the figures are the same kind.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import shutil
 import struct
 import sys
 import time
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +24,7 @@ import pytest
 
 from pytps.measure.records import RequestRecord
 from pytps.runner.voice import VoiceSettings, run_voice_sync
-from pytps.workload.speech_inputs import SpeechItem, espeak_items, spoken_texts
+from pytps.workload.speech_inputs import SpeechItem, espeak_items, mono_wav, spoken_texts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -54,14 +52,9 @@ def speech_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _tone(seconds: float, hz: float, rate: int = 16000) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        n = int(seconds * rate)
-        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * hz * i / rate))) for i in range(n)))
-    return buf.getvalue()
+    n = int(seconds * rate)
+    samples = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * hz * i / rate))) for i in range(n))
+    return mono_wav(samples, rate)
 
 
 def speech_items(n: int) -> tuple[SpeechItem, ...]:

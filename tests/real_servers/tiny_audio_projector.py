@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 from tiny_model import WIDTH as TEXT_WIDTH
+from tiny_model import write_gguf
 
 AUDIO_WIDTH = 64
 AUDIO_HEADS = 2
@@ -109,11 +110,7 @@ def make_audio_projector(out_path: Path, seed: int = 0) -> Path:
     fc_bias[0] = 1.0  # as the text model's token embeddings (tiny_model.py)
     writer.add_tensor("mm.a.fc.bias", fc_bias)
 
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out_path
+    return write_gguf(writer, out_path)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,15 @@ def whitespace_token_ids(tokens: list[str]) -> list[int]:
     for a space, tab, newline or carriage return."""
     blank = {"<0x09>", "<0x0A>", "<0x0D>", "<0x20>"}
     return [i for i, t in enumerate(tokens) if t in blank or (t and not t.strip("\u2581 \t\n"))]
+
+
+def write_gguf(writer: Any, out_path: Path) -> Path:
+    """Writes a gguf.GGUFWriter's header, metadata and tensors to its file, in that order."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out_path
 
 
 def make_model(vocab_path: Path, out_path: Path, seed: int = 0, tool_markers: bool = False) -> Path:
@@ -138,11 +148,7 @@ def make_model(vocab_path: Path, out_path: Path, seed: int = 0, tool_markers: bo
             output[tokens.index(token), 0] = first
     writer.add_tensor("output.weight", output)
 
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out_path
+    return write_gguf(writer, out_path)
 
 
 if __name__ == "__main__":

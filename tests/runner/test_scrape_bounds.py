@@ -10,46 +10,25 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fault_servers import FaultServer, Reader, Request
+
 from pytps.runner.scraper import Scraper
 
 
 class _RawServer:
-    """Accepts connections; serve(conn) answers each one (after reading the request head)."""
+    """A FaultServer whose serve(conn) answers each connection's first request, then closes it."""
 
     def __init__(self, serve: Callable[[socket.socket], None]) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/metrics"
-        self.stop = threading.Event()
         self.serve = serve
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.server = FaultServer(self._one)
+        self.url = self.server.url + "/metrics"
 
-    def _accept(self) -> None:
-        self.sock.settimeout(0.05)
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn: socket.socket) -> None:
-        with conn:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                part = conn.recv(4096)
-                if not part:
-                    return
-                buf += part
-            try:
-                self.serve(conn)
-            except OSError:
-                pass
+    def _one(self, srv: FaultServer, conn: socket.socket, reader: Reader, req: Request) -> bool:
+        self.serve(conn)
+        return False
 
     def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
+        self.server.__exit__()
 
 
 def _scrape_once(url: str, out: Path, **kw: object) -> tuple[dict[str, object], list[str], float, bool]:
@@ -75,7 +54,7 @@ def test_a_trickling_metrics_server_is_cut_at_the_scrapes_deadline(tmp_path: Pat
 
     def trickle(conn: socket.socket) -> None:
         for byte in head + body:
-            if server.stop.is_set():
+            if server.server.stop.is_set():
                 return
             conn.sendall(bytes([byte]))
             time.sleep(0.3)

@@ -7,26 +7,18 @@ audio projector: tests/real_servers/test_llama_server_speech.py."""
 from __future__ import annotations
 
 import base64
-import io
 import json
-import wave
 
 import pytest
 
 import pytps
 from pytps.errors import ConfigError
 from pytps.runner.voice import VoiceSettings, run_voice_sync
-from pytps.workload.speech_inputs import CHAT_TRANSCRIBE_PROMPT, SpeechItem, chat_audio_body
+from pytps.workload.speech_inputs import CHAT_TRANSCRIBE_PROMPT, SpeechItem, chat_audio_body, mono_wav
 
 
 def _silence(seconds: float, rate: int = 16000) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(b"\0\0" * int(seconds * rate))
-    return buf.getvalue()
+    return mono_wav(b"\0\0" * int(seconds * rate), rate)
 
 
 ITEMS = (SpeechItem(_silence(1.0), "one"), SpeechItem(_silence(1.5), "two"))

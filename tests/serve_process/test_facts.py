@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Callable
+
+from fault_servers import FaultServer, Reader, Request
 
 from pytps.serve_process.facts import ask_routes
 
@@ -17,48 +18,25 @@ Handler = Callable[[str, socket.socket], bool]
 
 
 class RawServer:
+    """A FaultServer that hands each request's path and connection to a test's handler."""
+
     def __init__(self, handler: Handler) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.root = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.handler = handler
-        self.connections = 0
         self.paths: list[str] = []
-        self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.server = FaultServer(self._one)
+        self.root = self.server.url
 
-    def _accept(self) -> None:
-        self.sock.settimeout(0.05)
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _one(self, srv: FaultServer, conn: socket.socket, reader: Reader, req: Request) -> bool:
+        path = req.head.split(b" ")[1].decode()
+        self.paths.append(path)
+        return self.handler(path, conn)
 
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            buf = b""
-            while not self.stop.is_set():
-                while b"\r\n\r\n" not in buf:
-                    part = conn.recv(4096)
-                    if not part:
-                        return
-                    buf += part
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                path = head.split(b" ")[1].decode()
-                self.paths.append(path)
-                try:
-                    if not self.handler(path, conn):
-                        return
-                except OSError:
-                    return
+    @property
+    def connections(self) -> int:
+        return self.server.connections
 
     def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
+        self.server.__exit__()
 
 
 def answer(body: bytes, *, status: str = "200 OK", extra: bytes = b"") -> bytes:
