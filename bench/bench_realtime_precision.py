@@ -14,6 +14,7 @@ pacing (what wss:// sessions use, and every session before issue 36's pacer).
 
 Printed as p50 / p99 / max over sessions, with the machine's load average (a loaded machine's
 figures are upper bounds). Sessions are matched to the truth by their audio's bytes, then in order.
+The measurement is `pytps calibrate --realtime`'s (pytps/calibrate/realtime.py); this adds `--pacing`.
 
     python bench/bench_realtime_precision.py [--sessions 16] [--concurrency 1,8,32] [--pacing native,loop]
 """
@@ -21,31 +22,13 @@ figures are upper bounds). Sessions are matched to the truth by their audio's by
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+from pytps.calibrate.realtime import measure_realtime
 from pytps.transport import realtime
-from pytps.workload.speech_inputs import espeak_items, spoken_texts
-
-
-def _matched(rows: list[dict[str, Any]], truth: list[dict[str, Any]], rate: int) -> list[tuple[int, int]]:
-    """(client final stamp, truth final stamp) per session, matched by audio bytes then in order."""
-    by_bytes: dict[int, list[int]] = {}
-    for t in sorted(truth, key=lambda t: int(t["final_sent_ns"])):
-        by_bytes.setdefault(int(t["audio_bytes"]), []).append(int(t["final_sent_ns"]))
-    out = []
-    for r in sorted(rows, key=lambda r: int(r["t_final_ns"])):
-        key = round(r["input_audio_s"] * rate * 2)
-        out.append((int(r["t_final_ns"]), by_bytes[key].pop(0)))
-    return out
 
 
 def measure(concurrency: int, sessions: int, frame_ms: float, pacing: str = "native") -> dict[str, Any]:
@@ -53,31 +36,9 @@ def measure(concurrency: int, sessions: int, frame_ms: float, pacing: str = "nat
     if pacing == "loop":  # a connection that declines the sender thread is paced by the loop
         realtime._WebSocket.start_pacing = lambda self, pacer: False  # type: ignore[method-assign]
     try:
-        return _measure(concurrency, sessions, frame_ms)
+        return measure_realtime(concurrency, sessions, frame_ms)
     finally:
         realtime._WebSocket.start_pacing = native  # type: ignore[method-assign]
-
-
-def _measure(concurrency: int, sessions: int, frame_ms: float) -> dict[str, Any]:
-    items = tuple(espeak_items(spoken_texts(sessions, seed=11, words=6)))
-    rate = 22050  # espeak-ng's
-    with tempfile.TemporaryDirectory() as tmp:
-        truth_path = Path(tmp) / "truth.json"
-        proc = subprocess.Popen([sys.executable, "-m", "pytps.realtime_emulator", str(truth_path), str(rate)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
-        assert proc.stdout is not None and proc.stdin is not None
-        url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
-        out = run_realtime_sync(RealtimeSettings(url, "m", items, sessions=sessions, concurrency=concurrency,
-                                                 shape="openai", frame_ms=frame_ms))  # fmt: skip
-        proc.stdin.close()
-        proc.wait(30)
-        truth = json.loads(truth_path.read_text())
-    rows = [r for r in out["sessions"] if r["ok"]]
-    err_us = np.array([(c - t) / 1e3 for c, t in _matched(rows, truth, rate)])
-    late_p99_us = np.array([r["frame_late_p99_s"] * 1e6 for r in rows])
-    late_max_us = np.array([r["frame_late_max_s"] * 1e6 for r in rows])
-    return {"concurrency": concurrency, "sessions": len(rows), "final_err_us": err_us,
-            "late_p99_us": late_p99_us, "late_max_us": late_max_us}  # fmt: skip
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "sweep": {"errors", "measure", "results", "settings"},
     "report": {"errors", "_version", "measure", "results", "store", "sweep"},
     "embed": {"errors", "_native", "measure", "results", "transport", "workload"},
-    "calibrate": {"errors", "_native", "_version", "measure", "runner", "transport"},
+    "calibrate": {"errors", "_native", "_version", "measure", "runner", "transport", "workload"},
     "scale": {"errors", "_native", "calibrate", "measure", "results", "runner", "store"},
     # The application layer: every job the CLI and the library run, with typed settings.
     # (settings, workload: the voice jobs make their utterances from the table's settings; report:

@@ -12,6 +12,7 @@ EXAMPLES = """examples:
   pytps calibrate                          # the full ladder, every transport; saves each envelope
   pytps calibrate --baseline               # and a plain httpx + json.loads client beside pytps
   pytps calibrate --quick --client openai --client mypkg.client:stream --json cal.json --plot cal.png
+  pytps calibrate --transports none --realtime   # the realtime (WebSocket) transport alone
 """
 
 
@@ -52,6 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-ttft-error-ms", type=float, default=0.5, help="a cell passes within this (default 0.5)")
     p.add_argument("--max-tpot-error-pct", type=float, default=0.5, help="a cell passes within this (default 0.5)")
     p.add_argument("--max-stamp-p99-ms", type=float, default=1.0, help="a cell passes within this (default 1)")
+    p.add_argument(
+        "--realtime", action="store_true",
+        help="also measure the realtime (WebSocket) transport against the realtime emulator: the final "
+        "transcript's stamp error and the frames' lateness (needs espeak-ng)",
+    )  # fmt: skip
+    p.add_argument(
+        "--realtime-concurrency", type=_ints, default=(1, 8), metavar="N,...",
+        help="--realtime's concurrent sessions, one row each (default 1,8)",
+    )  # fmt: skip
+    p.add_argument("--realtime-sessions", type=int, default=16, help="--realtime's sessions per row (default 16)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
     p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs matplotlib)")
     p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
@@ -96,8 +107,22 @@ def run(args: argparse.Namespace) -> int:
         except ClientUnavailable as exc:
             print(f"pytps calibrate: skipping --client {name}: {exc}", file=sys.stderr)
             skipped.append({"client": name, "why": str(exc)})
-    if not who:
+    if not who and not args.realtime:
         raise ConfigError("calibrate: nothing to measure (no transport, and every --client was skipped)")
+    if args.realtime and (args.realtime_sessions < 1 or min(args.realtime_concurrency, default=0) < 1):
+        raise ConfigError("calibrate: --realtime-sessions and --realtime-concurrency must be positive")
+    if not who:  # --realtime alone
+        from pytps.calibrate.realtime import print_realtime, realtime_rows
+
+        rows = realtime_rows(args.realtime_concurrency, args.realtime_sessions, args.max_stamp_p99_ms)
+        if args.json == "-":
+            print(json.dumps({"realtime": rows}, indent=1))
+        else:
+            print_realtime(rows, args.max_stamp_p99_ms)
+            if args.json:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    json.dump({"realtime": rows}, f, indent=1)
+        return 0
     thresholds = {
         "ttft_error_ms": args.max_ttft_error_ms,
         "tpot_error_pct": args.max_tpot_error_pct,
@@ -119,6 +144,10 @@ def run(args: argparse.Namespace) -> int:
         )
 
     data = run_calibration(settings, on_cell=progress)
+    if args.realtime and not data["interrupted"]:
+        from pytps.calibrate.realtime import realtime_rows
+
+        data["realtime"] = realtime_rows(args.realtime_concurrency, args.realtime_sessions, args.max_stamp_p99_ms)
     if args.save:
         saved = {}
         for w in who:
@@ -132,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1))
     else:
         print_report(data)
+        if data.get("realtime"):
+            from pytps.calibrate.realtime import print_realtime
+
+            print_realtime(data["realtime"], args.max_stamp_p99_ms)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=1)

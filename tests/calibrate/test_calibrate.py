@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -337,3 +338,27 @@ def test_heat_map_svg_and_a_wrong_suffix(tmp_path):
     assert "<svg" in svg.read_text()[:500]
     with pytest.raises(pytps.PytpsError, match="png or .svg"):
         write_heatmap(data, tmp_path / "h.jpg")
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="--realtime speaks with espeak-ng (apt-get install espeak-ng)")
+def test_calibrate_realtime_alone_measures_the_final_transcript_and_the_frames(tmp_path):
+    """`--transports none --realtime`: the realtime transport against the realtime emulator's truth.
+    The stamp error is the client's read − the emulator's write, so never negative; on a busy
+    machine only its order of magnitude is checked here (the timing tier holds the 1 ms bound)."""
+    out = tmp_path / "rt.json"
+    p = cli("calibrate", "--transports", "none", "--realtime", "--realtime-concurrency", "2",
+            "--realtime-sessions", "2", "--json", str(out))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "final transcript's stamp error" in p.stdout
+    (row,) = json.loads(out.read_text())["realtime"]
+    assert (row["concurrency"], row["sessions"], row["failed"]) == (2, 2, 0)
+    assert 0 <= row["final_error_p50_us"] <= row["final_error_p99_us"] <= row["final_error_max_us"] < 1e6
+    assert 0 <= row["frame_late_p99_median_us"] <= row["frame_late_p99_worst_us"] <= row["frame_late_max_us"]
+    limit_us = 1000.0  # --max-stamp-p99-ms's default
+    assert row["passed"] == (row["final_error_p99_us"] <= limit_us and row["frame_late_p99_worst_us"] <= limit_us)
+
+
+def test_calibrate_realtime_bad_counts_are_one_line():
+    p = cli("calibrate", "--transports", "none", "--realtime", "--realtime-sessions", "0")
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0
+    assert "--realtime-sessions and --realtime-concurrency must be positive" in p.stderr
