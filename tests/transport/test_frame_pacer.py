@@ -119,15 +119,16 @@ def test_a_peer_gone_is_an_errno_at_close_not_a_signal(pacer: _core.FramePacer) 
     a.setblocking(False)
     b.close()
     ch = pacer.open(a.fileno())
-    for _ in range(3):
-        pacer.send(ch, 0, b"into the void", True)
+    # The thread may try the first item before the next are queued: once its write has failed,
+    # send() refuses more (False), so only the accepted ones are the pacer's to drop.
+    accepted = sum(pacer.send(ch, 0, b"into the void", True) for _ in range(3))
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and pacer.send(ch, 0, b"probe", False):  # False once a write failed
         time.sleep(0.01)
     sent_ns, unsent, err = pacer.close(ch)
     a.close()
     assert err in (errno.EPIPE, errno.ECONNRESET)
-    assert sent_ns == [] and unsent >= 3  # a Unix socket's first write to a closed peer fails
+    assert sent_ns == [] and unsent >= accepted >= 1  # a Unix socket's first write to a closed peer fails
 
 
 def test_many_channels_from_many_threads_each_get_their_own_bytes(pacer: _core.FramePacer) -> None:
