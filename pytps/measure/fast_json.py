@@ -14,19 +14,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# orjson (a dependency), found on first use: None when it cannot be imported.
+# orjson (a dependency), found on first use: None when it cannot be imported, or is older than
+# the 3.9 pyproject asks for (no orjson.Fragment, which the journal's writer needs).
 _orjson: Any = False
 # Floats this large may have been integers beyond 64 bits in the text (orjson's only difference).
 _BIG = float(1 << 63)
 
 
-def _module() -> Any:
+def orjson_module() -> Any:
+    """The orjson module, or None: then callers take the standard library's json, as before."""
     global _orjson
     if _orjson is False:
         try:
             import orjson
 
-            _orjson = orjson
+            _orjson = orjson if hasattr(orjson, "Fragment") else None
         except ImportError:  # pragma: no cover - a dependency; without it, the standard library
             _orjson = None
     return _orjson
@@ -56,7 +58,7 @@ _NUMBERS = (int, float, bool)
 
 def loads(data: bytes | str) -> Any:
     """json.loads(data): the same value, or the same exception."""
-    orjson = _module()
+    orjson = orjson_module()
     if orjson is not None:
         try:
             value = orjson.loads(data)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pytps.measure.fast_json import orjson_module
 from pytps.measure.records import RequestRecord
 from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
@@ -113,21 +114,6 @@ VERDICT_FIELDS = ("useful", "why_not_useful", "cost", "item", "grader", "correct
 # json.dumps(obj, separators=(",", ":")), with the encoder made once rather than once per line.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 
-# orjson's dumps and Fragment (orjson >= 3.9), found on the first journal line; None: not there.
-_orjson: Any = False
-
-
-def _orjson_module() -> Any:
-    global _orjson
-    if _orjson is False:
-        try:
-            import orjson
-
-            _orjson = orjson if hasattr(orjson, "Fragment") else None
-        except ImportError:  # pragma: no cover - a dependency; without it, the standard library
-            _orjson = None
-    return _orjson
-
 
 class _Unusual(Exception):
     """A value whose text the two encoders might write differently: the line takes _compact."""
@@ -148,7 +134,7 @@ def _plain_key(key: Any) -> bool:
     return True
 
 
-def _for_orjson(value: Any) -> Any:
+def _for_orjson(value: Any, fragment: Any) -> Any:
     """_jsonable(value) for orjson, written as json.dumps would write it: each float as its
     float.__repr__ (orjson's own float text differs, e.g. 1e-05), None for NaN and infinities as
     _jsonable gives; strings only of printable ASCII (json.dumps escapes the rest as \\uXXXX,
@@ -165,19 +151,19 @@ def _for_orjson(value: Any) -> Any:
                 if not (v.isascii() and v.isprintable()):
                     raise _Unusual
             elif t is float:
-                v = _orjson.Fragment(float.__repr__(v)) if math.isfinite(v) else None
+                v = fragment(float.__repr__(v)) if math.isfinite(v) else None
             elif not (t is int or t is bool or v is None):
-                v = _for_orjson(v)
+                v = _for_orjson(v, fragment)
             out[k] = v
         return out
     if kind is list or kind is tuple:
-        return [_for_orjson(v) for v in value]
+        return [_for_orjson(v, fragment) for v in value]
     if kind is str:
         if value.isascii() and value.isprintable():
             return value
         raise _Unusual
     if kind is float:
-        return _orjson.Fragment(float.__repr__(value)) if math.isfinite(value) else None
+        return fragment(float.__repr__(value)) if math.isfinite(value) else None
     if kind is int or kind is bool or value is None:
         return value
     raise _Unusual
@@ -187,10 +173,10 @@ def line_text(fields: dict[str, Any]) -> str:
     """json.dumps(_jsonable(fields), separators=(",", ":")): a journal line's text, the same bytes
     whichever encoder writes it (issue 42: the standard library's was a tenth of a short request's
     cost); an integer orjson cannot hold (beyond 64 bits) also takes _compact."""
-    orjson = _orjson_module()
+    orjson = orjson_module()
     if orjson is not None:
         try:
-            return str(orjson.dumps(_for_orjson(fields)).decode())
+            return str(orjson.dumps(_for_orjson(fields, orjson.Fragment)).decode())
         except (_Unusual, TypeError):  # orjson.JSONEncodeError is a TypeError
             pass
     return _compact(_jsonable(fields))

@@ -107,7 +107,7 @@ def test_every_printable_character_and_float_form_is_written_alike():
     assert folder.line_text(fields) == want
     orjson = pytest.importorskip("orjson")
     if hasattr(orjson, "Fragment"):  # the fast encoder wrote it, not the fallback
-        assert orjson.dumps(folder._for_orjson(fields)).decode() == want
+        assert orjson.dumps(folder._for_orjson(fields, orjson.Fragment)).decode() == want
     fields["ints"].append(1 << 64)  # beyond orjson's integers: the standard encoder writes the line
     assert folder.line_text(fields) == json.dumps(folder._jsonable(fields), separators=(",", ":"))
 
