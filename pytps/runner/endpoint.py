@@ -7,16 +7,18 @@ has to stream.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytps.errors import EndpointError
 from pytps.measure.redact import Redactor
-from pytps.serve_process.facts import in_daemon_thread
+from pytps.serve_process.facts import in_daemon_thread, ssl_context
 from pytps.transport.base_url import BaseUrl
 from pytps.transport.network import proxy_for, tls_hint
 from pytps.workload import request_formats
+
+if TYPE_CHECKING:
+    import ssl
 
 # A models list larger than this is not what pytps asked for.
 MAX_JSON_BYTES = 16 << 20
@@ -89,9 +91,7 @@ class Endpoint:
             return resp.status, None
 
     def _ssl_context(self) -> ssl.SSLContext:
-        if not self._verify:
-            return ssl._create_unverified_context()  # --insecure asks for exactly this
-        return ssl.create_default_context(cafile=self._ca_file)
+        return ssl_context((self._ca_file or True) if self._verify else False)
 
     async def first_model(self, api: str) -> str:
         """The first model the endpoint lists; EndpointError (one line, with the fix) when it cannot tell."""

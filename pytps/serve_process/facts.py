@@ -183,7 +183,7 @@ class _Asking:
 
         host, port = parts.hostname or "", parts.port
         if parts.scheme == "https":  # the CA store is loaded only for https
-            return http.client.HTTPSConnection(host, port, timeout=self.timeout_s, context=_ssl_context(self.verify))
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout_s, context=ssl_context(self.verify))
         return http.client.HTTPConnection(host, port, timeout=self.timeout_s)
 
 
@@ -199,9 +199,10 @@ def _header(values: list[str] | None) -> str | None:
         return value
 
 
-def _ssl_context(verify: bool | str) -> ssl.SSLContext:
-    """The transports' trust: the system's CAs, or the bundle given (a PEM file, or a directory
-    of hashed certificates), or none at all (--insecure)."""
+def ssl_context(verify: bool | str) -> ssl.SSLContext:
+    """The run's trust for its standard-library requests (these, and the model listing): the
+    system's CAs, or the bundle given (a PEM file, or a directory of hashed certificates), or
+    none at all (--insecure)."""
     import os
     import ssl
 
