@@ -8,8 +8,6 @@ these directly."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -241,7 +239,7 @@ def voice_turn_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], P
 def realtime_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Path]:
     """--api openai-realtime: sessions against --base-url (ws://.../v1/realtime) or the realtime
     emulator, started in its own process; voice_realtime.json."""
-    from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+    from pytps.runner.voice_realtime import RealtimeSettings, realtime_emulator_process, run_realtime_sync
 
     sessions = opts["requests"] or 8
     items = _utterances(opts, sessions)
@@ -254,16 +252,7 @@ def realtime_job(opts: Mapping[str, Any], say: Say) -> tuple[dict[str, Any], Pat
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="pytps-realtime-"))
             with wave.open(io.BytesIO(items[0].audio)) as w:
                 rate = int(w.getframerate())
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "pytps.realtime_emulator", f"{tmp}/truth.json", str(rate)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            stack.callback(proc.wait, 20)
-            stack.callback(lambda: proc.stdin.close() if proc.stdin else None)
-            assert proc.stdout is not None
-            url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+            url = stack.enter_context(realtime_emulator_process(f"{tmp}/truth.json", rate))
             say(f"no --base-url: realtime sessions against the realtime emulator at {url}")
         settings = RealtimeSettings(
             url,

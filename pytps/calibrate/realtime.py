@@ -13,15 +13,13 @@ The HTTP transports' ladder (rates × concurrency) has no meaning here: speech h
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytps.runner.voice_realtime import RealtimeSettings, run_realtime_sync
+from pytps.runner.voice_realtime import RealtimeSettings, realtime_emulator_process, run_realtime_sync
 from pytps.workload.speech_inputs import espeak_items, spoken_texts
 
 ESPEAK_RATE_HZ = 22050  # espeak-ng's sample rate: the truth's audio bytes are matched at it
@@ -45,18 +43,9 @@ def measure_realtime(concurrency: int, sessions: int, frame_ms: float = 20.0) ->
     items = tuple(espeak_items(spoken_texts(sessions, seed=11, words=6)))
     with tempfile.TemporaryDirectory() as tmp:
         truth_path = Path(tmp) / "truth.json"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytps.realtime_emulator", str(truth_path), str(ESPEAK_RATE_HZ)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert proc.stdout is not None and proc.stdin is not None
-        try:
-            url = f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+        with realtime_emulator_process(truth_path, ESPEAK_RATE_HZ) as url:
             settings = RealtimeSettings(url, "m", items, sessions=sessions, concurrency=concurrency, frame_ms=frame_ms)
             out = run_realtime_sync(settings)
-        finally:
-            proc.stdin.close()  # the emulator writes its truth and ends
-            proc.wait(30)
         truth = json.loads(truth_path.read_text())
     rows = [r for r in out["sessions"] if r["ok"]]
     return {

@@ -5,10 +5,15 @@ concurrency; each session's figures from pytps.measure.voice.realtime_figures.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import io
+import subprocess
+import sys
 import wave
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytps.errors import ConfigError
@@ -18,7 +23,25 @@ from pytps.runner.event_loop import run_coroutine
 from pytps.transport.realtime import REALTIME_SHAPES, realtime_session
 from pytps.workload.speech_inputs import SpeechItem
 
-__all__ = ["RealtimeSettings", "run_realtime", "run_realtime_sync"]
+__all__ = ["RealtimeSettings", "realtime_emulator_process", "run_realtime", "run_realtime_sync"]
+
+
+@contextlib.contextmanager
+def realtime_emulator_process(truth_path: Path | str, rate_hz: int) -> Iterator[str]:
+    """The realtime emulator (pytps.realtime_emulator) in a process of its own, so no GIL is shared
+    with the client: yields its ws:// URL; on exit its stdin is closed, and it writes its truth
+    to truth_path and ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytps.realtime_emulator", str(truth_path), str(rate_hz)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        yield f"ws://127.0.0.1:{proc.stdout.readline().strip()}/v1/realtime"
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+
 
 FIGURES = ("first_delta_s", "final_s", "frame_late_p50_s", "frame_late_p99_s", "frame_late_max_s")
 
