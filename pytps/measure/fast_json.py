@@ -1,4 +1,4 @@
-"""json.loads for the per-request path (issue 42): orjson reads a whole JSON body ~5-9x faster,
+"""JSON on the per-request path (issue 42). json.loads: orjson reads a whole JSON body ~5-9x faster,
 into the same values; whatever it refuses, or might have read differently, goes to json.loads,
 which then decides exactly as before.
 
@@ -13,6 +13,13 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from pytps._native import _core
+
+#: json.dumps(value, separators=(",", ":")) with NaN and the infinities as null, written natively
+#: for plain values (dict, list, tuple, str, int, float, bool, None), else None: the journal's
+#: line writer (results.folder.line_text), checked against json.dumps by property.
+json_line = _core.json_line
 
 # orjson (a dependency), found on first use: None when it cannot be imported, or is older than
 # the 3.9 pyproject asks for (no orjson.Fragment, which the journal's writer needs).

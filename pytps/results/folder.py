@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pytps.measure.fast_json import orjson_module
+from pytps.measure.fast_json import json_line, orjson_module
 from pytps.measure.records import RequestRecord
 from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
@@ -172,7 +172,12 @@ def _for_orjson(value: Any, fragment: Any) -> Any:
 def line_text(fields: dict[str, Any]) -> str:
     """json.dumps(_jsonable(fields), separators=(",", ":")): a journal line's text, the same bytes
     whichever encoder writes it (issue 42: the standard library's was a tenth of a short request's
-    cost); an integer orjson cannot hold (beyond 64 bits) also takes _compact."""
+    cost). The native writer (_core.json_line) takes a line of plain values in one pass; one it
+    refuses (numpy scalars, subclasses, other keys) goes to orjson, and an integer orjson cannot
+    hold (beyond 64 bits) to _compact."""
+    text = json_line(fields)
+    if text is not None:
+        return text
     orjson = orjson_module()
     if orjson is not None:
         try:

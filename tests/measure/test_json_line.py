@@ -1,0 +1,92 @@
+"""The native journal line writer (_core.json_line, issue 42) writes the bytes json.dumps writes,
+value for value, over every code point, float and integer size; and it refuses (None) what only
+the Python encoders decide: numpy scalars, subclasses, keys that are not str, deep nesting."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import sys
+from collections import OrderedDict
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytps.measure.fast_json import json_line
+from pytps.results import folder
+
+
+def _dumps(value):
+    return json.dumps(folder._jsonable(value), separators=(",", ":"))
+
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=-(1 << 200), max_value=1 << 200), st.floats(),
+    st.floats(min_value=-1e-3, max_value=1e-3), st.floats(min_value=1e14, max_value=1e18), st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x80)),
+    st.text(alphabet=st.characters(blacklist_categories=())),  # surrogates and every plane
+)  # fmt: skip
+_TREES = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(alphabet=st.characters(blacklist_categories=())), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TREES)
+def test_plain_values_are_written_as_json_dumps_writes_them(value):
+    assert json_line(value) == _dumps(value)
+
+
+def test_every_code_point_and_float_form():
+    text = "".join(chr(c) for c in range(0x800)) + "\ud800\udfff\U0001f600\U0010ffff\u2028\ufeff"
+    floats = [0.0, -0.0, 1e-05, 2.5e-05, 1e-4, 0.1, 1 / 3, 1e15, 1e16, 1.5e300, 5e-324, 1.7976931348623157e308,
+              -1e-7, 123456789.0, math.nan, math.inf, -math.inf]  # fmt: skip
+    ints = [0, -1, (1 << 63) - 1, -(1 << 63), 1 << 63, -(1 << 64) - 1, 10**40, True, False, None]
+    value = {text: text, "floats": floats, "ints": ints, "empty": [{}, [], (), ""]}
+    assert json_line(value) == _dumps(value)
+    assert json_line(value) == folder.line_text(value)
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Kind(enum.IntEnum):
+    A = 1
+
+
+def test_what_only_the_python_encoders_decide_is_refused():
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    for value in [
+        {"x": np.int64(1)}, {"x": np.float64(0.5)}, {"x": np.float32(0.5)}, {"x": _Str("a")}, {"x": _Int(2)},
+        {"x": _Kind.A}, {1: 2}, {None: 1}, {"x": OrderedDict(a=1)}, {"x": {1.5}}, {"x": b"bytes"}, deep,
+    ]:  # fmt: skip
+        assert json_line(value) is None, value
+        try:
+            want = _dumps(value)
+        except (TypeError, RecursionError):
+            continue
+        assert folder.line_text(value) == want  # the Python encoders wrote it instead
+
+
+def test_a_value_is_not_leaked_or_changed():
+    value = {"a": [1.5, "x" * 100, 1 << 80], "b": {"c": None}}
+    before = [sys.getrefcount(v) for v in (value, value["a"], value["b"])]
+    for _ in range(1000):
+        json_line(value)
+    assert [sys.getrefcount(v) for v in (value, value["a"], value["b"])] == before
+    assert value == {"a": [1.5, "x" * 100, 1 << 80], "b": {"c": None}}
