@@ -12,6 +12,7 @@
 // - dict (str keys, in order), list and tuple nested.
 // Anything else (numpy scalars, subclasses, other keys, nesting past kMaxDepth) makes it return
 // None, and the caller takes the Python encoders, which decide exactly as before.
+// json_body writes a request's body the same way with json.dumps's default separators.
 #include <Python.h>
 
 #include <cmath>
@@ -70,9 +71,16 @@ bool put_str(std::string& out, PyObject* s) {
     return true;
 }
 
+// How a value is written: the journal's compact line (NaN and the infinities as null), or a
+// request body as json.dumps(value) writes it by default (", " and ": "; a non-finite float,
+// which json.dumps writes as NaN or Infinity, is left to it).
+struct Style {
+    bool spaced;
+};
+
 // false: a value the Python encoders must decide (no Python error is left set), or a Python
 // error (set: the caller raises it).
-bool put_value(std::string& out, PyObject* v, int depth) {
+bool put_value(std::string& out, PyObject* v, int depth, Style style) {
     if (v == Py_None) {
         out.append("null");
         return true;
@@ -105,6 +113,7 @@ bool put_value(std::string& out, PyObject* v, int depth) {
     if (PyFloat_CheckExact(v)) {
         const double x = PyFloat_AS_DOUBLE(v);
         if (!std::isfinite(x)) {
+            if (style.spaced) return false;
             out.append("null");
             return true;
         }
@@ -123,12 +132,12 @@ bool put_value(std::string& out, PyObject* v, int depth) {
         bool first = true;
         while (PyDict_Next(v, &pos, &key, &item)) {
             if (!PyUnicode_CheckExact(key)) return false;
-            if (!first) out.push_back(',');
+            if (!first) out.append(style.spaced ? ", " : ",");
             first = false;
             if (!put_str(out, key)) return false;
-            out.push_back(':');
+            out.append(style.spaced ? ": " : ":");
             // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
-            if (!put_value(out, item, depth + 1)) return false;
+            if (!put_value(out, item, depth + 1, style)) return false;
         }
         out.push_back('}');
         return true;
@@ -138,8 +147,9 @@ bool put_value(std::string& out, PyObject* v, int depth) {
         const Py_ssize_t n = list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
         out.push_back('[');
         for (Py_ssize_t i = 0; i < n; ++i) {
-            if (i) out.push_back(',');
-            if (!put_value(out, list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), depth + 1)) return false;
+            if (i) out.append(style.spaced ? ", " : ",");
+            if (!put_value(out, list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), depth + 1, style))
+                return false;
         }
         out.push_back(']');
         return true;
@@ -155,7 +165,7 @@ void register_journal(py::module_& m) {
         [](py::handle fields) -> py::object {
             std::string out;
             out.reserve(2048);
-            if (!put_value(out, fields.ptr(), 0)) {
+            if (!put_value(out, fields.ptr(), 0, Style{false})) {
                 if (PyErr_Occurred()) throw py::error_already_set();
                 return py::none();
             }
@@ -169,6 +179,22 @@ void register_journal(py::module_& m) {
         "values made of dict (str keys), list, tuple, str, int, float, bool and None; None for\n"
         "anything else (numpy scalars, subclasses, other keys, nesting deeper than 64): the\n"
         "journal's line writer (pytps.results.folder.line_text) then takes the Python encoders.");
+    m.def(
+        "json_body",
+        [](py::handle value) -> py::object {
+            std::string out;
+            out.reserve(1024);
+            if (!put_value(out, value.ptr(), 0, Style{true})) {
+                if (PyErr_Occurred()) throw py::error_already_set();
+                return py::none();
+            }
+            return py::bytes(out.data(), out.size());
+        },
+        py::arg("value"),
+        "json_body(value) -> bytes | None\n\n"
+        "json.dumps(value).encode() (its default separators), for values made of dict (str keys),\n"
+        "list, tuple, str, int, finite float, bool and None; None for anything else (NaN and the\n"
+        "infinities included): a request's body (pytps.measure.fast_json.dumps_body).");
 }
 
 }  // namespace pytps_bindings

@@ -53,6 +53,9 @@ from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,
 )
 from pytps._core.journal import (
+    json_body as json_body,
+)
+from pytps._core.journal import (
     json_line as json_line,
 )
 from pytps._core.pacer import (

@@ -20,6 +20,15 @@ from pytps._native import _core
 #: for plain values (dict, list, tuple, str, int, float, bool, None), else None: the journal's
 #: line writer (results.folder.line_text), checked against json.dumps by property.
 json_line = _core.json_line
+_json_body = _core.json_body
+
+
+def dumps_body(value: Any) -> bytes:
+    """json.dumps(value).encode(): a request's body, the same bytes, written natively when its
+    values are plain (no NaN or infinities), else by json.dumps."""
+    body = _json_body(value)
+    return body if body is not None else json.dumps(value).encode()
+
 
 # orjson (a dependency), found on first use: None when it cannot be imported, or is older than
 # the 3.9 pyproject asks for (no orjson.Fragment, which the journal's writer needs).

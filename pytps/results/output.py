@@ -120,7 +120,9 @@ class RunOutput:
         self.all_output_tokens = 0
 
     def _scalars(self, rec: RequestRecord, m: RequestMetrics, verdict: Verdict) -> dict[str, Any]:
-        scalars = {**m.as_dict(), "useful": verdict.useful, "why_not_useful": verdict.why_not, "cost": verdict.cost}
+        # as_fields: the journal writes them out and keeps none (as_dict's copies cost a short request ~2%)
+        scalars = m.as_fields()
+        scalars["useful"], scalars["why_not_useful"], scalars["cost"] = verdict.useful, verdict.why_not, verdict.cost
         if rec.grade is not None:
             scalars.update(rec.grade.journal_fields(self.judge.keep_text))
         return scalars

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from pytps.errors import EndpointError
 from pytps.grading.grade import Grade
 from pytps.grading.graders import STOPPED_REASON
 from pytps.measure.bodies import read_body
+from pytps.measure.fast_json import dumps_body
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.results.folder import GRADING_DONE, GRADING_STOPPED
@@ -275,7 +275,7 @@ class Runner:
         return RequestSpec(
             index=i,
             path=path,
-            body=json.dumps(body).encode(),
+            body=dumps_body(body),
             headers=headers,
             sent_request_id=sent_id,
             warmup=warmup,

@@ -90,3 +90,20 @@ def test_a_value_is_not_leaked_or_changed():
         json_line(value)
     assert [sys.getrefcount(v) for v in (value, value["a"], value["b"])] == before
     assert value == {"a": [1.5, "x" * 100, 1 << 80], "b": {"c": None}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TREES)
+def test_a_request_body_is_what_json_dumps_wrote(value):
+    from pytps.measure.fast_json import dumps_body
+
+    assert dumps_body(value) == json.dumps(value).encode()
+
+
+def test_a_body_json_dumps_must_write_is_left_to_it():
+    from pytps._native import _core
+
+    for value in [{"t": math.nan}, {"t": [math.inf]}, {"x": np.int64(1)}, {1: 2}]:
+        assert _core.json_body(value) is None
+    body = {"model": "m", "messages": [{"role": "user", "content": 'hé "x"'}], "max_tokens": 1, "t": 0.5}
+    assert _core.json_body(body) == json.dumps(body).encode()

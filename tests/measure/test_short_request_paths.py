@@ -231,3 +231,17 @@ def test_a_vector_is_judged_as_numpy_judged_it(vector):
     from pytps.measure.bodies import _vector_length
 
     assert _vector_length(vector) == (len(vector) if np.isfinite(np.array(vector, dtype=np.float64)).all() else -1)
+
+
+def test_metrics_as_fields_are_as_dict_without_the_copies():
+    from dataclasses import asdict, replace
+
+    from pytps.measure.metrics import RequestMetrics
+
+    base = RequestMetrics(3, False, True, None, 200, 10, 20, 0.1, 0.1, 0.2, None, None, 5.0, 1, "usage", 1, 1.0, 14,
+                          None, 1e-05, None, None, None)  # fmt: skip
+    timings = {"source": "llama.cpp", "fields": {"prompt_n": 14}, "list": [1, 2]}
+    for m in (base, replace(base, server_timings=timings), replace(base, server_timings=(1, [2]))):
+        got = m.as_fields()
+        assert got == m.as_dict() == asdict(m) and list(got) == list(asdict(m))
+    assert replace(base, server_timings=timings).as_fields()["server_timings"] is timings  # shared, not copied
