@@ -17,5 +17,5 @@ PYBIND11_MODULE(_core, m) {
     pytps_bindings::register_http(m);
     pytps_bindings::register_client(m);
     pytps_bindings::register_pacer(m);
-    pytps_bindings::register_journal(m);
+    pytps_bindings::register_jsontext(m);
 }

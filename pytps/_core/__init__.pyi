@@ -52,11 +52,17 @@ from pytps._core.io import (
 from pytps._core.io import (
     _event_loop_probe as _event_loop_probe,
 )
-from pytps._core.journal import (
+from pytps._core.jsontext import (
     json_body as json_body,
 )
-from pytps._core.journal import (
+from pytps._core.jsontext import (
+    json_float_vector_length as json_float_vector_length,
+)
+from pytps._core.jsontext import (
     json_line as json_line,
+)
+from pytps._core.jsontext import (
+    json_no_big_float as json_no_big_float,
 )
 from pytps._core.pacer import (
     FramePacer as FramePacer,

@@ -107,3 +107,46 @@ def test_a_body_json_dumps_must_write_is_left_to_it():
         assert _core.json_body(value) is None
     body = {"model": "m", "messages": [{"role": "user", "content": 'hé "x"'}], "max_tokens": 1, "t": 0.5}
     assert _core.json_body(body) == json.dumps(body).encode()
+
+
+def _has_big_float(value):
+    if type(value) is float:
+        return not (-(2.0**63) < value < 2.0**63)
+    if type(value) is dict:
+        return any(_has_big_float(v) for v in value.values())
+    if type(value) is list:
+        return any(_has_big_float(v) for v in value)
+    return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TREES | st.lists(st.floats(), max_size=50) | st.lists(st.floats(min_value=-1e19, max_value=1e19), max_size=50))
+def test_a_big_float_is_found_wherever_it_is(value):
+    from pytps._native import _core
+
+    assert _core.json_no_big_float(value) is not _has_big_float(value)
+
+
+def test_a_big_float_is_found_at_its_edges():
+    from pytps._native import _core
+
+    big = 2.0**63
+    for x, ok in [(big, False), (-big, False), (math.nextafter(big, 0), True), (-math.nextafter(big, 0), True),
+                  (math.nan, False), (math.inf, False), (1e19, False), (0.5, True)]:  # fmt: skip
+        assert _core.json_no_big_float({"a": [{"b": [x]}]}) is ok, x
+    deep: list = [big]
+    for _ in range(100):
+        deep = [deep]
+    assert _core.json_no_big_float(deep) is False  # too deep to walk: read again by json.loads
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats() | st.integers(-3, 3) | st.booleans() | st.none(), max_size=40))
+def test_a_vector_of_floats_is_judged_in_one_pass(vector):
+    from pytps._native import _core
+
+    got = _core.json_float_vector_length(vector)
+    if not vector or any(type(x) is not float for x in vector):
+        assert got is None
+    else:
+        assert got == (len(vector) if all(math.isfinite(x) for x in vector) else -1)

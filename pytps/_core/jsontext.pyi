@@ -1,4 +1,4 @@
-"""Stubs of what csrc/bindings/register_journal.cpp adds to pytps._core."""
+"""Stubs of what csrc/bindings/register_jsontext.cpp adds to pytps._core."""
 
 from typing import Any
 
@@ -9,3 +9,9 @@ def json_line(value: Any) -> str | None:
 def json_body(value: Any) -> bytes | None:
     """json.dumps(value).encode() (default separators) for values made of dict (str keys), list,
     tuple, str, int, finite float, bool and None; None for anything else."""
+
+def json_no_big_float(value: Any) -> bool:
+    """True when no float in value (dict values and list items) is 2**63 or more in size, or NaN."""
+
+def json_float_vector_length(value: Any) -> int | None:
+    """A non-empty list of floats only: its length, or -1 when one is NaN or infinite; else None."""

@@ -1,4 +1,4 @@
-// The journal's line writer (issue 42): one request's fields as the text
+// JSON text on the per-request path (issue 42). json_line, the journal's line writer: one request's fields as the text
 // json.dumps(_jsonable(fields), separators=(",", ":")) gives, written in one pass over the values
 // instead of a Python walk that copies them for orjson (a tenth of a short request's client CPU).
 //
@@ -13,6 +13,8 @@
 // Anything else (numpy scalars, subclasses, other keys, nesting past kMaxDepth) makes it return
 // None, and the caller takes the Python encoders, which decide exactly as before.
 // json_body writes a request's body the same way with json.dumps's default separators.
+// json_no_big_float checks a value orjson read: no float of 2**63 or more in size (what may have
+// been an integer beyond 64 bits in the text, which json.loads reads exactly).
 #include <Python.h>
 
 #include <cmath>
@@ -157,9 +159,49 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
     return false;
 }
 
+// A value orjson read holds no float as large as 2**63 (nor a NaN): dict values and list items
+// walked, every other kind passes. false past kMaxDepth (the caller then reads it again).
+bool no_big_float(PyObject* v, int depth) {
+    if (PyFloat_CheckExact(v)) {
+        constexpr double kBig = 9223372036854775808.0;  // 2**63
+        const double x = PyFloat_AS_DOUBLE(v);
+        return -kBig < x && x < kBig;
+    }
+    if (depth >= kMaxDepth) return !(PyDict_CheckExact(v) || PyList_CheckExact(v));
+    if (PyDict_CheckExact(v)) {
+        Py_ssize_t pos = 0;
+        PyObject* key = nullptr;
+        PyObject* item = nullptr;
+        while (PyDict_Next(v, &pos, &key, &item))
+            if (!no_big_float(item, depth + 1)) return false;
+        return true;
+    }
+    if (PyList_CheckExact(v)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); ++i)
+            if (!no_big_float(PyList_GET_ITEM(v, i), depth + 1)) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
-void register_journal(py::module_& m) {
+// An embedding read as a list: its length when every component is an exact float, -1 when one of
+// them is NaN or infinite, None when it is empty or holds anything but floats (then the Python
+// checks decide).
+py::object float_vector_length(py::handle value) {
+    PyObject* v = value.ptr();
+    if (!PyList_CheckExact(v) || PyList_GET_SIZE(v) == 0) return py::none();
+    const Py_ssize_t n = PyList_GET_SIZE(v);
+    bool finite = true;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* x = PyList_GET_ITEM(v, i);
+        if (!PyFloat_CheckExact(x)) return py::none();
+        finite = finite && std::isfinite(PyFloat_AS_DOUBLE(x));
+    }
+    return py::int_(finite ? n : -1);
+}
+
+void register_jsontext(py::module_& m) {
     m.def(
         "json_line",
         [](py::handle fields) -> py::object {
@@ -195,6 +237,16 @@ void register_journal(py::module_& m) {
         "json.dumps(value).encode() (its default separators), for values made of dict (str keys),\n"
         "list, tuple, str, int, finite float, bool and None; None for anything else (NaN and the\n"
         "infinities included): a request's body (pytps.measure.fast_json.dumps_body).");
+    m.def(
+        "json_no_big_float", [](py::handle value) { return no_big_float(value.ptr(), 0); }, py::arg("value"),
+        "json_no_big_float(value) -> bool\n\n"
+        "True when no float in value (dict values and list items, walked) is 2**63 or more in size, or\n"
+        "NaN: what orjson read is then what json.loads reads (pytps.measure.fast_json.loads). False\n"
+        "also for nesting deeper than 64.");
+    m.def("json_float_vector_length", &float_vector_length, py::arg("value"),
+          "json_float_vector_length(value) -> int | None\n\n"
+          "An embedding's components when value is a non-empty list of floats only: its length, or -1\n"
+          "when one is NaN or infinite; None for anything else (pytps.measure.bodies then decides).");
 }
 
 }  // namespace pytps_bindings
