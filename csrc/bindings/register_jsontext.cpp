@@ -1,10 +1,12 @@
-// JSON text on the per-request path (issue 42). json_line, the journal's line writer: one request's fields as the text
-// json.dumps(_jsonable(fields), separators=(",", ":")) gives, written in one pass over the values
-// instead of a Python walk that copies them for orjson (a tenth of a short request's client CPU).
+// JSON text on the per-request path (issue 42). json_line, the journal's line writer: one
+// request's fields as the text json.dumps(_jsonable(fields), separators=(",", ":")) gives,
+// written in one pass over the values instead of a Python walk that copies them for orjson (a
+// tenth of a short request's client CPU).
 //
 // The same bytes as the standard library's C encoder, value for value:
-// - a float as float.__repr__ (PyOS_double_to_string, 'r' mode, the ".0" kept), NaN and the
-//   infinities as null (what pytps.results.folder._jsonable makes of them);
+// - a float as float.__repr__ (its shortest digits by std::to_chars, laid out as 'r' mode lays
+//   them out, the ".0" kept), NaN and the infinities as null (what
+//   pytps.results.folder._jsonable makes of them);
 // - an int as int.__repr__, whatever its size; True, False, None as true, false, null;
 // - a str as json's ensure_ascii escaping: printable ASCII as it is but '"' and '\\', the five
 //   short escapes (\b \f \n \r \t), every other code point as lowercase \uXXXX (a surrogate pair
@@ -17,6 +19,7 @@
 // been an integer beyond 64 bits in the text, which json.loads reads exactly).
 #include <Python.h>
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -31,6 +34,68 @@ constexpr char kHex[] = "0123456789abcdef";
 void put_u(std::string& out, unsigned c) {
     const char esc[6] = {'\\', 'u', kHex[(c >> 12) & 15], kHex[(c >> 8) & 15], kHex[(c >> 4) & 15], kHex[c & 15]};
     out.append(esc, sizeof esc);
+}
+
+// float.__repr__(x) of a finite x: the shortest digits that read back as x (std::to_chars, as
+// Python's dtoa mode 0 gives them), laid out as Python lays them out ('r' mode, ".0" kept):
+// fixed notation for a decimal point at -4 < decpt <= 16, else d.ddde+XX with at least two
+// exponent digits. About ten times faster than PyOS_double_to_string, which was most of a line.
+void put_float_repr(std::string& out, double x) {
+#if !defined(__cpp_lib_to_chars)
+    // A standard library without floating-point to_chars (libc++ before it announces it): Python's own.
+    char* text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
+    if (text == nullptr) throw py::error_already_set();
+    out.append(text);
+    PyMem_Free(text);
+#else
+    char buf[64];
+    const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+    // buf: [-]d[.ddd]e(+|-)XX
+    const char* p = buf;
+    if (*p == '-') {
+        out.push_back('-');
+        ++p;
+    }
+    char digits[32];
+    int n = 0;
+    while (p < r.ptr && *p != 'e') {
+        if (*p != '.') digits[n++] = *p;
+        ++p;
+    }
+    int exp10 = 0;
+    bool negative_exp = false;
+    if (p < r.ptr) {  // 'e'
+        ++p;
+        if (*p == '+' || *p == '-') negative_exp = *p++ == '-';
+        while (p < r.ptr) exp10 = exp10 * 10 + (*p++ - '0');
+    }
+    if (negative_exp) exp10 = -exp10;
+    const int decpt = exp10 + 1;  // value = 0.d1d2...dn * 10^decpt
+    if (decpt <= -4 || decpt > 16) {
+        out.push_back(digits[0]);
+        if (n > 1) {
+            out.push_back('.');
+            out.append(digits + 1, static_cast<size_t>(n - 1));
+        }
+        out.push_back('e');
+        out.push_back(exp10 < 0 ? '-' : '+');
+        const int e = exp10 < 0 ? -exp10 : exp10;
+        if (e < 10) out.push_back('0');
+        out.append(std::to_string(e));
+    } else if (decpt <= 0) {
+        out.append("0.");
+        out.append(static_cast<size_t>(-decpt), '0');
+        out.append(digits, static_cast<size_t>(n));
+    } else if (decpt >= n) {
+        out.append(digits, static_cast<size_t>(n));
+        out.append(static_cast<size_t>(decpt - n), '0');
+        out.append(".0");
+    } else {
+        out.append(digits, static_cast<size_t>(decpt));
+        out.push_back('.');
+        out.append(digits + decpt, static_cast<size_t>(n - decpt));
+    }
+#endif
 }
 
 // false: the string is not ready (a legacy string on Python < 3.12): the caller falls back.
@@ -119,10 +184,7 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
             out.append("null");
             return true;
         }
-        char* text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
-        if (text == nullptr) return false;
-        out.append(text);
-        PyMem_Free(text);
+        put_float_repr(out, x);
         return true;
     }
     if (depth >= kMaxDepth) return false;

@@ -150,3 +150,27 @@ def test_a_vector_of_floats_is_judged_in_one_pass(vector):
         assert got is None
     else:
         assert got == (len(vector) if all(math.isfinite(x) for x in vector) else -1)
+
+
+def test_every_kind_of_float_is_written_as_its_repr():
+    # The native writer's own shortest-digits layout (std::to_chars where the standard library has
+    # it) against float.__repr__: random bit patterns cover every exponent, rounded decimals the
+    # short forms a server's timings take, integers the ".0" and the e+XX switch at 1e16.
+    import random
+    import struct
+
+    rng = random.Random(42)
+    values = []
+    for _ in range(20000):
+        x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        values += [x, -x, round(rng.random() * 10 ** rng.randint(-9, 20), rng.randint(0, 12)),
+                   float(rng.randint(0, 10**18)), rng.random() * 10.0 ** rng.randint(-320, 300)]  # fmt: skip
+    values = [v for v in values if math.isfinite(v)]
+    got = json_line(values)
+    assert got == "[" + ",".join(map(repr, values)) + "]"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_float_is_its_repr(x):
+    assert json_line({"x": x}) == '{"x":' + repr(x) + "}"
