@@ -141,6 +141,16 @@ def test_prompt_words_are_the_words_the_list_copy_drew():
         assert _shuffled_words(random.Random(f"s{seed}"), k) == _old_shuffled(random.Random(f"s{seed}"), k)
 
 
+def test_a_random_subclass_keeps_its_own_draws():
+    class Counting(random.Random):
+        def randrange(self, *args, **kwargs):  # type: ignore[override]
+            self.calls = getattr(self, "calls", 0) + 1
+            return 0
+
+    rng = Counting(5)
+    assert _shuffled_words(rng, 7) == list(WORDS[:7]) and rng.calls == 7
+
+
 @pytest.mark.parametrize("lengths", [("16", "1"), ("40", "3"), ("10-30", "2"), ("20:5", "1-4")])
 def test_prompts_are_the_ones_drawn_before(lengths):
     w = SyntheticWorkload(input_tokens=lengths[0], output_tokens=lengths[1], seed=11)
