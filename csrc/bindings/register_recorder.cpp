@@ -1,5 +1,6 @@
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,63 @@ py::dict usage_dict(const pytps::Usage& u) {
     put("reasoning_tokens", u.reasoning_tokens);
     put("cached_tokens", u.cached_tokens);
     return d;
+}
+
+py::object optional_text(const std::string& s) {
+    if (s.empty()) return py::none();
+    return decode_text(s);
+}
+
+py::list tool_calls_list(const StreamRecorder& r) {
+    std::vector<const pytps::ToolCall*> calls;
+    for (const auto& c : r.state().tool_calls) calls.push_back(&c);
+    std::stable_sort(calls.begin(), calls.end(), [](auto a, auto b) { return a->index < b->index; });
+    py::list out;
+    for (const auto* c : calls) {
+        py::dict d;
+        d["index"] = c->index;
+        d["id"] = c->id.empty() ? py::object(py::none()) : py::object(decode_text(c->id));
+        d["name"] = decode_text(c->name);
+        d["arguments"] = decode_text(c->arguments);
+        out.append(d);
+    }
+    return out;
+}
+
+py::object finish_reason_of(const StreamRecorder& r) {
+    if (!r.state().has_finish_reason) return py::none();
+    return decode_text(r.state().finish_reason);
+}
+
+py::object server_timings_of(const StreamRecorder& r) {
+    const auto& st = r.state();
+    if (!st.server_timings_source) return py::none();
+    return py::make_tuple(st.server_timings_source, decode_text(st.server_timings));
+}
+
+py::object audio_format_of(const StreamRecorder& r) {
+    const pytps::AudioFormat& f = r.audio_format();
+    if (f.sample_rate == 0) return py::none();
+    py::dict d;
+    d["sample_rate"] = f.sample_rate;
+    d["channels"] = f.channels;
+    d["bits_per_sample"] = f.bits_per_sample;
+    d["format_tag"] = f.format_tag;
+    return d;
+}
+
+// Every read-out a finished request's record takes, in one call (RequestRecord.fill_from_recorder):
+// one Python call per attribute was ~3% of a 1-token request's client CPU (issue 42).
+py::tuple readout(const StreamRecorder& r) {
+    const auto& st = r.state();
+    return py::make_tuple(optional_text(st.response_id), optional_text(st.model), finish_reason_of(r),
+                          usage_dict(st.usage), server_timings_of(r), st.done, r.events(),
+                          to_array(r.output_times_ns()), to_array(r.output_kinds()), to_array(r.output_tokens()),
+                          to_array(r.output_chars()), time_or_none(r.first_output_ns()),
+                          time_or_none(r.first_answer_ns()), time_or_none(r.last_output_ns()),
+                          time_or_none(r.end_ns()), decode_text(st.text), decode_text(st.reasoning_text),
+                          py::bytes(r.body()), tool_calls_list(r), audio_format_of(r),
+                          time_or_none(r.first_body_ns()));
 }
 
 }  // namespace
@@ -115,62 +173,25 @@ void register_recorder(py::module_& m) {
         .def_property_readonly("body", [](const StreamRecorder& r) { return py::bytes(r.body()); },
                                "The whole body as it came, for the json and speech-coded dialects (b'' for the others).")
         .def_property_readonly("reasoning_text", [](const StreamRecorder& r) { return decode_text(r.state().reasoning_text); })
-        .def_property_readonly("tool_calls",
-                               [](const StreamRecorder& r) {
-                                   std::vector<const pytps::ToolCall*> calls;
-                                   for (const auto& c : r.state().tool_calls) calls.push_back(&c);
-                                   std::stable_sort(calls.begin(), calls.end(),
-                                                    [](auto a, auto b) { return a->index < b->index; });
-                                   py::list out;
-                                   for (const auto* c : calls) {
-                                       py::dict d;
-                                       d["index"] = c->index;
-                                       d["id"] = c->id.empty() ? py::object(py::none()) : py::object(decode_text(c->id));
-                                       d["name"] = decode_text(c->name);
-                                       d["arguments"] = decode_text(c->arguments);
-                                       out.append(d);
-                                   }
-                                   return out;
-                               })
+        .def_property_readonly("tool_calls", &tool_calls_list)
         .def_property_readonly("usage", [](const StreamRecorder& r) { return usage_dict(r.state().usage); })
-        .def_property_readonly("finish_reason",
-                               [](const StreamRecorder& r) -> py::object {
-                                   if (!r.state().has_finish_reason) return py::none();
-                                   return decode_text(r.state().finish_reason);
-                               })
-        .def_property_readonly("response_id",
-                               [](const StreamRecorder& r) -> py::object {
-                                   if (r.state().response_id.empty()) return py::none();
-                                   return decode_text(r.state().response_id);
-                               })
-        .def_property_readonly("model",
-                               [](const StreamRecorder& r) -> py::object {
-                                   if (r.state().model.empty()) return py::none();
-                                   return decode_text(r.state().model);
-                               })
+        .def_property_readonly("finish_reason", &finish_reason_of)
+        .def_property_readonly("response_id", [](const StreamRecorder& r) { return optional_text(r.state().response_id); })
+        .def_property_readonly("model", [](const StreamRecorder& r) { return optional_text(r.state().model); })
         .def_property_readonly(
-            "server_timings",
-            [](const StreamRecorder& r) -> py::object {
-                const auto& st = r.state();
-                if (!st.server_timings_source) return py::none();
-                return py::make_tuple(st.server_timings_source, decode_text(st.server_timings));
-            },
+            "server_timings", &server_timings_of,
             "(source, JSON object text) of the server's own timing report (llama.cpp timings, Ollama's durations, "
             "...), the last one the stream carried; None when it carried none.")
         .def_property_readonly(
-            "audio_format",
-            [](const StreamRecorder& r) -> py::object {
-                const pytps::AudioFormat& f = r.audio_format();
-                if (f.sample_rate == 0) return py::none();
-                py::dict d;
-                d["sample_rate"] = f.sample_rate;
-                d["channels"] = f.channels;
-                d["bits_per_sample"] = f.bits_per_sample;
-                d["format_tag"] = f.format_tag;
-                return d;
-            },
+            "audio_format", &audio_format_of,
             "speech-wav: {sample_rate, channels, bits_per_sample, format_tag} from the WAV header; None otherwise "
             "(PCM's format is the request's).")
+        .def("readout", &readout,
+             "readout() -> tuple\n\n"
+             "Every read-out at once, in this order: response_id, model, finish_reason, usage,\n"
+             "server_timings, done, events, output_times_ns, output_kinds, output_tokens, output_chars,\n"
+             "first_output_ns, first_answer_ns, last_output_ns, end_ns, text, reasoning_text, body,\n"
+             "tool_calls, audio_format, first_body_ns (each what its attribute gives).")
         .def_property_readonly("first_body_ns", [](const StreamRecorder& r) { return time_or_none(r.first_body_ns()); },
                                "speech-pcm / speech-wav: the first read carrying any byte of the body, else None.")
         .def_property_readonly("done", [](const StreamRecorder& r) { return r.state().done; })

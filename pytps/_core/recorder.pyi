@@ -40,6 +40,11 @@ class StreamRecorder:
         protocol error when the stream ended inside an event. Idempotent."""
     def reset(self) -> None:
         """Forget everything, ready for a new stream of the same dialect."""
+    def readout(self) -> tuple[Any, ...]:
+        """Every read-out at once: (response_id, model, finish_reason, usage, server_timings, done,
+        events, output_times_ns, output_kinds, output_tokens, output_chars, first_output_ns,
+        first_answer_ns, last_output_ns, end_ns, text, reasoning_text, body, tool_calls,
+        audio_format, first_body_ns), each what its attribute gives."""
     dialect: Final[str]
     closed: Final[bool]
     output_times_ns: Final[npt.NDArray[np.int64]]

@@ -116,6 +116,15 @@ _RECORDER_AS_IS = (
 )
 
 
+def _readout(rec: Any) -> tuple[Any, ...]:
+    """StreamRecorder.readout() of a recorder without it, read attribute by attribute (audio_format
+    and first_body_ns None where it has neither)."""
+    return (
+        rec.response_id, rec.model, rec.finish_reason, rec.usage, *(getattr(rec, name) for name in _RECORDER_AS_IS),
+        rec.tool_calls, getattr(rec, "audio_format", None), getattr(rec, "first_body_ns", None),
+    )  # fmt: skip
+
+
 @dataclass(repr=False)
 class RequestRecord:
     index: int
@@ -215,20 +224,23 @@ class RequestRecord:
         return self.error is None
 
     def fill_from_recorder(self, rec: Any) -> None:
-        """Copies a pytps.StreamRecorder's read-outs (after close) into this record."""
-        self.response_id = rec.response_id
-        self.request_id = self.request_id or rec.response_id
-        self.model = rec.model
-        self.finish_reason = rec.finish_reason
-        self.usage = dict(rec.usage)
+        """Copies a pytps.StreamRecorder's read-outs (after close) into this record: all at once by
+        its readout() (one call instead of one per attribute, issue 42), else attribute by attribute
+        (a stand-in with the same attributes)."""
+        readout = getattr(rec, "readout", None)
+        (
+            response_id, self.model, self.finish_reason, usage, self.server_timings, self.done, self.events,
+            self.output_times_ns, self.output_kinds, self.output_tokens, self.output_chars, self.first_output_ns,
+            self.first_answer_ns, self.last_output_ns, self.end_ns, self.text, self.reasoning_text, self.body,
+            tool_calls, self.audio_format, self.first_body_ns,
+        ) = readout() if readout is not None else _readout(rec)  # fmt: skip
+        self.response_id = response_id
+        self.request_id = self.request_id or response_id
+        self.usage = dict(usage)
         # The server's counts are untrusted: an implausible one is set aside, never used.
-        bad = implausible_counts(self.usage, rec.events, self.max_tokens, self.request_bytes)
+        bad = implausible_counts(self.usage, self.events, self.max_tokens, self.request_bytes)
         if bad:
             self.usage = {k: v for k, v in self.usage.items() if k not in bad}
             self.usage_implausible = bad
-        for name in _RECORDER_AS_IS:
-            setattr(self, name, getattr(rec, name))
-        self.tool_calls = [ToolCall(c["index"], c["id"], c["name"], c["arguments"]) for c in rec.tool_calls]
-        self.audio_format = getattr(rec, "audio_format", None)
-        self.first_body_ns = getattr(rec, "first_body_ns", None)
+        self.tool_calls = [ToolCall(c["index"], c["id"], c["name"], c["arguments"]) for c in tool_calls]
         self.text_chars = len(self.text) + len(self.reasoning_text)

@@ -138,6 +138,28 @@ def test_corpus_fed_whole(path):
     check_times(rec, returns, raw, dialect, exp, bounds)
 
 
+READOUT = ("response_id", "model", "finish_reason", "usage", "server_timings", "done", "events", "output_times_ns",
+           "output_kinds", "output_tokens", "output_chars", "first_output_ns", "first_answer_ns", "last_output_ns",
+           "end_ns", "text", "reasoning_text", "body", "tool_calls", "audio_format", "first_body_ns")  # fmt: skip
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.tolist() == b.tolist()
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("path", CASES, ids=CASE_IDS)
+def test_readout_is_every_attribute_at_once(path):
+    # RequestRecord.fill_from_recorder takes them in one call (issue 42): the same values, in READOUT's order.
+    dialect, raw, _ = load(path)
+    rec, _ = record(dialect, raw, [len(raw) // 2, len(raw)])
+    got = rec.readout()
+    assert len(got) == len(READOUT)
+    for name, value in zip(READOUT, got, strict=True):
+        assert _same(value, getattr(rec, name)), name
+
+
 @pytest.mark.parametrize("path", CASES, ids=CASE_IDS)
 def test_corpus_fed_byte_by_byte(path):
     dialect, raw, exp = load(path)

@@ -54,6 +54,10 @@ def calls(tmp_path: Path, requests: int) -> int:
 def test_completion_work_does_not_grow_with_the_run(tmp_path):
     # Once, each completion recounted every finished record: the work per request grew with the
     # run. The calls per extra request must be the same from 200 to 1000 as from 1000 to 3000.
+    # A first run imports what a run loads lazily (hundreds of calls the 200-request run would
+    # count, lowering the early rate: run alone, this test failed on main too, 211.7 vs 216.0 per
+    # request); it is not counted.
+    calls(tmp_path / "warm", 20)
     c200, c1000, c3000 = (calls(tmp_path, n) for n in (200, 1000, 3000))
     early, late = (c1000 - c200) / 800, (c3000 - c1000) / 2000
     assert late <= early * 1.02, (early, late)

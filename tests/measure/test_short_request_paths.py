@@ -255,3 +255,38 @@ def test_metrics_as_fields_are_as_dict_without_the_copies():
         got = m.as_fields()
         assert got == m.as_dict() == asdict(m) and list(got) == list(asdict(m))
     assert replace(base, server_timings=timings).as_fields()["server_timings"] is timings  # shared, not copied
+
+
+def test_a_record_filled_by_readout_is_the_one_filled_attribute_by_attribute():
+    import dataclasses
+
+    import pytps
+    from pytps.measure.records import RequestRecord
+
+    stream = (b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+              b'data: {"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":'
+              b'{"name":"f","arguments":"{}"}}]},"finish_reason":"stop"}],'
+              b'"usage":{"prompt_tokens":3,"completion_tokens":9999,"total_tokens":4}}\n\ndata: [DONE]\n\n')  # fmt: skip
+
+    class Attributes:  # a recorder stand-in without readout()
+        def __init__(self, rec):
+            self._rec = rec
+
+        def __getattr__(self, name):
+            if name == "readout":
+                raise AttributeError(name)
+            return getattr(self._rec, name)
+
+    recorder = pytps.StreamRecorder("openai-chat")
+    recorder.feed(stream, 1000)
+    recorder.close(2000)
+    a, b = RequestRecord(index=1, max_tokens=2), RequestRecord(index=1, max_tokens=2)
+    a.fill_from_recorder(recorder)
+    b.fill_from_recorder(Attributes(recorder))
+    assert a.usage_implausible  # the implausible count set aside both ways
+    for f in dataclasses.fields(RequestRecord):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            _same_array(x, y)
+        else:
+            assert x == y, f.name
