@@ -250,7 +250,21 @@ def _prompt_parts(prompt: PromptLike) -> tuple[list[dict[str, Any]], str]:
         return [{"role": "user", "content": text}], text
     if text is None:
         text = "\n\n".join(t for t in (content_text(m.get("content")) for m in messages) if t)
-    return copy.deepcopy(messages), text
+    return _copy_messages(messages), text
+
+
+def _copy_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """copy.deepcopy(messages): a copy of each message when its keys and values are strings (a text
+    prompt's, the usual case: immutable values make the copy as deep as deepcopy's, without its
+    memo and dispatch, ~2% of a short request's client CPU, issue 42); else deepcopy."""
+    if type(messages) is list and all(
+        type(m) is dict and _STR.issuperset(map(type, m.values())) and _STR.issuperset(map(type, m)) for m in messages
+    ):
+        return [dict(m) for m in messages]
+    return copy.deepcopy(messages)
+
+
+_STR = frozenset((str,))
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:

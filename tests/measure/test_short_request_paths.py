@@ -290,3 +290,20 @@ def test_a_record_filled_by_readout_is_the_one_filled_attribute_by_attribute():
             _same_array(x, y)
         else:
             assert x == y, f.name
+
+
+def test_messages_are_copied_as_deepcopy_copies_them():
+    import copy
+
+    from pytps.workload.request_formats import _copy_messages
+
+    text = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi", "name": "u"}]
+    parts = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    for messages in (text, parts, [], [{"role": "user", "content": None}], [{1: "a"}]):
+        got = _copy_messages(messages)
+        assert got == copy.deepcopy(messages) and got is not messages
+        for a, b in zip(got, messages, strict=True):
+            assert a is not b  # each message its own: a request's images go into its copy only
+    nested = _copy_messages(parts)
+    nested[0]["content"].append("x")
+    assert parts[0]["content"] == [{"type": "text", "text": "hi"}]
