@@ -40,9 +40,15 @@ void put_u(std::string& out, unsigned c) {
 // Python's dtoa mode 0 gives them), laid out as Python lays them out ('r' mode, ".0" kept):
 // fixed notation for a decimal point at -4 < decpt <= 16, else d.ddde+XX with at least two
 // exponent digits. About ten times faster than PyOS_double_to_string, which was most of a line.
+// Floating-point std::to_chars: libstdc++ and MSVC announce it; libc++ has it since LLVM 14 without
+// announcing it, but on Apple systems only from macOS 13.3 (availability-marked): Python's own there.
+#if defined(__cpp_lib_to_chars) || (defined(_LIBCPP_VERSION) && _LIBCPP_VERSION >= 14000 && !defined(__APPLE__))
+#define PYTPS_FLOAT_TO_CHARS 1
+#endif
+
 void put_float_repr(std::string& out, double x) {
-#if !defined(__cpp_lib_to_chars)
-    // A standard library without floating-point to_chars (libc++ before it announces it): Python's own.
+#if !defined(PYTPS_FLOAT_TO_CHARS)
+    // A standard library without floating-point to_chars: Python's own.
     char* text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
     if (text == nullptr) throw py::error_already_set();
     out.append(text);
