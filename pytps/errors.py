@@ -58,6 +58,18 @@ def loads_json(text: str | bytes, what: str, error: type[Exception] = ConfigErro
         raise error(f"{what} is not JSON ({exc.msg} at {where})") from None
 
 
+def read_json_if_any(path: Path) -> object:
+    """A file's one JSON value, or None when it is missing, unreadable or not JSON: for a file a
+    caller can do without (a cache, the index a new run starts, a file beside the one asked for)
+    or names the failure of in its own words."""
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def read_json_or_lines(path: Path, cannot_read: str, bad_line: str) -> object:
     """A file's one JSON value, or its JSON Lines as a list of their values. The ConfigErrors are
     the caller's words: `cannot_read` formatted with {path} and {reason}, `bad_line` with {path},

@@ -19,8 +19,7 @@ from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.results.files import AGENT_SEARCH, SCRAPES
 from pytps.runner.agents import AgentSettings, agent_work, run_agents
-from pytps.sweep.search import ProbeRun
-from pytps.sweep.verdict import MIN_REQUESTS
+from pytps.sweep.verdict import MIN_REQUESTS, ProbeRun
 
 if TYPE_CHECKING:
     from pytps.app.search_plan import SearchPlan

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.app.rank_runs import EndpointSpec, check_names, choose_interleave, round_configs, run_round
-from pytps.errors import ConfigError
+from pytps.errors import ConfigError, read_json_if_any
 
 RANK_FILE = "rank.json"
 RANK_SCHEMA_VERSION = 1
@@ -173,12 +173,9 @@ def matrix_endpoints(config: str, overrides: dict[str, Any]) -> tuple[list[Endpo
 
 
 def _resumed(path: Path, endpoints: list[EndpointSpec]) -> dict[str, Any]:
-    import json
-
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise ConfigError(f"--resume: no readable {path}: name the --out folder of the monitor to resume") from None
+    data = read_json_if_any(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"--resume: no readable {path}: name the --out folder of the monitor to resume")
     names = [e["name"] for e in data.get("endpoints", [])]
     if names != [e.name for e in endpoints]:
         raise ConfigError(f"--resume: {path} ranks {', '.join(names)}; give the same endpoints to resume it")

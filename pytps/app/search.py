@@ -83,7 +83,7 @@ def search_folder(
     from pytps.runner.event_loop import run_coroutine
     from pytps.runner.loop import Runner
     from pytps.sweep.cells import Cell, Sweep, headline
-    from pytps.sweep.search import ProbeRun
+    from pytps.sweep.verdict import ProbeRun
 
     axis = plan.axis
     cells: list[Cell] = []

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from pytps.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytps.sweep.search import CapacitySearch, ProbeRun
+    from pytps.sweep.search import CapacitySearch
+    from pytps.sweep.verdict import ProbeRun
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytps.app.serve_plan import ServeOptions, server_redactor
-from pytps.errors import PytpsError, ServerStartError
+from pytps.errors import PytpsError, ServerStartError, read_json_if_any
 from pytps.results.files import RESULTS
 from pytps.results.files import SERVER_FACTS as FACTS
 from pytps.results.files import SERVER_LOG as LOG
@@ -157,9 +157,8 @@ def _rel(folder: Path, out: Path) -> str:
 
 
 def _previous(out: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads((out / INDEX).read_text())
-    except (OSError, ValueError):
+    data = read_json_if_any(out / INDEX)
+    if not isinstance(data, dict):
         return {}
     return {e["name"]: e for e in data.get("configurations", []) if isinstance(e, dict) and "name" in e}
 

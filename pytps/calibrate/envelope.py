@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytps.errors import read_json_if_any
 from pytps.measure.envelope import RUNG_TOLERANCE, passing_region, run_point, run_verdict
 from pytps.transport.registry import TransportSettings, choose_transport
 
@@ -128,10 +129,7 @@ def load_envelope(transport: str) -> dict[str, Any] | None:
     """The saved envelope of this host and transport; None when there is none (or it is unreadable:
     a run is never stopped by its cache)."""
     path = envelope_path(transport)
-    try:
-        env = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    env = read_json_if_any(path)
     if not isinstance(env, dict) or env.get("format") != FORMAT or not isinstance(env.get("cells"), list):
         return None
     env["path"] = str(path)

@@ -67,10 +67,11 @@ def measure_transport(
             store=False,  # a cell of the calibration, not a run: `pytps calibrate` records its own row
         )  # fmt: skip
         if transport == "native":
+            from pytps.transport.base import Timeouts
             from pytps.transport.native_transport import NativeTransport
 
             tr: Any = NativeTransport(
-                cfg.base_url, max_connections=max(cell.concurrency, 100), read_timeout_s=60.0,
+                cfg.base_url, max_connections=max(cell.concurrency, 100), timeouts=Timeouts(read_s=60.0),
                 kernel_timestamps=kernel_timestamps, test_read_delay_ns=read_delay_ns,
             )  # fmt: skip
         else:

@@ -15,7 +15,8 @@ from pytps.report.sweep_curve import optional_columns
 from pytps.report.verdicts import CELL_CLASSES, PROBE_CLASSES
 from pytps.results.files import RESULTS
 from pytps.sweep.cells import headline_metric, streamed, table
-from pytps.sweep.search import capacity_line, describe_check
+from pytps.sweep.search import capacity_line
+from pytps.sweep.verdict import describe_check
 
 
 def sweep_page(directory: Path, index: dict[str, Any]) -> Page:

@@ -59,6 +59,11 @@ async def start_now(schedule_lead_ns: int) -> int:
     return _now_ns() + schedule_lead_ns
 
 
+#: The live counts of a run (Runner.counters' keys, beside t_measure_start_ns): a scale driver
+#: sums each over its workers' snapshots for the one progress display.
+LIVE_COUNTS = ("finished", "measured", "in_flight", "tokens", "errors")
+
+
 class Progress:
     """What the console shows while a run goes; the runner calls these, a UI may override them."""
 
@@ -171,15 +176,10 @@ class Runner:
             self.stopped_reason = reason
 
     def counters(self) -> dict[str, Any]:
-        """The live counts a progress display or a scale driver's snapshot shows."""
-        return {
-            "finished": self.finished,
-            "measured": self._measured,
-            "in_flight": self._in_flight,
-            "tokens": self._tokens,
-            "errors": self._errors,
-            "t_measure_start_ns": self.t_measure_start_ns,
-        }
+        """The live counts a progress display or a scale driver's snapshot shows (LIVE_COUNTS), and
+        when measurement began."""
+        counts = (self.finished, self._measured, self._in_flight, self._tokens, self._errors)
+        return {**dict(zip(LIVE_COUNTS, counts, strict=True)), "t_measure_start_ns": self.t_measure_start_ns}
 
     @property
     def transport(self) -> Transport:

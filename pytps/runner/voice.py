@@ -27,7 +27,7 @@ from pytps.measure.voice import (
     transcription_figures,
 )
 from pytps.measure.voice_summary import summarize_voice
-from pytps.transport.base import RequestSpec
+from pytps.transport.base import RequestSpec, Timeouts
 from pytps.workload.request_formats import AUDIO_APIS
 from pytps.workload.speech_inputs import SpeechItem, chat_audio_body, multipart_body, speech_body
 
@@ -232,7 +232,8 @@ async def run_voice(settings: VoiceSettings) -> VoiceResult:
     from pytps.transport.native_transport import NativeTransport
 
     s = settings.check()
-    transport = NativeTransport(s.base_url, read_timeout_s=s.read_timeout_s, max_connections=s.concurrency + 1)
+    timeouts = Timeouts(read_s=s.read_timeout_s)
+    transport = NativeTransport(s.base_url, timeouts=timeouts, max_connections=s.concurrency + 1)
     rows: list[dict[str, Any]] = []
     records: list[RequestRecord] = []
     try:

@@ -25,7 +25,7 @@ from pytps.results.folder import load_results
 from pytps.results.output import RunResult, default_out_dir
 from pytps.runner.config import RunConfig, make_config
 from pytps.runner.endpoint import Endpoint
-from pytps.runner.loop import Progress
+from pytps.runner.loop import LIVE_COUNTS, Progress
 from pytps.scale.clock import ClockOffset, measure_offset
 from pytps.scale.handle import WorkerHandle
 from pytps.scale.merge import MergePart, merge_results
@@ -249,13 +249,12 @@ class ScaledRun:
         while True:
             self._note_failures(phase)
             snaps = [(w, w.handle.snapshot() or {}) for w in phase]
-            done = sum(s.get("finished", 0) for _, s in snaps)
-            measured = sum(s.get("measured", 0) for _, s in snaps)
-            errs = sum(s.get("errors", 0) for _, s in snaps)
+            total = {name: sum(s.get(name, 0) for _, s in snaps) for name in LIVE_COUNTS}
+            measured, errs = total["measured"], total["errors"]
             self.progress.update(
-                done + self._done_before,
-                sum(s.get("in_flight", 0) for _, s in snaps),
-                sum(s.get("tokens", 0) for _, s in snaps),
+                total["finished"] + self._done_before,
+                total["in_flight"],
+                total["tokens"],
                 errs,
                 (_now_ns() - t_start) / 1e9,
             )

@@ -44,10 +44,9 @@ from pytps.sweep.verdict import (
     describe_disagreement,
     disagreement,
     judge,
-    parse_targets,
 )
 
-__all__ = ["CapacitySearch", "Probe", "ProbeRun", "capacity_line", "describe_check", "parse_targets"]
+__all__ = ["CapacitySearch", "capacity_line"]
 
 # The estimate-based probes sit this share of `precision` below and above the estimate.
 ESTIMATE_SPAN = 0.4

@@ -5,7 +5,7 @@ asyncio_transport and httpx_transport, and registry.py holds them (TRANSPORTS: n
 capabilities) and picks one for a run.
 """
 
-from pytps.transport.base import RequestRecord, RequestSpec, Transport
+from pytps.transport.base import RequestRecord, RequestSpec, Timeouts, Transport
 from pytps.transport.registry import TRANSPORT_NAMES
 
-__all__ = ["TRANSPORT_NAMES", "RequestRecord", "RequestSpec", "Transport"]
+__all__ = ["TRANSPORT_NAMES", "RequestRecord", "RequestSpec", "Timeouts", "Transport"]

@@ -37,7 +37,7 @@ from pytps.measure.records import (
     no_response_detail,
     response_too_large_detail,
 )
-from pytps.transport.base import RequestSpec, describe_exception
+from pytps.transport.base import RequestSpec, Timeouts, describe_exception
 from pytps.transport.http1 import Http1Target, address_text, fill_from_http, resolve
 from pytps.transport.phases import record_send_phases
 
@@ -125,17 +125,13 @@ class AsyncioTransport:
         self,
         base_url: str,
         *,
-        connect_timeout_s: float = 10.0,
-        read_timeout_s: float = 120.0,
-        total_timeout_s: float | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self._target = Http1Target(base_url, self.name)
         self.base_url = self._target.base_url
         self.host = self._target.host
         self.port = self._target.port
-        self.connect_timeout_s = connect_timeout_s
-        self.read_timeout_s = read_timeout_s
-        self.total_timeout_s = total_timeout_s
+        self.timeouts = timeouts or Timeouts()
         self._idle: deque[_Connection] = deque()
         self._open: set[_Connection] = set()
         self._addresses: list[str] | None = None
@@ -190,7 +186,7 @@ class AsyncioTransport:
             if conn.usable():
                 return conn, True
             self._open.discard(conn)
-        return await asyncio.wait_for(self._connect(), self.connect_timeout_s), False
+        return await asyncio.wait_for(self._connect(), self.timeouts.connect_s), False
 
     async def send(self, spec: RequestSpec) -> RequestRecord:
         rec = spec.new_record(self.name)
@@ -204,7 +200,7 @@ class AsyncioTransport:
                 if not reused:
                     rec.phases_ns["connect"] = _now_ns() - t_connect
             except (asyncio.TimeoutError, TimeoutError) as exc:
-                return self._failed(rec, ERROR_TIMEOUT, f"connect timed out after {self.connect_timeout_s} s ({exc})")
+                return self._failed(rec, ERROR_TIMEOUT, f"connect timed out after {self.timeouts.connect_s} s ({exc})")
             except OSError as exc:
                 detail = str(exc) if exc.errno is None else f"{type(exc).__name__}: {exc}"
                 return self._failed(rec, ERROR_CONNECT, detail)
@@ -273,16 +269,16 @@ class AsyncioTransport:
         """Waits for the response to end; idle and total timeouts checked by a coarse timer
         (re-arming a timer on every read would cost more than the read itself)."""
         assert conn.done is not None
-        read_ns = int(self.read_timeout_s * 1e9)
-        total_ns = int(self.total_timeout_s * 1e9) if self.total_timeout_s else None
+        read_ns = int(self.timeouts.read_s * 1e9)
+        total_ns = int(self.timeouts.total_s * 1e9) if self.timeouts.total_s else None
         conn.last_data_ns = t_send
         while True:
             now = _now_ns()
             idle_left = conn.last_data_ns + read_ns - now
             if idle_left <= 0:
-                raise TimeoutError(f"no data for {self.read_timeout_s} s (read timeout)")
+                raise TimeoutError(f"no data for {self.timeouts.read_s} s (read timeout)")
             if total_ns is not None and now - t_send >= total_ns:
-                raise TimeoutError(f"the response took longer than {self.total_timeout_s} s (total timeout)")
+                raise TimeoutError(f"the response took longer than {self.timeouts.total_s} s (total timeout)")
             try:
                 await asyncio.wait_for(asyncio.shield(conn.done), idle_left / 1e9)
                 return

@@ -51,6 +51,7 @@ __all__ = [
     "ERROR_BODY_CHARS",
     "RequestRecord",
     "RequestSpec",
+    "Timeouts",
     "Transport",
     "classify_compressed",
     "classify_not_a_stream",
@@ -63,6 +64,17 @@ __all__ = [
 
 #: How much of an error response's body a record keeps (as error_detail).
 ERROR_BODY_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long a transport waits (as httpx.Timeout says it): for a connection (a TLS handshake
+    included), for each next byte of a response (the first too), and for the whole response
+    (None: no limit). A run's come from its settings (pytps.transport.registry)."""
+
+    connect_s: float = 10.0
+    read_s: float = 120.0
+    total_s: float | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from pytps.measure.records import (
 )
 from pytps.transport.base import (
     RequestSpec,
+    Timeouts,
     classify_answer,
     content_coding,
     describe_exception,
@@ -227,9 +228,7 @@ class HttpxTransport:
         *,
         http2: bool = False,
         max_connections: int = 100,
-        connect_timeout_s: float = 10.0,
-        read_timeout_s: float = 120.0,
-        total_timeout_s: float | None = None,
+        timeouts: Timeouts | None = None,
         verify: bool = True,
         ca_file: str | None = None,
     ) -> None:
@@ -238,7 +237,8 @@ class HttpxTransport:
         # query into the middle of the path: each request's URL is built by transport/base_url.
         self._url = BaseUrl.parse(self.base_url)
         self.http2 = http2
-        self.total_timeout_s = total_timeout_s
+        timeouts = timeouts or Timeouts()
+        self.timeouts = timeouts
         tls = self._url.tls
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = ssl.OPENSSL_VERSION if tls else None
@@ -246,7 +246,7 @@ class HttpxTransport:
             transport=StampingTransport(
                 http2=http2, max_connections=max_connections, verify=verify, tls=tls, ca_file=ca_file
             ),
-            timeout=httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=30.0, pool=None),
+            timeout=httpx.Timeout(connect=timeouts.connect_s, read=timeouts.read_s, write=30.0, pool=None),
         )
 
     async def aclose(self) -> None:
@@ -311,7 +311,7 @@ class HttpxTransport:
                         error_body += chunk
             elif coding is None:
                 feed = recorder.feed
-                deadline = rec.t_send_ns + int(self.total_timeout_s * 1e9) if self.total_timeout_s else None
+                deadline = rec.t_send_ns + int(self.timeouts.total_s * 1e9) if self.timeouts.total_s else None
                 received = 0
                 async for chunk in response.aiter_raw():
                     t = stream.last_read_ns if stream is not None else _now_ns()
@@ -322,7 +322,7 @@ class HttpxTransport:
                         raise ResponseTooLarge(response_too_large_detail(MAX_RESPONSE_BYTES))
                     feed(chunk, t)
                     if deadline is not None and t > deadline:
-                        raise TimeoutError(f"the response took longer than {self.total_timeout_s} s (total timeout)")
+                        raise TimeoutError(f"the response took longer than {self.timeouts.total_s} s (total timeout)")
         except Exception as exc:
             body_error = exc
         finally:

@@ -32,7 +32,7 @@ import numpy as np
 
 from pytps._native import _core
 from pytps.measure.records import MAX_RESPONSE_BYTES, RequestRecord
-from pytps.transport.base import RequestSpec
+from pytps.transport.base import RequestSpec, Timeouts
 from pytps.transport.http1 import Http1Target, fill_from_http, resolve
 from pytps.transport.phases import record_send_phases
 
@@ -85,9 +85,7 @@ class NativeTransport:
         self,
         base_url: str,
         *,
-        connect_timeout_s: float = 10.0,
-        read_timeout_s: float = 120.0,
-        total_timeout_s: float | None = None,
+        timeouts: Timeouts | None = None,
         max_connections: int = 100,
         kernel_timestamps: bool = False,
         spin_ns: int = 0,
@@ -103,9 +101,8 @@ class NativeTransport:
         if self._target.tls and not _core.TLS_AVAILABLE:
             raise ValueError(NO_TLS)
         self.base_url = self._target.base_url
-        self.connect_timeout_s = connect_timeout_s
-        self.read_timeout_s = read_timeout_s
-        self.total_timeout_s = total_timeout_s
+        timeouts = timeouts or Timeouts()
+        self.timeouts = timeouts
         tls = self._target.tls
         # The TLS library that measured (results metadata); None over plain http://.
         self.tls_library: str | None = _core.tls_library_version() if tls else None
@@ -118,9 +115,9 @@ class NativeTransport:
             self._target.host,
             self._target.port,
             max_connections=max_connections,
-            connect_timeout_ns=int(connect_timeout_s * 1e9),
-            idle_timeout_ns=int(read_timeout_s * 1e9),
-            total_timeout_ns=int(total_timeout_s * 1e9) if total_timeout_s else 0,
+            connect_timeout_ns=int(timeouts.connect_s * 1e9),
+            idle_timeout_ns=int(timeouts.read_s * 1e9),
+            total_timeout_ns=int(timeouts.total_s * 1e9) if timeouts.total_s else 0,
             max_response_bytes=MAX_RESPONSE_BYTES,
             spin_ns=spin_ns,
             kernel_timestamps=kernel_timestamps,

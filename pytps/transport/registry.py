@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from pytps.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytps.transport.base import Transport
+    from pytps.transport.base import Timeouts, Transport
 
 
 class _LoadShape(Protocol):
@@ -81,19 +81,11 @@ class TransportEntry:
 # ---- the transports pytps ships, most exact first (the order auto tries them in) -----------------
 
 
-class _Timeouts(TypedDict):
-    connect_timeout_s: float
-    read_timeout_s: float
-    total_timeout_s: float | None
-
-
-def _timeouts(cfg: TransportSettings) -> _Timeouts:
+def _timeouts(cfg: TransportSettings) -> Timeouts:
     """The run's timeouts, as every transport takes them."""
-    return _Timeouts(
-        connect_timeout_s=cfg.connect_timeout_s,
-        read_timeout_s=cfg.read_timeout_s,
-        total_timeout_s=cfg.request_timeout_s,
-    )
+    from pytps.transport.base import Timeouts
+
+    return Timeouts(connect_s=cfg.connect_timeout_s, read_s=cfg.read_timeout_s, total_s=cfg.request_timeout_s)
 
 
 # Rate mode on the native engine: the engine's thread busy-waits at most this long before a
@@ -108,7 +100,7 @@ def _build_native(cfg: TransportSettings, max_connections: int) -> Transport:
 
     return NativeTransport(
         cfg.base_url,
-        **_timeouts(cfg),
+        timeouts=_timeouts(cfg),
         max_connections=max_connections,
         kernel_timestamps=cfg.kernel_timestamps,
         spin_ns=NATIVE_RATE_SPIN_NS if cfg.plan.mode == "rate" else 0,
@@ -145,7 +137,7 @@ def _build_httpx(cfg: TransportSettings, max_connections: int) -> Transport:
         cfg.base_url,
         http2=cfg.http2,
         max_connections=max_connections,
-        **_timeouts(cfg),
+        timeouts=_timeouts(cfg),
         verify=not cfg.insecure,
         ca_file=cfg.ca_bundle,
     )
@@ -156,7 +148,7 @@ def _build_asyncio(cfg: TransportSettings, max_connections: int) -> Transport:
 
     return AsyncioTransport(
         cfg.base_url,
-        **_timeouts(cfg),
+        timeouts=_timeouts(cfg),
     )
 
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytps._native import _core
 from pytps.errors import ConfigError, ProtocolError
 from pytps.workload.datasets import content_text
+
+if TYPE_CHECKING:
+    from pytps.workload.images import Image
 
 __all__ = [
     "ALL_APIS",
@@ -59,19 +62,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 #: Where each API's requests go: its default path (the core's table, first of its paths).
 _PATHS = {api: paths[0] for api, paths in _core.DIALECT_PATHS.items()} | dict(_core.BODY_API_PATHS)
 _MIN_SECRET = 4  # shorter strings would redact ordinary words and prove nothing
-
-
-class ImageLike(Protocol):
-    """An image as sent (pytps.workload.images.Image)."""
-
-    @property
-    def mime(self) -> str: ...
-
-    @property
-    def base64(self) -> str: ...
-
-    @property
-    def data_uri(self) -> str: ...
 
 
 class PromptLike(Protocol):
@@ -149,7 +139,7 @@ def build_request(
     stream: bool = True,
     include_usage: bool = True,
     extra_body: Mapping[str, Any] | None = None,
-    images: Sequence[ImageLike] = (),
+    images: Sequence[Image] = (),
 ) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of one generation request.
 
@@ -211,7 +201,7 @@ def build_request(
     return _PATHS[api], body
 
 
-def _attach_images(api: str, body: dict[str, Any], images: Sequence[ImageLike]) -> None:
+def _attach_images(api: str, body: dict[str, Any], images: Sequence[Image]) -> None:
     messages = body["input"] if api == "openai-responses" else body["messages"]
     last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     if last is None:

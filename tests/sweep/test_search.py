@@ -13,7 +13,8 @@ import pytest
 
 from pytps.errors import ConfigError
 from pytps.measure.saturation import SaturationRule, SaturationWatch
-from pytps.sweep.search import CapacitySearch, ProbeRun, capacity_line
+from pytps.sweep.search import CapacitySearch, capacity_line
+from pytps.sweep.verdict import ProbeRun
 
 
 def model_server(capacity: float, ttft_s: float = 0.005, seed: int = 0, sd: float = 0.0002):

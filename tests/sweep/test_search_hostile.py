@@ -18,8 +18,8 @@ import pytest
 
 from pytps.measure.saturation import replay
 from pytps.runner.schedule import LoadPlan
-from pytps.sweep.search import CapacitySearch, ProbeRun, capacity_line
-from pytps.sweep.verdict import judge
+from pytps.sweep.search import CapacitySearch, capacity_line
+from pytps.sweep.verdict import ProbeRun, judge
 
 SHAPES = [("poisson", 1.0), ("gamma", 0.5), ("gamma", 0.25)]
 

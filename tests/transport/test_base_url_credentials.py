@@ -18,14 +18,14 @@ from fault_servers import FaultServer, ok
 from pytps.errors import ConfigError
 from pytps.runner.config import make_config
 from pytps.runner.endpoint import Endpoint
-from pytps.transport import RequestSpec
+from pytps.transport import RequestSpec, Timeouts
 from pytps.transport.base_url import BaseUrl
 
 TRANSPORTS = ("native", "asyncio", "httpx")
 
 
 def _transport(name: str, url: str):
-    timeouts = {"connect_timeout_s": 5.0, "read_timeout_s": 5.0}
+    timeouts = {"timeouts": Timeouts(connect_s=5.0, read_s=5.0)}
     if name == "native":
         from pytps.transport.native_transport import NativeTransport
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 
 import httpcore
+import hypothesis
+import hypothesis.strategies as st
+import pytest
 
 import pytps
 from pytps._native import _core
@@ -60,3 +64,88 @@ def test_an_async_stream_does_the_same_on_anyio():
 
     with pytps.Emulator() as emu:
         asyncio.run(main(emu.port))
+
+
+def test_an_async_read_is_stamped_when_the_loop_received_it_not_when_the_task_resumed(monkeypatch):
+    # Between the loop's recv() and the reading task's turn, a callback holds the loop for 3 ms
+    # (as another task of an application would): the read's stamp is the recv's, before it.
+    import anyio._backends._asyncio as anyio_asyncio
+
+    hold_s = 0.003
+    received = anyio_asyncio.StreamProtocol.data_received
+
+    def data_received_then_busy(self, data):
+        asyncio.get_running_loop().call_soon(time.sleep, hold_s)  # runs before the reader wakes
+        received(self, data)
+
+    monkeypatch.setattr(anyio_asyncio.StreamProtocol, "data_received", data_received_then_busy)
+
+    async def main(port: int) -> None:
+        stream = await AsyncStampingBackend(httpcore.AnyIOBackend()).connect_tcp("127.0.0.1", port)
+        try:
+            t_write_ns = _core.now_ns()
+            await stream.write(HEALTH)
+            answer = await stream.read(65536)
+            t_returned_ns = _core.now_ns()
+        finally:
+            await stream.aclose()
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert t_write_ns <= stream.last_write_ns <= stream.last_read_ns
+        assert t_returned_ns - stream.last_read_ns >= hold_s * 1e9
+
+    with pytps.Emulator() as emu:
+        asyncio.run(main(emu.port))
+
+
+class _Protocol:
+    def __init__(self) -> None:
+        self.queued: list[bytes] = []
+
+    def data_received(self, data: bytes) -> None:
+        self.queued.append(data)
+
+
+class _Transport:
+    def __init__(self, protocol: _Protocol) -> None:
+        self.protocol = protocol
+        self.written: list[bytes] = []
+
+    def get_protocol(self) -> _Protocol:
+        return self.protocol
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    recvs=st.lists(st.integers(1, 50), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(1, 600), max_size=20),
+)
+def test_each_read_carries_the_stamp_of_the_recv_that_brought_its_last_byte(recvs, cuts):
+    from pytps.transport import stamping
+
+    stamps = iter(range(1000, 10**6, 1000))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stamping, "_now_ns", lambda: next(stamps))
+        protocol = _Protocol()
+        transport = _Transport(protocol)
+        stream = stamping.Stamped(None, 1)
+        loop_stamps = stamping._LoopStamps(stream, protocol, transport)
+        for size in recvs:
+            protocol.data_received(b"x" * size)  # as the transport calls it: through the instance
+        # Every recv took one stamp, in order: 1000, 2000, ...
+        stamp_of_byte = [1000 * (i + 1) for i, size in enumerate(recvs) for _ in range(size)]
+        assert b"".join(protocol.queued) == b"x" * sum(recvs)  # passed on, unchanged
+        at = 0
+        for cut in [*cuts, sum(recvs)]:  # reads of any sizes, the last one takes what remains
+            n = min(cut, len(stamp_of_byte) - at)
+            if n == 0:
+                break
+            assert loop_stamps.taken(n) == stamp_of_byte[at + n - 1]
+            at += n
+        assert loop_stamps.taken(1) == 0  # more than was received: unknown
+        transport.write(b"GET")
+        assert transport.written == [b"GET"] and stream.last_write_ns == 1000 * (len(recvs) + 1)
+        transport.write(b"")  # an empty write leaves the stamp
+        assert stream.last_write_ns == 1000 * (len(recvs) + 1)

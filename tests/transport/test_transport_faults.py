@@ -27,14 +27,14 @@ from fault_servers import (
 
 from pytps.measure.records import RequestRecord
 from pytps.runner.event_loop import run_coroutine
-from pytps.transport import RequestSpec
+from pytps.transport import RequestSpec, Timeouts
 
 TRANSPORTS = ("native", "asyncio", "httpx")
 BIG = 8 << 20  # a request body that cannot all be in flight before the server answers
 
 
 def make_transport(name: str, url: str) -> Any:
-    timeouts = {"connect_timeout_s": 5.0, "read_timeout_s": 5.0}
+    timeouts = {"timeouts": Timeouts(connect_s=5.0, read_s=5.0)}
     if name == "native":
         from pytps.transport.native_transport import NativeTransport
 
@@ -245,11 +245,11 @@ def test_a_stale_kept_alive_tls_connection_is_sent_again_on_a_new_one(transport,
         if transport == "native":
             from pytps.transport.native_transport import NativeTransport
 
-            tr: Any = NativeTransport(url, ca_file=str(ca_file), read_timeout_s=5.0)
+            tr: Any = NativeTransport(url, ca_file=str(ca_file), timeouts=Timeouts(read_s=5.0))
         else:
             from pytps.transport.httpx_transport import HttpxTransport
 
-            tr = HttpxTransport(url, ca_file=str(ca_file), read_timeout_s=5.0)
+            tr = HttpxTransport(url, ca_file=str(ca_file), timeouts=Timeouts(read_s=5.0))
         records = run_coroutine(drive(tr, 40, 4, [0]))
     assert classes(records) == {None: 40}, [r.error_detail for r in records if r.error][:3]
     stale = [r for r in srv.requests if r.index_on_conn == 1]

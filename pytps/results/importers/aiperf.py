@@ -5,11 +5,11 @@ p95, p99, min, max, count, with aiperf's version and its input config)."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytps.errors import read_json_if_any
 from pytps.results.importers.imported import ImportedRequest, ImportedRun
 
 TOOL = "aiperf"
@@ -49,10 +49,7 @@ def read(data: Any, source: str) -> list[ImportedRun]:
         return [_aggregates(data, source)]
     run = _records(data, source)
     beside = Path(source).parent / SUMMARY_FILE
-    try:
-        summary = json.loads(beside.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return [run]
+    summary = read_json_if_any(beside)
     if isinstance(summary, dict):
         described = _aggregates(summary, str(beside))
         run.tool_version, run.model, run.base_url = described.tool_version, described.model, described.base_url
