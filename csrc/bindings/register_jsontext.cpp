@@ -251,6 +251,16 @@ bool no_big_float(PyObject* v, int depth) {
     return true;
 }
 
+// The JSON text of a plain value into `out` (room for `expected` bytes made first): false when the
+// value is not plain, and the caller returns None for its Python encoders to take it; a Python
+// error met on the way is raised.
+bool plain_json(py::handle value, Style style, size_t expected, std::string& out) {
+    out.reserve(expected);
+    if (put_value(out, value.ptr(), 0, style)) return true;
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return false;
+}
+
 }  // namespace
 
 // An embedding read as a list: its length when every component is an exact float, -1 when one of
@@ -274,11 +284,7 @@ void register_jsontext(py::module_& m) {
         "json_line",
         [](py::handle fields) -> py::object {
             std::string out;
-            out.reserve(2048);
-            if (!put_value(out, fields.ptr(), 0, Style{false})) {
-                if (PyErr_Occurred()) throw py::error_already_set();
-                return py::none();
-            }
+            if (!plain_json(fields, Style{false}, 2048, out)) return py::none();
             PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
             if (text == nullptr) throw py::error_already_set();
             return py::reinterpret_steal<py::object>(text);
@@ -293,11 +299,7 @@ void register_jsontext(py::module_& m) {
         "json_body",
         [](py::handle value) -> py::object {
             std::string out;
-            out.reserve(1024);
-            if (!put_value(out, value.ptr(), 0, Style{true})) {
-                if (PyErr_Occurred()) throw py::error_already_set();
-                return py::none();
-            }
+            if (!plain_json(value, Style{true}, 1024, out)) return py::none();
             return py::bytes(out.data(), out.size());
         },
         py::arg("value"),
