@@ -263,19 +263,58 @@ def test_default_client_is_httpx2_sync():
     assert isinstance(client.collector, pytps.Collector)
 
 
+class _MachineTook:
+    """What the machine took from this thread between a call's start and its first token: the
+    time it waited runnable for a CPU (/proc/thread-self/schedstat's run delay, ns) and whether the
+    hypervisor stole CPU meanwhile (/proc/stat's steal moved). A stamp can be late by that much
+    for reasons that are the machine's; where Linux does not say, it took nothing."""
+
+    def __init__(self) -> None:
+        self._run_delay0, self._steal0 = self._now()
+        self.run_delay_ns = 0
+        self.stolen = False
+        self.seen = False  # the first token
+
+    @staticmethod
+    def _now() -> tuple[int, int]:
+        try:
+            with open("/proc/thread-self/schedstat") as f:
+                run_delay = int(f.read().split()[1])
+            with open("/proc/stat") as f:
+                steal = int(f.readline().split()[8])
+        except (OSError, IndexError, ValueError):
+            return 0, 0
+        return run_delay, steal
+
+    def first_token(self) -> None:
+        self.seen = True
+        run_delay, steal = self._now()
+        self.run_delay_ns = run_delay - self._run_delay0
+        self.stolen = steal != self._steal0
+
+    def explains(self, excess_s: float) -> bool:
+        return self.stolen or self.run_delay_ns >= excess_s * 1e9
+
+
 def _sync_openai_calls(emu, package: str, n: int):
     client = openai.OpenAI(
         base_url=emu.base_url + "/v1", api_key="k", http_client=pytps.instrument(SYNC_CLIENTS[package]())
     )
     _openai_text(client)  # warm-up
     emu.truth(clear=True)
+    took = []
     for _ in range(n):
-        _openai_text(client)
-    return client._client.collector.records[1:], _truth_by_id(emu, n)
+        took.append(_MachineTook())
+        stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True, max_tokens=24)
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content and not took[-1].seen:
+                took[-1].first_token()
+    return client._client.collector.records[1:], _truth_by_id(emu, n), took
 
 
 def _async_anthropic_calls(emu, n: int):
     collector = pytps.Collector()
+    took = []
 
     async def main():
         client = anthropic.AsyncAnthropic(
@@ -284,23 +323,58 @@ def _async_anthropic_calls(emu, n: int):
         for i in range(n + 1):
             if i == 1:
                 emu.truth(clear=True)
+            took.append(_MachineTook())
             async with client.messages.stream(model="m", max_tokens=16, messages=MESSAGES) as s:
-                "".join([t async for t in s.text_stream])
+                async for _ in s.text_stream:
+                    if not took[-1].seen:
+                        took[-1].first_token()
         await client.close()
 
     asyncio.run(main())
-    return collector.records[1:], _truth_by_id(emu, n)
+    return collector.records[1:], _truth_by_id(emu, n), took[1:]
+
+
+def _ttft_error_s(record, truth) -> float:
+    t = truth[record.response_id]
+    received = t["received_kernel_ns"] if t["received_kernel_ns"] is not None else t["received_ns"]
+    return record.ttft_s - (int(t["sent_ns"][0]) - received) / 1e9
+
+
+TIMING_TRIES = 3
 
 
 @pytest.mark.timing
 @pytest.mark.parametrize("case", ["openai-httpx", "openai-httpx2", "anthropic-async-httpx2"])
 def test_ttft_within_half_a_millisecond_of_truth(emu, case):
-    records, truth = (
-        _async_anthropic_calls(emu, 10) if case.startswith("anthropic") else _sync_openai_calls(emu, case[7:], 10)
-    )
-    assert len(records) == 10
-    for record in records:
-        _check_against_truth(record, truth, ttft_within_s=TTFT_TOLERANCE_S)
+    # The limit holds for every call, except a call whose excess over it the machine itself
+    # explains: its thread waited at least that long for a CPU between the send and the first
+    # token, or the hypervisor stole CPU meanwhile (the quiet-machine check, per call: a machine
+    # quiet before the test can still be busy during one call). Such a try is measured again; an
+    # excess nothing explains fails at once, and three disturbed tries skip, saying so.
+    disturbed = []
+    for _ in range(TIMING_TRIES):
+        records, truth, took = (
+            _async_anthropic_calls(emu, 10) if case.startswith("anthropic") else _sync_openai_calls(emu, case[7:], 10)
+        )
+        assert len(records) == 10 == len(took)
+        excused = []
+        for record, machine in zip(records, took, strict=True):
+            excess_s = abs(_ttft_error_s(record, truth)) - TTFT_TOLERANCE_S
+            if excess_s >= 0 and machine.explains(excess_s):
+                excused.append(f"{excess_s * 1e3:+.2f} ms over, {machine.run_delay_ns / 1e6:.2f} ms waiting for a CPU")
+                _check_against_truth(record, truth)
+            else:
+                truth_ms = (record.ttft_s - _ttft_error_s(record, truth)) * 1e3
+                assert excess_s < 0, (
+                    f"TTFT {record.ttft_s * 1e3:.3f} ms, truth {truth_ms:.3f} ms:"
+                    f" {excess_s * 1e3:.3f} ms over the limit, of which the machine explains"
+                    f" {machine.run_delay_ns / 1e6:.3f} ms waiting for a CPU (stolen: {machine.stolen})"
+                )
+                _check_against_truth(record, truth)
+        if not excused:
+            return
+        disturbed.append("; ".join(excused))
+    pytest.skip(f"the machine took the CPU from the client during a call in each of {TIMING_TRIES} tries: {disturbed}")
 
 
 def test_async_retries_keep_their_call_and_tag_under_concurrency():
