@@ -119,6 +119,9 @@ Conn* Server::find(uint64_t id) {
 }
 
 void Server::loop_main() {
+    // Named, as the client's engine is: the timing tests read each named thread's wait for a
+    // CPU (/proc/self/task/*/schedstat) to tell the machine's delays from the code's.
+    name_thread("pytps-emulator");
     // Timer slack would let the kernel defer our wake-ups by 50 µs; ask for none. Harmless if
     // refused: the adaptive spin window grows to cover the later wake-ups.
     minimise_timer_slack();

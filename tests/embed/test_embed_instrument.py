@@ -8,6 +8,7 @@ import asyncio
 
 import httpx
 import pytest
+from machine_took import CallTook
 
 import pytps
 
@@ -263,39 +264,6 @@ def test_default_client_is_httpx2_sync():
     assert isinstance(client.collector, pytps.Collector)
 
 
-class _MachineTook:
-    """What the machine took from this thread between a call's start and its first token: the
-    time it waited runnable for a CPU (/proc/thread-self/schedstat's run delay, ns) and whether the
-    hypervisor stole CPU meanwhile (/proc/stat's steal moved). A stamp can be late by that much
-    for reasons that are the machine's; where Linux does not say, it took nothing."""
-
-    def __init__(self) -> None:
-        self._run_delay0, self._steal0 = self._now()
-        self.run_delay_ns = 0
-        self.stolen = False
-        self.seen = False  # the first token
-
-    @staticmethod
-    def _now() -> tuple[int, int]:
-        try:
-            with open("/proc/thread-self/schedstat") as f:
-                run_delay = int(f.read().split()[1])
-            with open("/proc/stat") as f:
-                steal = int(f.readline().split()[8])
-        except (OSError, IndexError, ValueError):
-            return 0, 0
-        return run_delay, steal
-
-    def first_token(self) -> None:
-        self.seen = True
-        run_delay, steal = self._now()
-        self.run_delay_ns = run_delay - self._run_delay0
-        self.stolen = steal != self._steal0
-
-    def explains(self, excess_s: float) -> bool:
-        return self.stolen or self.run_delay_ns >= excess_s * 1e9
-
-
 def _sync_openai_calls(emu, package: str, n: int):
     client = openai.OpenAI(
         base_url=emu.base_url + "/v1", api_key="k", http_client=pytps.instrument(SYNC_CLIENTS[package]())
@@ -304,7 +272,7 @@ def _sync_openai_calls(emu, package: str, n: int):
     emu.truth(clear=True)
     took = []
     for _ in range(n):
-        took.append(_MachineTook())
+        took.append(CallTook())
         stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True, max_tokens=24)
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content and not took[-1].seen:
@@ -323,7 +291,7 @@ def _async_anthropic_calls(emu, n: int):
         for i in range(n + 1):
             if i == 1:
                 emu.truth(clear=True)
-            took.append(_MachineTook())
+            took.append(CallTook())
             async with client.messages.stream(model="m", max_tokens=16, messages=MESSAGES) as s:
                 async for _ in s.text_stream:
                     if not took[-1].seen:
