@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from machine_took import CallTook, ThreadsTook
+from machine_took import CallTook, ThreadsTook, check_within
 
 import pytps
 
@@ -28,3 +28,21 @@ def test_an_excess_is_explained_only_up_to_the_wait() -> None:
     assert not took.explains(0.0021)
     took.stolen = True
     assert took.explains(1.0)
+
+
+def test_an_excess_nothing_explains_fails_at_once() -> None:
+    runs = []
+
+    def measure() -> float:
+        runs.append(1)
+        return 0.0025  # 1.5 ms over, no native thread running, nothing waiting
+
+    with pytest.raises(AssertionError, match=r"2\.500 ms, 1\.500 ms over the 1 ms limit"):
+        check_within(1e-3, measure, "planted")  # a skip here: the hypervisor stole CPU meanwhile
+    assert runs == [1]
+
+
+def test_a_run_within_the_limit_passes_once() -> None:
+    runs = []
+    check_within(1e-3, lambda: runs.append(1) or 0.0009, "planted")
+    assert runs == [1]

@@ -7,6 +7,7 @@ import shutil
 from typing import Any
 
 import pytest
+from machine_took import check_within
 
 import pytps
 from pytps.runner.voice_turn import TurnSettings, run_turns_sync
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _turns(tight: bool) -> None:
+def _turns() -> int:
+    """The turns' stages checked against each other and the truth; returns the worst lag of a
+    stage's end against its server's write (ns)."""
     items = espeak_items(spoken_texts(4, seed=5, words=8))
     with pytps.Emulator(ttft_ms=20, itl_us=4000, speech_rtf=0.5, stt_rtfx=50,
                         transcripts=[(i.audio, i.reference) for i in items]) as emu:
@@ -28,6 +31,7 @@ def _turns(tight: bool) -> None:
     for t in truth:
         by_api.setdefault(t["api"], []).append(t)
     assert result.summary["ok"] == 4
+    worst_ns = 0
     for row in result.rows:
         # Exactly: the stages are consecutive intervals of one clock.
         parts = row["t_transcript_ns"] - row["t_speech_end_ns"], row["t_piece_ns"] - row["t_transcript_ns"], row["t_audio_ns"] - row["t_piece_ns"]
@@ -41,17 +45,17 @@ def _turns(tight: bool) -> None:
         lag = row["t_transcript_ns"] - int(stt["sent_ns"][-1])
         speech = [t for t in by_api["speech"] if t["received_ns"] >= row["t_piece_ns"]]
         first_audio_lag = min(abs(row["t_audio_ns"] - int(t["sent_ns"][0])) for t in speech)
-        limit = 1_000_000 if tight else 50_000_000  # the default tier: the same write, on a busy machine
-        assert abs(lag) < limit and first_audio_lag < limit
+        worst_ns = max(worst_ns, abs(lag), first_audio_lag)
+    return worst_ns
 
 
 def test_voice_turn_stages_add_up_and_follow_the_truth() -> None:
-    _turns(tight=False)
+    assert _turns() < 50_000_000  # the default tier: the same write, on a busy machine
 
 
 @pytest.mark.timing
 def test_voice_turn_stages_within_a_millisecond_of_truth() -> None:
-    _turns(tight=True)
+    check_within(1e-3, lambda: _turns() / 1e9, "a stage's end against its server's write")
 
 
 def test_speakable_pieces_by_sentence_or_word_count() -> None:
