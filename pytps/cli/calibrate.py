@@ -70,7 +70,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-store", action="store_true", help="do not record the calibration in the results store")
     # The slowed-client test hook: each native read stamped this much later (tests only).
     p.add_argument("--test-read-delay-us", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -56,10 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the comparison as one self-contained HTML file, with overlaid CDFs (docs/report.md)",
     )
-    p.set_defaults(func=cmd_compare)
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.compare import ComparePlan, compare
 
     outcome = compare(args.runs, plan_from_args(ComparePlan, args), html=args.html)

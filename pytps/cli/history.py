@@ -84,7 +84,6 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--html: plot the change against the baseline in %% (default: absolute values)",
     )
-    h.set_defaults(func=cmd_history)
     actions = h.add_subparsers(dest="history_action", metavar="ACTION")
     a = actions.add_parser("add", help="import saved results folders")
     a.add_argument("dirs", nargs="*", metavar="DIR", help="results folders, or folders holding them (searched)")
@@ -119,7 +118,7 @@ def _selection(args: argparse.Namespace) -> Any:
 # ---- pytps history ---------------------------------------------------------------------------
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.history import TrendPlan, history
 
     plan = plan_from_args(TrendPlan, args, metrics="metric", all_kinds="all", max_change="band_max_change")

@@ -94,7 +94,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "events.npz rebuilt from its journal and event log",
     )
     add_html_argument(p, "the report")
-    p.set_defaults(func=cmd_report)
 
 
 def report_sweep(path: Path, args: argparse.Namespace) -> int:
@@ -130,7 +129,7 @@ def report_llmd(path: Path) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     import sys
 
     from pytps.report.console import render
