@@ -1,7 +1,8 @@
 """What one setting is (`Setting`: name, kind, default, unit, help, group, the commands it applies
 to, its flag) and what a table of them makes (`Table`: flags, settings from flags, TOML keys,
 make_config's checked keywords). The entries are in pytps.settings.table (run and sweep) and
-pytps.settings.commands (serve, rank, agents)."""
+pytps.settings.commands (serve, rank, agents) and pytps.settings.tools (report, compare, history, import,
+clock, calibrate)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ BOTH = frozenset({"run", "sweep"})
 #: command line's alone ("cli": where the endpoint is, what is printed), or the launched server's
 #: ("serve": --serve and its companions, pytps.app.served). The commands with flags of their own
 #: have a target each, a namespace of its own (`pytps serve --seed` is not the run's --seed):
-#: "server" (`pytps serve`: the Emulator keyword of its name), "rank" and "agents".
-OWN_TARGETS = ("server", "rank", "agents")
+#: "server" (`pytps serve`: the Emulator keyword of its name), "rank", "agents", and one for each
+#: command that reads saved runs or this machine (`pytps history`'s subcommands share its target).
+OWN_TARGETS = ("server", "rank", "agents", "report", "compare", "history", "import", "clock", "calibrate")
 TARGETS = ("config", "emulator", "sweep", "search", "cli", "serve", *OWN_TARGETS)
 
 #: The group of a command's flags that --help lists under its own "options", not a group's title.

@@ -32,9 +32,13 @@ def undocumented(flags_by_command: dict[str, set[str] | list[str]]) -> list[str]
     )
 
 
+# The commands whose flags are the table's entries (help_flags.COMMANDS lists every command).
+TABLE_COMMANDS = ("run", "sweep", "serve", "rank", "agents", "clock")
+
+
 def table_flags(table: Table) -> dict[str, set[str] | list[str]]:
     """The flags the table of settings gives each command."""
-    return {cmd: table.flags(cmd) for cmd in ("run", "sweep", "serve", "rank", "agents")}
+    return {cmd: table.flags(cmd) for cmd in TABLE_COMMANDS}
 
 
 def test_every_help_flag_is_in_the_docs() -> None:

@@ -1,0 +1,25 @@
+"""The settings of the commands that read saved runs, the results store or this machine: `pytps report`,
+`compare`, `history` (and its `add` and `check`), `import`, `clock` and `calibrate`. One entry each, as
+in pytps.settings.commands; each command's settings are a namespace of their own (their target).
+Positional arguments (a run's folder, the runs compared, the file imported) stay with the command."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from pytps.settings.setting import OPTIONS, Setting
+
+
+def _entry(command: str, target: str | None = None) -> partial[Setting]:
+    return partial(Setting, group=OPTIONS, applies=frozenset({command}), target=target or command)
+
+
+K = _entry("clock")
+
+TOOL_SETTINGS: tuple[Setting, ...] = (
+    # ---- pytps clock ----
+    K("read_floor", "bool", True, "skip the 1 s measurement of the bare reader's CPU per event",
+      flag="--no-read-floor", action="store_false"),
+    K("connections", "int", 32, "connections for the read floor (default 32)"),
+    K("gap_us", "float", 1000.0, "gap between events per connection (default 1000)", unit="µs"),
+)  # fmt: skip
