@@ -14,9 +14,17 @@ def _entry(command: str, target: str | None = None) -> partial[Setting]:
     return partial(Setting, group=OPTIONS, applies=frozenset({command}), target=target or command)
 
 
+C = _entry("compare")
 K = _entry("clock")
 
 TOOL_SETTINGS: tuple[Setting, ...] = (
+    # ---- pytps compare RUN... (pytps.app.compare.ComparePlan's fields, and the output) ----
+    C("seed", "int", 0, "the bootstrap's seed: the same seed, the same intervals"),
+    C("resamples", "int", 2000, "bootstrap resamples (default 2000)"),
+    C("max_days", "float", 7.0, "warn when the runs started more than this many days apart (default 7)", unit="days"),
+    C("json", "bool", False, "print the comparison as JSON", action="store_true"),
+    C("html", "path", None, "also write the comparison as one self-contained HTML file, with overlaid CDFs "
+      "(docs/report.md)", metavar="FILE"),
     # ---- pytps clock ----
     K("read_floor", "bool", True, "skip the 1 s measurement of the bare reader's CPU per event",
       flag="--no-read-floor", action="store_false"),
