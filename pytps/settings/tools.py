@@ -15,7 +15,10 @@ def _entry(command: str, target: str | None = None) -> partial[Setting]:
 
 
 C = _entry("compare")
+I = _entry("import")  # noqa: E741
 K = _entry("clock")
+
+_STORE = "the results store"
 
 TOOL_SETTINGS: tuple[Setting, ...] = (
     # ---- pytps compare RUN... (pytps.app.compare.ComparePlan's fields, and the output) ----
@@ -25,6 +28,14 @@ TOOL_SETTINGS: tuple[Setting, ...] = (
     C("json", "bool", False, "print the comparison as JSON", action="store_true"),
     C("html", "path", None, "also write the comparison as one self-contained HTML file, with overlaid CDFs "
       "(docs/report.md)", metavar="FILE"),
+    # ---- pytps import FILE ----
+    I("fmt", "str", "auto", "the file's format (default auto: recognized by its keys)", flag="--from",
+      choices=("auto", "vllm", "aiperf", "guidellm")),
+    I("out", "path", None, "the results folder (default results/<UTC time>-import-<tool>/; a file of several runs "
+      "gives DIR/1, DIR/2, ...)", metavar="DIR"),
+    I("store", "str", None, f"{_STORE} (default: $PYTPS_STORE, else the user's)", metavar="PATH|URL"),
+    I("no_store", "bool", False, "do not record the imported runs in the results store", action="store_true"),
+    I("json", "bool", False, "print what was imported as JSON", action="store_true"),
     # ---- pytps clock ----
     K("read_floor", "bool", True, "skip the 1 s measurement of the bare reader's CPU per event",
       flag="--no-read-floor", action="store_false"),
