@@ -94,6 +94,7 @@ class Setting:
     const: Any = None
     dest: str | None = None  # argparse's dest, when not the name (--header: header)
     flag_default: Any = field(default=None)  # argparse's default, when it differs (append: [])
+    exclusive: bool = False  # one of its group's mutually exclusive flags (report's --json, --csv, ...)
     typed_flag: bool = True  # int/float kinds: argparse converts the flag's text
     flag_type: Callable[[str], Any] | None = None  # argparse's type, when not the kind's (int, float)
     sweep: Sweep | None = None
@@ -160,6 +161,7 @@ class Table:
         """The table's flags of `command` (run, sweep, serve, rank, agents), in their groups."""
         sweep = command == "sweep"
         groups: dict[str, Any] = {OPTIONS: p}
+        exclusive: dict[str, Any] = {}
         for title in self.groups:
             if any(s.group == title and command in s.applies and s.flag_name for s in self.settings):
                 groups[title] = p.add_argument_group(title)
@@ -193,7 +195,12 @@ class Table:
             text = form.help if form else s.help
             if text is not None:
                 kw["help"] = text
-            groups[s.group].add_argument(*names, **kw)
+            group = groups[s.group]
+            if s.exclusive:
+                if s.group not in exclusive:
+                    exclusive[s.group] = group.add_mutually_exclusive_group()
+                group = exclusive[s.group]
+            group.add_argument(*names, **kw)
         # What the flags default to, so that a matrix file is overridden only by flags actually given.
         p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 

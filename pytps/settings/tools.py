@@ -14,6 +14,7 @@ def _entry(command: str, target: str | None = None) -> partial[Setting]:
     return partial(Setting, group=OPTIONS, applies=frozenset({command}), target=target or command)
 
 
+P = _entry("report")
 C = _entry("compare")
 I = _entry("import")  # noqa: E741
 K = _entry("clock")
@@ -21,6 +22,21 @@ K = _entry("clock")
 _STORE = "the results store"
 
 TOOL_SETTINGS: tuple[Setting, ...] = (
+    # ---- pytps report DIR (its --html is add_html_argument's, shared with run, sweep and rank) ----
+    P("json", "bool", False, "print the summary as JSON", action="store_true", exclusive=True),
+    P("markdown", "bool", False, "print the summary table as Markdown (metric, unit, mean, …, n)",
+      action="store_true", exclusive=True),
+    P("csv", "bool", False, "print the summary table as CSV, full precision", action="store_true", exclusive=True),
+    P("format", "str", None, "llmd-report: print the run (or a sweep's cells, as a JSON list) as llm-d's benchmark "
+      "report v0.2, and on stderr the fields it cannot fill and why (docs/interop.md)", choices=("llmd-report",),
+      exclusive=True),
+    P("trace", "path", None, "write the run as a Chrome trace (JSON trace events: chrome://tracing, Perfetto): a "
+      "track per connection, a slice per request with its phases, an instant per output event (docs/trace.md)",
+      metavar="FILE"),
+    P("trace_max_requests", "int", 10_000, "with --trace: at most N requests, spread evenly over a longer run "
+      "(default: 10,000)", metavar="N"),
+    P("repair", "bool", False, "for a run that did not finish (killed, or a corrupt results.json): write the "
+      "results.json and events.npz rebuilt from its journal and event log", action="store_true"),
     # ---- pytps compare RUN... (pytps.app.compare.ComparePlan's fields, and the output) ----
     C("seed", "int", 0, "the bootstrap's seed: the same seed, the same intervals"),
     C("resamples", "int", 2000, "bootstrap resamples (default 2000)"),
