@@ -5,9 +5,18 @@ Positional arguments (a run's folder, the runs compared, the file imported) stay
 
 from __future__ import annotations
 
+import argparse
 from functools import partial
 
 from pytps.settings.setting import OPTIONS, Setting
+
+
+def _floats(s: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in s.split(",") if x.strip())
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in s.split(",") if x.strip())
 
 
 def _entry(command: str, target: str | None = None) -> partial[Setting]:
@@ -18,6 +27,7 @@ P = _entry("report")
 C = _entry("compare")
 I = _entry("import")  # noqa: E741
 K = _entry("clock")
+L = _entry("calibrate")
 
 _STORE = "the results store"
 
@@ -57,4 +67,32 @@ TOOL_SETTINGS: tuple[Setting, ...] = (
       flag="--no-read-floor", action="store_false"),
     K("connections", "int", 32, "connections for the read floor (default 32)"),
     K("gap_us", "float", 1000.0, "gap between events per connection (default 1000)", unit="µs"),
+    # ---- pytps calibrate ----
+    L("quick", "bool", False, "a small ladder (native only): under a minute", action="store_true"),
+    L("transports", "str", None, "pytps transports to measure, comma-separated (default: native,asyncio,httpx; "
+      "--quick: native; none: only --client)"),
+    L("client", "names", None, "also measure another client: openai (sync and async SDK), anthropic, httpx, "
+      "aiohttp, or module:function (def f(base_url, body, on_chunk)); repeatable", action="append",
+      flag_default=[], metavar="NAME"),
+    L("baseline", "bool", False, "the same as --client httpx (plain httpx + json.loads)", action="store_true"),
+    L("rates", "names", None, "per-stream tok/s rungs", unit="tok/s", flag_type=_floats, metavar="TPS,..."),
+    L("concurrency", "names", None, "concurrency rungs", flag_type=_ints, metavar="N,..."),
+    L("stream_s", "float", None, "seconds each stream lasts (default 1)", unit="s"),
+    L("rounds", "int", 1, "requests per stream slot in each cell (default 1)"),
+    L("kernel_timestamps", "bool", False, "also show the kernel's share (native)", action="store_true"),
+    L("max_ttft_error_ms", "float", 0.5, "a cell passes within this (default 0.5)", unit="ms"),
+    L("max_tpot_error_pct", "float", 0.5, "a cell passes within this (default 0.5)", unit="%"),
+    L("max_stamp_p99_ms", "float", 1.0, "a cell passes within this (default 1)", unit="ms"),
+    L("realtime", "bool", False, "also measure the realtime (WebSocket) transport against the realtime emulator: "
+      "the final transcript's stamp error and the frames' lateness (needs espeak-ng)", action="store_true"),
+    L("realtime_concurrency", "names", (1, 8), "--realtime's concurrent sessions, one row each (default 1,8)",
+      flag_type=_ints, metavar="N,..."),
+    L("realtime_sessions", "int", 16, "--realtime's sessions per row (default 16)"),
+    L("json", "path", None, "write the raw numbers as JSON ('-': stdout)", metavar="FILE"),
+    L("plot", "path", None, "a PNG or SVG heat map (needs matplotlib)", metavar="FILE"),
+    L("save", "bool", True, "do not save the envelope", flag="--no-save", action="store_false"),
+    L("store", "str", None, f"{_STORE} to record the calibration in (pytps history)", metavar="PATH|URL"),
+    L("no_store", "bool", False, "do not record the calibration in the results store", action="store_true"),
+    # The slowed-client test hook: each native read stamped this much later (tests only).
+    L("test_read_delay_us", "float", 0.0, argparse.SUPPRESS, unit="µs"),
 )  # fmt: skip
