@@ -158,8 +158,11 @@ class Table:
         return [s.flag_name for s in self.settings if command in s.applies and s.flag_name]
 
     def add_arguments(self, p: argparse.ArgumentParser, command: str) -> None:
-        """The table's flags of `command` (run, sweep, serve, rank, agents), in their groups."""
+        """The table's flags of `command` (run, sweep, serve, ...; a subcommand as "history check"),
+        in their groups. A subcommand's flag that its command takes too defaults to nothing there
+        (argparse.SUPPRESS): a subparser's default would overwrite the value given before its name."""
         sweep = command == "sweep"
+        parent = command.split()[0] if " " in command else None
         groups: dict[str, Any] = {OPTIONS: p}
         exclusive: dict[str, Any] = {}
         for title in self.groups:
@@ -178,6 +181,8 @@ class Table:
                 kw["default"] = s.flag_default
             elif s.action is None and s.default is not None:
                 kw["default"] = s.default
+            if parent in s.applies:
+                kw["default"] = argparse.SUPPRESS
             form = s.sweep if sweep else None
             if s.flag_type is not None:
                 kw["type"] = s.flag_type

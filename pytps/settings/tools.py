@@ -28,6 +28,12 @@ C = _entry("compare")
 I = _entry("import")  # noqa: E741
 K = _entry("clock")
 L = _entry("calibrate")
+H = _entry("history")
+HA = _entry("history add", "history")
+HC = _entry("history check", "history")
+# History's flags that its subcommands take too (there, without a default: Table.add_arguments).
+H3 = partial(H, applies=frozenset({"history", "history add", "history check"}))
+H2 = partial(H, applies=frozenset({"history", "history check"}))
 
 _STORE = "the results store"
 
@@ -95,4 +101,32 @@ TOOL_SETTINGS: tuple[Setting, ...] = (
     L("no_store", "bool", False, "do not record the calibration in the results store", action="store_true"),
     # The slowed-client test hook: each native read stamped this much later (tests only).
     L("test_read_delay_us", "float", 0.0, argparse.SUPPRESS, unit="µs"),
+    # ---- pytps history, history add DIR..., history check (pytps.app.history's plans) ----
+    HA("prune", "bool", False, "forget runs whose folders are gone", action="store_true"),
+    H3("store", "str", None, f"{_STORE}: a SQLite file, sqlite:///FILE or postgresql://... (default: $PYTPS_STORE, "
+       "else $XDG_DATA_HOME/pytps/history.sqlite)", metavar="PATH|URL"),
+    H2("endpoint", "str", None, "only this endpoint (its base URL)", metavar="URL"),
+    H2("model", "str", None, "only this model"),
+    H2("fingerprint", "str", None, "only this workload fingerprint (a prefix will do)", metavar="F"),
+    H("metric", "names", None, "the metrics to trend (default ttft_p50,tpot_p50,decode_tps_p50,"
+      "output_throughput_tps)", metavar="M[,M...]"),
+    H("baseline", "int", None, "the run (its id) changes are measured against", metavar="RUN"),
+    H("limit", "int", 10, "the last N runs of each group (default 10)", metavar="N"),
+    H("all", "bool", False, "also sweep cells and calibrations (runs only by default)", action="store_true"),
+    H("json", "bool", False, "print JSON", action="store_true"),
+    H("csv", "bool", False, "print CSV: one row per run and metric", action="store_true"),
+    H("html", "path", None, "write the trend as one offline HTML page (Bokeh)", metavar="FILE"),
+    # The trend page's marks (issue 41): the band and the check's verdicts.
+    H("band_max_change", "str", "10%", "--html: the band of no change drawn around the baseline, and the limit the "
+      "runs are checked with (history check's --max-change; default 10%%)", flag="--max-change", metavar="PCT"),
+    H("relative", "bool", False, "--html: plot the change against the baseline in %% (default: absolute values)",
+      action="store_true"),
+    HC("check_metric", "names", None, "the metrics to check (default ttft_p50)", flag="--metric",
+       metavar="M[,M...]"),
+    HC("max_change", "str", "10%", "the largest change for the worse allowed (default 10%%)"),
+    HC("limits", "path", None, 'per-metric limits in TOML: [limits] ttft_p50 = "10%%"', metavar="FILE"),
+    HC("window", "int", 5, "earlier comparable runs to compare with (default 5)", unit="runs"),
+    HC("seed", "int", 0, "the bootstrap's seed"),
+    HC("resamples", "int", 2000, "bootstrap resamples (default 2000)"),
+    HC("check_json", "bool", False, "print every finding as JSON", flag="--json", action="store_true"),
 )  # fmt: skip

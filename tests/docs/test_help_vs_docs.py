@@ -33,7 +33,8 @@ def undocumented(flags_by_command: dict[str, set[str] | list[str]]) -> list[str]
 
 
 # The commands whose flags are the table's entries (help_flags.COMMANDS lists every command).
-TABLE_COMMANDS = ("run", "sweep", "serve", "rank", "agents", "clock", "compare", "import", "report", "calibrate")
+TABLE_COMMANDS = ("run", "sweep", "serve", "rank", "agents", "clock", "compare", "import", "report", "calibrate",
+                  "history", "history add", "history check")
 
 
 def table_flags(table: Table) -> dict[str, set[str] | list[str]]:
