@@ -11,14 +11,16 @@ Plan = TypeVar("Plan")
 
 class Command(Protocol):
     """A command module of pytps.cli: its one-line help, its description, its examples (shown as
-    written, line breaks kept, at the end of --help) and its flags (with the handler as `func`)."""
+    written, line breaks kept, at the end of --help) and its handler, `run`. Its flags are the table
+    of settings' entries of its name (pytps.settings); an `add_arguments(p)` adds what the table
+    does not hold (positional arguments, subcommands, another command's flags)."""
 
     __name__: str
     HELP: str
     DESCRIPTION: str
     EXAMPLES: str
 
-    def add_arguments(self, p: argparse.ArgumentParser, /) -> None: ...
+    def run(self, args: argparse.Namespace, /) -> int: ...
 
 
 def command_name(command: Command) -> str:
@@ -31,8 +33,8 @@ def command_name(command: Command) -> str:
 def add_command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], command: Command, *, flags: bool = True
 ) -> None:
-    """The subcommand named like its module (pytps.cli.run is `pytps run`); flags=False: its name
-    and summary only (pytps.cli.build_parser)."""
+    """The subcommand named like its module (pytps.cli.run is `pytps run`), its flags and its
+    handler; flags=False: its name and summary only (pytps.cli.build_parser)."""
     p = sub.add_parser(
         command_name(command),
         help=command.HELP,
@@ -41,7 +43,13 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     if flags:
-        command.add_arguments(p)
+        from pytps.settings.table import TABLE
+
+        TABLE.add_arguments(p, command_name(command))
+        add_arguments = getattr(command, "add_arguments", None)
+        if add_arguments is not None:
+            add_arguments(p)
+        p.set_defaults(func=command.run)
 
 
 def plan_from_args(cls: type[Plan], args: argparse.Namespace, **dests: str) -> Plan:

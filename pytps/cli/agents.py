@@ -23,11 +23,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from pytps.settings.table import TABLE
-
     p.add_argument("url", help="the endpoint's base URL (http://127.0.0.1:8000)")
-    TABLE.add_arguments(p, "agents")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

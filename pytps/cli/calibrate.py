@@ -16,14 +16,6 @@ EXAMPLES = """examples:
 """
 
 
-def _floats(s: str) -> tuple[float, ...]:
-    return tuple(float(x) for x in s.split(",") if x.strip())
-
-
-def _ints(s: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in s.split(",") if x.strip())
-
-
 HELP = "measure how exact pytps (or another client) is on this host: the trust envelope"
 DESCRIPTION = (
     "Run the emulator in a separate process on 127.0.0.1 and measure a client against "
@@ -31,46 +23,6 @@ DESCRIPTION = (
     "emulator write), TTFT and TPOT error, CPU per token beside the read floor. The cells that pass "
     "make the trust envelope, saved per host and transport for `pytps run` to check. See docs/calibrate.md."
 )
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help="a small ladder (native only): under a minute")
-    p.add_argument(
-        "--transports", default=None, help="pytps transports to measure, comma-separated "
-        "(default: native,asyncio,httpx; --quick: native; none: only --client)",
-    )  # fmt: skip
-    p.add_argument(
-        "--client", action="append", default=[], metavar="NAME",
-        help="also measure another client: openai (sync and async SDK), anthropic, httpx, aiohttp, or "
-        "module:function (def f(base_url, body, on_chunk)); repeatable",
-    )  # fmt: skip
-    p.add_argument("--baseline", action="store_true", help="the same as --client httpx (plain httpx + json.loads)")
-    p.add_argument("--rates", type=_floats, default=None, metavar="TPS,...", help="per-stream tok/s rungs")
-    p.add_argument("--concurrency", type=_ints, default=None, metavar="N,...", help="concurrency rungs")
-    p.add_argument("--stream-s", type=float, default=None, help="seconds each stream lasts (default 1)")
-    p.add_argument("--rounds", type=int, default=1, help="requests per stream slot in each cell (default 1)")
-    p.add_argument("--kernel-timestamps", action="store_true", help="also show the kernel's share (native)")
-    p.add_argument("--max-ttft-error-ms", type=float, default=0.5, help="a cell passes within this (default 0.5)")
-    p.add_argument("--max-tpot-error-pct", type=float, default=0.5, help="a cell passes within this (default 0.5)")
-    p.add_argument("--max-stamp-p99-ms", type=float, default=1.0, help="a cell passes within this (default 1)")
-    p.add_argument(
-        "--realtime", action="store_true",
-        help="also measure the realtime (WebSocket) transport against the realtime emulator: the final "
-        "transcript's stamp error and the frames' lateness (needs espeak-ng)",
-    )  # fmt: skip
-    p.add_argument(
-        "--realtime-concurrency", type=_ints, default=(1, 8), metavar="N,...",
-        help="--realtime's concurrent sessions, one row each (default 1,8)",
-    )  # fmt: skip
-    p.add_argument("--realtime-sessions", type=int, default=16, help="--realtime's sessions per row (default 16)")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the raw numbers as JSON ('-': stdout)")
-    p.add_argument("--plot", default=None, metavar="FILE", help="a PNG or SVG heat map (needs matplotlib)")
-    p.add_argument("--no-save", dest="save", action="store_false", help="do not save the envelope")
-    p.add_argument("--store", metavar="PATH|URL", help="the results store to record the calibration in (pytps history)")
-    p.add_argument("--no-store", action="store_true", help="do not record the calibration in the results store")
-    # The slowed-client test hook: each native read stamped this much later (tests only).
-    p.add_argument("--test-read-delay-us", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

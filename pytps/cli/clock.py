@@ -23,18 +23,6 @@ DESCRIPTION = (
 )
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--no-read-floor",
-        dest="read_floor",
-        action="store_false",
-        help="skip the 1 s measurement of the bare reader's CPU per event",
-    )
-    p.add_argument("--connections", type=int, default=32, help="connections for the read floor (default 32)")
-    p.add_argument("--gap-us", type=float, default=1000.0, help="gap between events per connection (default 1000)")
-    p.set_defaults(func=run)
-
-
 def run(args: argparse.Namespace) -> int:
     import time
 

@@ -42,24 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a results directory, or several repeated runs of one setup joined by commas (DIR1,DIR2); "
         "the first is the baseline",
     )
-    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed: the same seed, the same intervals")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument(
-        "--max-days",
-        type=float,
-        default=7.0,
-        help="warn when the runs started more than this many days apart (default 7)",
-    )
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument(
-        "--html",
-        metavar="FILE",
-        help="also write the comparison as one self-contained HTML file, with overlaid CDFs (docs/report.md)",
-    )
-    p.set_defaults(func=cmd_compare)
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.compare import ComparePlan, compare
 
     outcome = compare(args.runs, plan_from_args(ComparePlan, args), html=args.html)

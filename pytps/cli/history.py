@@ -28,25 +28,6 @@ The store: --store PATH|URL, else $PYTPS_STORE, else $XDG_DATA_HOME/pytps/histor
 """
 
 
-def _store_arg(p: argparse.ArgumentParser, suppress: bool) -> None:
-    # On the subcommands too, without a default there: a subparser's default would overwrite the
-    # value given before the subcommand's name.
-    p.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        default=argparse.SUPPRESS if suppress else None,
-        help="the results store: a SQLite file, sqlite:///FILE or postgresql://... (default: $PYTPS_STORE, "
-        "else $XDG_DATA_HOME/pytps/history.sqlite)",
-    )
-
-
-def _filter_args(p: argparse.ArgumentParser, suppress: bool) -> None:
-    d = argparse.SUPPRESS if suppress else None
-    p.add_argument("--endpoint", metavar="URL", default=d, help="only this endpoint (its base URL)")
-    p.add_argument("--model", default=d, help="only this model")
-    p.add_argument("--fingerprint", metavar="F", default=d, help="only this workload fingerprint (a prefix will do)")
-
-
 HELP = "trends of the runs in the results store, imports, and the regression check"
 DESCRIPTION = (
     "Every pytps run, sweep cell and calibration is recorded in the results store. Without a "
@@ -57,39 +38,12 @@ DESCRIPTION = (
 
 
 def add_arguments(h: argparse.ArgumentParser) -> None:
-    _store_arg(h, suppress=False)
-    _filter_args(h, suppress=False)
-    h.add_argument(
-        "--metric",
-        metavar="M[,M...]",
-        help="the metrics to trend (default ttft_p50,tpot_p50,decode_tps_p50,output_throughput_tps)",
-    )
-    h.add_argument("--baseline", type=int, metavar="RUN", help="the run (its id) changes are measured against")
-    h.add_argument("--limit", type=int, default=10, metavar="N", help="the last N runs of each group (default 10)")
-    h.add_argument("--all", action="store_true", help="also sweep cells and calibrations (runs only by default)")
-    h.add_argument("--json", action="store_true", help="print JSON")
-    h.add_argument("--csv", action="store_true", help="print CSV: one row per run and metric")
-    h.add_argument("--html", metavar="FILE", help="write the trend as one offline HTML page (Bokeh)")
-    # The trend page's marks (issue 41): the band and the check's verdicts.
-    h.add_argument(
-        "--max-change",
-        dest="band_max_change",
-        default="10%",
-        metavar="PCT",
-        help="--html: the band of no change drawn around the baseline, and the limit the runs are checked "
-        "with (history check's --max-change; default 10%%)",
-    )
-    h.add_argument(
-        "--relative",
-        action="store_true",
-        help="--html: plot the change against the baseline in %% (default: absolute values)",
-    )
-    h.set_defaults(func=cmd_history)
+    from pytps.settings.table import TABLE
+
     actions = h.add_subparsers(dest="history_action", metavar="ACTION")
     a = actions.add_parser("add", help="import saved results folders")
     a.add_argument("dirs", nargs="*", metavar="DIR", help="results folders, or folders holding them (searched)")
-    a.add_argument("--prune", action="store_true", help="forget runs whose folders are gone")
-    _store_arg(a, suppress=True)
+    TABLE.add_arguments(a, "history add")
     a.set_defaults(func=cmd_add)
     c = actions.add_parser(
         "check",
@@ -98,15 +52,7 @@ def add_arguments(h: argparse.ArgumentParser) -> None:
         "with the bootstrap 95% interval `pytps compare` uses: a regression is a change for the worse beyond "
         "the limit whose interval leaves out 0. One line per regression and exit 1; exit 0 otherwise.",
     )
-    _store_arg(c, suppress=True)
-    _filter_args(c, suppress=True)
-    c.add_argument("--metric", dest="check_metric", metavar="M[,M...]", help="the metrics to check (default ttft_p50)")
-    c.add_argument("--max-change", default="10%", help="the largest change for the worse allowed (default 10%%)")
-    c.add_argument("--limits", metavar="FILE", help='per-metric limits in TOML: [limits] ttft_p50 = "10%%"')
-    c.add_argument("--window", type=int, default=5, help="earlier comparable runs to compare with (default 5)")
-    c.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
-    c.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    c.add_argument("--json", dest="check_json", action="store_true", help="print every finding as JSON")
+    TABLE.add_arguments(c, "history check")
     c.set_defaults(func=cmd_check)
 
 
@@ -119,7 +65,7 @@ def _selection(args: argparse.Namespace) -> Any:
 # ---- pytps history ---------------------------------------------------------------------------
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.history import TrendPlan, history
 
     plan = plan_from_args(TrendPlan, args, metrics="metric", all_kinds="all", max_change="band_max_change")

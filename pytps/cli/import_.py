@@ -29,26 +29,9 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the peer's result file (JSON, or aiperf's JSONL)")
-    p.add_argument(
-        "--from",
-        dest="fmt",
-        choices=("auto", "vllm", "aiperf", "guidellm"),
-        default="auto",
-        help="the file's format (default auto: recognized by its keys)",
-    )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="the results folder (default results/<UTC time>-import-<tool>/; a file of several runs "
-        "gives DIR/1, DIR/2, ...)",
-    )
-    p.add_argument("--store", metavar="PATH|URL", help="the results store (default: $PYTPS_STORE, else the user's)")
-    p.add_argument("--no-store", action="store_true", help="do not record the imported runs in the results store")
-    p.add_argument("--json", action="store_true", help="print what was imported as JSON")
-    p.set_defaults(func=cmd_import)
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.imports import import_file
 
     done = import_file(args.file, args.out, fmt=args.fmt, store=args.store, record=not args.no_store)

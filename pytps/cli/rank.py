@@ -33,9 +33,7 @@ DESCRIPTION = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from pytps.cli.report import add_html_argument
     from pytps.cli.run_args import add_run_arguments
-    from pytps.settings.table import TABLE
 
-    TABLE.add_arguments(p, "rank")
     add_html_argument(p, "the rank (the Pareto scatter, the pairwise matrix, the rounds)")
     add_run_arguments(p)
     for action in p._actions:
@@ -47,7 +45,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             action.help = "eligible only when the error rate is at most F (0..1)"
         elif action.dest == "slo_run":
             action.help = "eligible only when these run-level targets are met, e.g. ttft:p90=0.5,e2e:p99=10"
-    p.set_defaults(func=cmd_rank)
 
 
 def _endpoints(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
@@ -65,7 +62,7 @@ def _endpoints(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     return [parse_endpoint(text) for text in args.endpoint], flag_settings(args)
 
 
-def cmd_rank(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytps.app.rank import RankSettings, parse_duration, rank
     from pytps.app.runs import results_folder
     from pytps.report.rank_tables import markdown, render

@@ -62,39 +62,7 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", help="a results directory written by pytps run, or a sweep's (results/<time>-sweep/)")
-    form = p.add_mutually_exclusive_group()
-    form.add_argument("--json", action="store_true", help="print the summary as JSON")
-    form.add_argument(
-        "--markdown", action="store_true", help="print the summary table as Markdown (metric, unit, mean, …, n)"
-    )
-    form.add_argument("--csv", action="store_true", help="print the summary table as CSV, full precision")
-    form.add_argument(
-        "--format",
-        choices=["llmd-report"],
-        help="llmd-report: print the run (or a sweep's cells, as a JSON list) as llm-d's benchmark report v0.2, "
-        "and on stderr the fields it cannot fill and why (docs/interop.md)",
-    )
-    p.add_argument(
-        "--trace",
-        metavar="FILE",
-        help="write the run as a Chrome trace (JSON trace events: chrome://tracing, Perfetto): a track per "
-        "connection, a slice per request with its phases, an instant per output event (docs/trace.md)",
-    )
-    p.add_argument(
-        "--trace-max-requests",
-        type=int,
-        default=10_000,
-        metavar="N",
-        help="with --trace: at most N requests, spread evenly over a longer run (default: 10,000)",
-    )
-    p.add_argument(
-        "--repair",
-        action="store_true",
-        help="for a run that did not finish (killed, or a corrupt results.json): write the results.json and "
-        "events.npz rebuilt from its journal and event log",
-    )
     add_html_argument(p, "the report")
-    p.set_defaults(func=cmd_report)
 
 
 def report_sweep(path: Path, args: argparse.Namespace) -> int:
@@ -130,7 +98,7 @@ def report_llmd(path: Path) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     import sys
 
     from pytps.report.console import render

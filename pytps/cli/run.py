@@ -10,7 +10,7 @@ from typing import Any
 
 from pytps.app.exit_codes import ERROR_RATE, INTERRUPTED, NO_SUCCESS, TABLE, run_exit_code
 from pytps.cli.report import add_html_argument, check_html_available, write_html
-from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, explicit_settings, flag_settings, say
+from pytps.cli.run_args import emulator_line, endpoint, explicit_settings, flag_settings, say
 from pytps.cli.scale_args import add_scale_arguments, scale_options
 from pytps.errors import ConfigError
 from pytps.workload.request_formats import AUDIO_APIS, REALTIME_API
@@ -34,13 +34,11 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_run_arguments(p)
     add_html_argument(p, "the run's report")
     add_scale_arguments(p)
-    p.set_defaults(func=cmd_run)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.pipeline is not None:
         from pytps.cli.voice_run import cmd_voice_turn
 

@@ -24,13 +24,6 @@ DESCRIPTION = (
 )
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from pytps.settings.table import TABLE
-
-    TABLE.add_arguments(p, "serve")
-    p.set_defaults(func=run)
-
-
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading

@@ -10,7 +10,7 @@ from typing import Any
 
 from pytps.app.exit_codes import TABLE
 from pytps.cli.report import add_html_argument, check_html_available, write_html
-from pytps.cli.run_args import add_run_arguments, emulator_line, endpoint, flag_settings, say
+from pytps.cli.run_args import emulator_line, endpoint, flag_settings, say
 from pytps.settings.table import TABLE as SETTINGS
 
 EXAMPLES = """examples:
@@ -32,12 +32,10 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_run_arguments(p, sweep=True)
     add_html_argument(p, "the sweep's curve")
-    p.set_defaults(func=cmd_sweep)
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.config:
         from pytps.cli.run import run_matrix_file
 

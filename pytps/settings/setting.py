@@ -1,7 +1,8 @@
 """What one setting is (`Setting`: name, kind, default, unit, help, group, the commands it applies
 to, its flag) and what a table of them makes (`Table`: flags, settings from flags, TOML keys,
 make_config's checked keywords). The entries are in pytps.settings.table (run and sweep) and
-pytps.settings.commands (serve, rank, agents)."""
+pytps.settings.commands (serve, rank, agents) and pytps.settings.tools (report, compare, history, import,
+clock, calibrate)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ BOTH = frozenset({"run", "sweep"})
 #: command line's alone ("cli": where the endpoint is, what is printed), or the launched server's
 #: ("serve": --serve and its companions, pytps.app.served). The commands with flags of their own
 #: have a target each, a namespace of its own (`pytps serve --seed` is not the run's --seed):
-#: "server" (`pytps serve`: the Emulator keyword of its name), "rank" and "agents".
-OWN_TARGETS = ("server", "rank", "agents")
+#: "server" (`pytps serve`: the Emulator keyword of its name), "rank", "agents", and one for each
+#: command that reads saved runs or this machine (`pytps history`'s subcommands share its target).
+OWN_TARGETS = ("server", "rank", "agents", "report", "compare", "history", "import", "clock", "calibrate")
 TARGETS = ("config", "emulator", "sweep", "search", "cli", "serve", *OWN_TARGETS)
 
 #: The group of a command's flags that --help lists under its own "options", not a group's title.
@@ -92,6 +94,7 @@ class Setting:
     const: Any = None
     dest: str | None = None  # argparse's dest, when not the name (--header: header)
     flag_default: Any = field(default=None)  # argparse's default, when it differs (append: [])
+    exclusive: bool = False  # one of its group's mutually exclusive flags (report's --json, --csv, ...)
     typed_flag: bool = True  # int/float kinds: argparse converts the flag's text
     flag_type: Callable[[str], Any] | None = None  # argparse's type, when not the kind's (int, float)
     sweep: Sweep | None = None
@@ -155,9 +158,13 @@ class Table:
         return [s.flag_name for s in self.settings if command in s.applies and s.flag_name]
 
     def add_arguments(self, p: argparse.ArgumentParser, command: str) -> None:
-        """The table's flags of `command` (run, sweep, serve, rank, agents), in their groups."""
+        """The table's flags of `command` (run, sweep, serve, ...; a subcommand as "history check"),
+        in their groups. A subcommand's flag that its command takes too defaults to nothing there
+        (argparse.SUPPRESS): a subparser's default would overwrite the value given before its name."""
         sweep = command == "sweep"
+        parent = command.split()[0] if " " in command else None
         groups: dict[str, Any] = {OPTIONS: p}
+        exclusive: dict[str, Any] = {}
         for title in self.groups:
             if any(s.group == title and command in s.applies and s.flag_name for s in self.settings):
                 groups[title] = p.add_argument_group(title)
@@ -174,6 +181,8 @@ class Table:
                 kw["default"] = s.flag_default
             elif s.action is None and s.default is not None:
                 kw["default"] = s.default
+            if parent in s.applies:
+                kw["default"] = argparse.SUPPRESS
             form = s.sweep if sweep else None
             if s.flag_type is not None:
                 kw["type"] = s.flag_type
@@ -191,7 +200,12 @@ class Table:
             text = form.help if form else s.help
             if text is not None:
                 kw["help"] = text
-            groups[s.group].add_argument(*names, **kw)
+            group = groups[s.group]
+            if s.exclusive:
+                if s.group not in exclusive:
+                    exclusive[s.group] = group.add_mutually_exclusive_group()
+                group = exclusive[s.group]
+            group.add_argument(*names, **kw)
         # What the flags default to, so that a matrix file is overridden only by flags actually given.
         p.set_defaults(parser_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 

@@ -26,6 +26,7 @@ from pytps.grading import DEFAULT_GRADER_TIMEOUT_S
 from pytps.settings.commands import COMMAND_SETTINGS, RANK
 from pytps.settings.defaults import DEFAULT_MAX_SCRAPE_BYTES
 from pytps.settings.setting import BOTH, OPTIONS, RUN, SWEEP, TARGETS, Setting, Sweep, Table
+from pytps.settings.tools import TOOL_SETTINGS
 
 __all__ = ["AXIS_FORMS", "BOTH", "OPTIONS", "RUN", "SWEEP", "TABLE", "TARGETS", "Setting", "Sweep", "Table"]
 from pytps.transport.registry import TRANSPORT_NAMES
@@ -347,4 +348,4 @@ SETTINGS: tuple[Setting, ...] = (
 )  # fmt: skip
 
 
-TABLE = Table(SETTINGS + COMMAND_SETTINGS, GROUPS)
+TABLE = Table(SETTINGS + COMMAND_SETTINGS + TOOL_SETTINGS, GROUPS)

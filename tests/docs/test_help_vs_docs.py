@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from help_flags import doc_flags, doc_texts, help_flags
+from help_flags import COMMANDS, doc_flags, doc_texts, help_flags
 
 from pytps.settings.table import TABLE, Table
 
@@ -32,9 +32,40 @@ def undocumented(flags_by_command: dict[str, set[str] | list[str]]) -> list[str]
     )
 
 
+# The commands whose flags are the table's entries: every command (help_flags.COMMANDS).
+TABLE_COMMANDS = ("run", "sweep", "serve", "rank", "agents", "clock", "compare", "import", "report", "calibrate",
+                  "history", "history add", "history check")
+
+
 def table_flags(table: Table) -> dict[str, set[str] | list[str]]:
     """The flags the table of settings gives each command."""
-    return {cmd: table.flags(cmd) for cmd in ("run", "sweep", "serve", "rank", "agents")}
+    return {cmd: table.flags(cmd) for cmd in TABLE_COMMANDS}
+
+
+# The flags a command adds by hand, and why: --html [FILE] is add_html_argument's (run, sweep, rank
+# and report, each naming what it writes); the scale-out flags are the run's alone, and rank takes
+# the run's table flags ("run") without them.
+HAND_WRITTEN = {
+    "run": {"--html", "--workers", "--backend", "--ray-address", "--on-worker-failure"},
+    "sweep": {"--html"},
+    "rank": {"--html"},
+    "report": {"--html"},
+}
+
+
+def test_every_commands_flags_are_the_tables_but_the_few_written_by_hand() -> None:
+    import argparse
+
+    from pytps.cli import build_parser
+
+    assert sorted(TABLE_COMMANDS) == sorted(COMMANDS)
+    parser = build_parser()
+    for name, sub in next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices.items():
+        subs = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        for command, p in [(name, sub)] + [(f"{name} {n}", sp) for a in subs for n, sp in a.choices.items()]:
+            flags = {o for a in p._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
+            table = set(TABLE.flags(command)) | (set(TABLE.flags("run")) if command == "rank" else set())
+            assert flags - table == HAND_WRITTEN.get(command, set()), command
 
 
 def test_every_help_flag_is_in_the_docs() -> None:
