@@ -531,6 +531,8 @@ class Runner:
                 judge=cfg.judge,
                 keep_records=self._keep_records,
             )
+            # Its lines reach the OS once per turn of this loop, not once per request (see there).
+            output.flush_each_turn(asyncio.get_running_loop().call_soon)
             metadata = run_metadata(cfg, model, self.transport)
             metadata["host"] = host
             metadata["request_id_header"] = (
@@ -571,6 +573,7 @@ class Runner:
             except asyncio.CancelledError:
                 interrupted = True
             finally:
+                output.flush()  # whatever the way out: what was measured is in the files now
                 for task in list(self._background):  # stopped: their requests finish as "stopped"
                     task.cancel()
                 ticker.cancel()
