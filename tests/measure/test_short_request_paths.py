@@ -307,3 +307,39 @@ def test_messages_are_copied_as_deepcopy_copies_them():
     nested = _copy_messages(parts)
     nested[0]["content"].append("x")
     assert parts[0]["content"] == [{"type": "text", "text": "hi"}]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        {},
+        {"warmup": True, "t_sched_ns": 5, "max_tokens": 3, "sent_request_id": "r-1", "stream": False, "inputs": 4},
+        {"top_n": 2, "dimensions": 64, "images": 1, "image_bytes": 99, "image_pixels": 640, "usage_requested": False},
+    ],
+)
+def test_a_specs_record_is_the_one_its_constructor_makes(kind):
+    from pytps.measure.records import RequestRecord
+    from pytps.transport.base import RequestSpec
+
+    spec = RequestSpec(index=7, path="/v1/x", body=b"{}" * 5, headers={}, dialect="openai-chat", **kind)
+    a, b = spec.new_record("native"), spec.new_record("native")
+    want = RequestRecord(
+        index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
+        prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
+        usage_requested=spec.usage_requested, sent_request_id=spec.sent_request_id, request_bytes=len(spec.body),
+        transport="native", stream=spec.stream, inputs=spec.inputs, top_n=spec.top_n, dimensions=spec.dimensions,
+        images=spec.images, image_bytes=spec.image_bytes, image_pixels=spec.image_pixels,
+    )  # fmt: skip
+    assert type(a) is RequestRecord
+    assert list(vars(a)) == list(vars(want))  # the same attributes, in the same order
+    assert {k: v for k, v in vars(a).items() if not isinstance(v, np.ndarray)} == {
+        k: v for k, v in vars(want).items() if not isinstance(v, np.ndarray)
+    }
+    for name, value in vars(want).items():
+        if isinstance(value, np.ndarray):
+            assert getattr(a, name).dtype == value.dtype and len(getattr(a, name)) == 0
+        elif isinstance(value, (dict, list)):
+            assert getattr(a, name) is not getattr(b, name)  # each record its own
+    a.usage["x"] = 1
+    a.phases_ns["connect"] = 2
+    assert b.usage == {} and b.phases_ns == {} and spec.new_record("native").usage == {}
