@@ -18,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
     pytps_bindings::register_client(m);
     pytps_bindings::register_pacer(m);
     pytps_bindings::register_jsontext(m);
+    pytps_bindings::register_words(m);
 }

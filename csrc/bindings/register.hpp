@@ -16,6 +16,7 @@ void register_client(py::module_& m);
 void register_io(py::module_& m);
 void register_pacer(py::module_& m);
 void register_jsontext(py::module_& m);
+void register_words(py::module_& m);
 
 // Raises pytps.errors.ProtocolError (a Python class, so the whole error family lives in one place).
 [[noreturn]] void raise_protocol_error(const std::string& message);

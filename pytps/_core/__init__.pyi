@@ -97,5 +97,8 @@ from pytps._core.sse import (
 from pytps._core.sse import (
     SSEParser as SSEParser,
 )
+from pytps._core.words import (
+    shuffled_words as shuffled_words,
+)
 
 __version__: str

@@ -124,6 +124,8 @@ _READERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, int]], dict[str, A
     "cerebras": _cerebras,
 }
 
+_EMPTY: dict[str, Any] = dict.fromkeys(KEYS)
+
 #: Every source the recorder can name.
 SOURCES = tuple(_READERS)
 
@@ -147,9 +149,9 @@ def read(
     if reader is None or not isinstance(fields, dict):
         return None
     figures = reader(fields, usage)
-    if all(v is None for v in figures.values()):
+    if not any(v is not None for v in figures.values()):
         return None  # a report without figures (Groq's first chunk: x_groq holds only an id)
-    out: dict[str, Any] = dict.fromkeys(KEYS)
+    out: dict[str, Any] = _EMPTY.copy()  # KEYS in order, each None
     out.update(figures)
     out["source"] = source
     prompt_s, server_tpot = out["prompt_s"], out["tpot_s"]

@@ -11,6 +11,7 @@ The formulas are pytps.measure.metrics's; docs/metrics.md defines them.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -89,6 +90,9 @@ class RunSummary:
         self._cols = Columns(spec, spill_path)
         live = self._cols.live
         self._seconds = {name: live[name] for name in names}
+        # The columns and their figures read in one call (a tuple: names holds at least two).
+        self._seconds_cols = tuple(self._seconds.values())
+        self._seconds_of = operator.attrgetter(*names)
         self._index, self._t_send, self._finish = live["index"], live["t_send"], live["finish"]
         self._measured, self._ok = live["measured"], live["ok"]
         self._itl = _core.Histogram()
@@ -147,8 +151,7 @@ class RunSummary:
         self.tokens_read += m.output_tokens
         measured = not m.warmup
         ok = measured and m.ok
-        for name, col in self._seconds.items():
-            value = getattr(m, name)
+        for col, value in zip(self._seconds_cols, self._seconds_of(m), strict=True):
             col.append(math.nan if value is None else value)
         self._index.append(m.index)
         self._t_send.append(m.t_send_ns)

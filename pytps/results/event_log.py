@@ -34,7 +34,8 @@ CHUNK_ROWS = 1 << 17
 
 
 class EventLog:
-    """Appends each finished request's events to `path`; one write and one flush per request."""
+    """Appends each finished request's events to `path`: one write per request; flush() sends
+    them to the OS (RunOutput: at once, or once per turn of the event loop)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -47,7 +48,11 @@ class EventLog:
         data, kernel = event_row_bytes(rec, layout)
         self.kernel_stamps |= kernel
         self._f.write(data)
-        self._f.flush()
+
+    def flush(self) -> None:
+        """The rows appended so far, to the OS (a no-op once closed: close() flushed them)."""
+        if not self._f.closed:
+            self._f.flush()
 
     def close(self) -> None:
         self._f.close()

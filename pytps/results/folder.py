@@ -188,7 +188,8 @@ def line_text(fields: dict[str, Any]) -> str:
 
 
 class Journal:
-    """Appends one JSON line per finished request and flushes it to the OS at once. A graded
+    """Appends one JSON line per finished request; each reaches the OS by flush() (RunOutput
+    flushes at once, or once per turn of the event loop: see RunOutput.flush_each_turn). A graded
     request may come in two lines: the request when its timing ended ("grading": "pending"),
     then its verdict ({"verdict_of": index, ...}); read_journal() merges them."""
 
@@ -201,11 +202,14 @@ class Journal:
         # Scalars only: the per-event arrays go to the event log (pytps.results.event_log), which keeps
         # this file small however long the run.
         self._f.write(line_text(_line_fields(rec, scalars)) + "\n")
-        self._f.flush()
 
     def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
         self._f.write(_compact({VERDICT_OF: index, **fields}) + "\n")
-        self._f.flush()
+
+    def flush(self) -> None:
+        """The lines appended so far, to the OS (a no-op once closed: close() flushed them)."""
+        if not self._f.closed:
+            self._f.flush()
 
     def close(self) -> None:
         self._f.close()

@@ -290,13 +290,23 @@ class Runner:
         user's function, a JSON Schema: up to --grader-timeout-s), then graded, then _finish.
         A run stopped meanwhile finishes it without a verdict (_finish_ungraded).
         background: grade it in a task of its own (the probe: the load must not wait for it)."""
+        item = self._ungraded(rec)
+        if item is None:
+            self._finish(rec, output)
+            return
+        await self._grade(rec, item, output, background)
+
+    def _ungraded(self, rec: RequestRecord) -> tuple[str, dict[str, Any] | None] | None:
+        """A finished request's body read and record prepared; its item when it has an answer to grade."""
         if not rec.stream:
             read_body(rec, self.cfg.api)
         item = self._items.pop(rec.index, None)
         self._prepare(rec)
-        if item is None:
-            self._finish(rec, output)
-            return
+        return item
+
+    async def _grade(
+        self, rec: RequestRecord, item: tuple[str, dict[str, Any] | None], output: RunOutput, background: bool
+    ) -> None:
         grading = self.cfg.judge.grading
         placeholder = grading.pending(rec, *item)
         if placeholder is not None:
@@ -430,7 +440,12 @@ class Runner:
             rec = await self.transport.send(self._spec(i, model, warmup, t_sched_ns))
         finally:
             self._in_flight -= 1
-        await self._completed(rec, output)
+        # _completed, without a coroutine of its own for a request with nothing to grade (issue 42).
+        item = self._ungraded(rec)
+        if item is None:
+            self._finish(rec, output)
+        else:
+            await self._grade(rec, item, output, False)
 
     async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
         """The share's slots each send the next index of the share as soon as their last finished."""
@@ -531,6 +546,8 @@ class Runner:
                 judge=cfg.judge,
                 keep_records=self._keep_records,
             )
+            # Its lines reach the OS once per turn of this loop, not once per request (see there).
+            output.flush_each_turn(asyncio.get_running_loop().call_soon)
             metadata = run_metadata(cfg, model, self.transport)
             metadata["host"] = host
             metadata["request_id_header"] = (
@@ -571,6 +588,7 @@ class Runner:
             except asyncio.CancelledError:
                 interrupted = True
             finally:
+                output.flush()  # whatever the way out: what was measured is in the files now
                 for task in list(self._background):  # stopped: their requests finish as "stopped"
                     task.cancel()
                 ticker.cancel()

@@ -45,6 +45,7 @@ from pytps.measure.records import (
     RequestRecord,
     compressed_body_detail,
     http_error_class,
+    new_record_of,
 )
 
 __all__ = [
@@ -104,23 +105,25 @@ class RequestSpec:
 
     def new_record(self, transport: str) -> RequestRecord:
         """The record a transport fills in for this request, carrying what the spec knows."""
-        return RequestRecord(
-            index=self.index,
-            warmup=self.warmup,
-            t_sched_ns=self.t_sched_ns,
-            prompt_tokens_planned=self.prompt_tokens_planned,
-            max_tokens=self.max_tokens,
-            usage_requested=self.usage_requested,
-            sent_request_id=self.sent_request_id,
-            request_bytes=len(self.body),
-            transport=transport,
-            stream=self.stream,
-            inputs=self.inputs,
-            top_n=self.top_n,
-            dimensions=self.dimensions,
-            images=self.images,
-            image_bytes=self.image_bytes,
-            image_pixels=self.image_pixels,
+        return new_record_of(
+            {
+                "index": self.index,
+                "warmup": self.warmup,
+                "t_sched_ns": self.t_sched_ns,
+                "prompt_tokens_planned": self.prompt_tokens_planned,
+                "max_tokens": self.max_tokens,
+                "usage_requested": self.usage_requested,
+                "sent_request_id": self.sent_request_id,
+                "request_bytes": len(self.body),
+                "transport": transport,
+                "stream": self.stream,
+                "inputs": self.inputs,
+                "top_n": self.top_n,
+                "dimensions": self.dimensions,
+                "images": self.images,
+                "image_bytes": self.image_bytes,
+                "image_pixels": self.image_pixels,
+            }
         )
 
 

@@ -15,6 +15,7 @@ prompt_calibration(), so the runner treats them alike (the Workload protocol).
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import os
 import random
@@ -23,6 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pytps._native import _core
 from pytps.errors import ConfigError
 from pytps.workload.datasets import (
     DEFAULT_TOKENS_PER_WORD,
@@ -334,7 +336,7 @@ class SyntheticWorkload:
         body = total_words - len(prefix) - self._ID_WORDS
         tail = self._instruction if body >= 3 * len(self._instruction) else []
         body = max(1, body - len(tail))
-        words = _shuffled_words(random.Random(f"pytps:{self.seed}:{i}:words"), body)
+        words = _seeded_words(f"pytps:{self.seed}:{i}:words", body)
         parts = [*prefix, f"[{self.salt}{tag}{i}]", *words, *tail]
         text = " ".join(parts)
         return Prompt(i, None, text, target, max_tokens, round(len(parts) * self._base))
@@ -344,8 +346,7 @@ class SyntheticWorkload:
         # server's cache still holds most of it.
         with self._lock:
             if len(self._prefix_pool) < k:
-                rng = random.Random(f"pytps:{self.seed}:prefix")
-                self._prefix_pool = _shuffled_words(rng, max(k, 2 * len(self._prefix_pool)))
+                self._prefix_pool = _seeded_words(f"pytps:{self.seed}:prefix", max(k, 2 * len(self._prefix_pool)))
             return self._prefix_pool[:k]
 
     def describe(self) -> dict[str, Any]:
@@ -368,6 +369,19 @@ class SyntheticWorkload:
             "reports": self._n,
             "stopped": self._stopped,
         }
+
+
+def _seeded_words(seed_text: str, k: int) -> list[str]:
+    """_shuffled_words(random.Random(seed_text), k): the same words, drawn in C++
+    (_core.shuffled_words). Seeding a Mersenne Twister from a string for each prompt and drawing
+    its words in Python were ~7 us of a 1-token request's client CPU (issue 42); natively the
+    seeding's constant part is made once and only the outputs a prompt uses are made.
+    tests/workload/test_native_words.py holds the two to the same words."""
+    if k <= 0:
+        return []
+    text = seed_text.encode()
+    # random.Random(str) seeds with int.from_bytes(text + sha512(text).digest()) (seed version 2).
+    return _core.shuffled_words(text + hashlib.sha512(text).digest(), WORDS, k)
 
 
 def _shuffled_words(rng: random.Random, k: int) -> list[str]:

@@ -307,3 +307,64 @@ def test_messages_are_copied_as_deepcopy_copies_them():
     nested = _copy_messages(parts)
     nested[0]["content"].append("x")
     assert parts[0]["content"] == [{"type": "text", "text": "hi"}]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        {},
+        {"warmup": True, "t_sched_ns": 5, "max_tokens": 3, "sent_request_id": "r-1", "stream": False, "inputs": 4},
+        {"top_n": 2, "dimensions": 64, "images": 1, "image_bytes": 99, "image_pixels": 640, "usage_requested": False},
+    ],
+)
+def test_a_specs_record_is_the_one_its_constructor_makes(kind):
+    from pytps.measure.records import RequestRecord
+    from pytps.transport.base import RequestSpec
+
+    spec = RequestSpec(index=7, path="/v1/x", body=b"{}" * 5, headers={}, dialect="openai-chat", **kind)
+    a, b = spec.new_record("native"), spec.new_record("native")
+    want = RequestRecord(
+        index=spec.index, warmup=spec.warmup, t_sched_ns=spec.t_sched_ns,
+        prompt_tokens_planned=spec.prompt_tokens_planned, max_tokens=spec.max_tokens,
+        usage_requested=spec.usage_requested, sent_request_id=spec.sent_request_id, request_bytes=len(spec.body),
+        transport="native", stream=spec.stream, inputs=spec.inputs, top_n=spec.top_n, dimensions=spec.dimensions,
+        images=spec.images, image_bytes=spec.image_bytes, image_pixels=spec.image_pixels,
+    )  # fmt: skip
+    assert type(a) is RequestRecord
+    assert list(vars(a)) == list(vars(want))  # the same attributes, in the same order
+    assert {k: v for k, v in vars(a).items() if not isinstance(v, np.ndarray)} == {
+        k: v for k, v in vars(want).items() if not isinstance(v, np.ndarray)
+    }
+    for name, value in vars(want).items():
+        if isinstance(value, np.ndarray):
+            assert getattr(a, name).dtype == value.dtype and len(getattr(a, name)) == 0
+        elif isinstance(value, (dict, list)):
+            assert getattr(a, name) is not getattr(b, name)  # each record its own
+    a.usage["x"] = 1
+    a.phases_ns["connect"] = 2
+    assert b.usage == {} and b.phases_ns == {} and spec.new_record("native").usage == {}
+
+
+def test_measured_metrics_are_the_ones_their_constructor_makes():
+    from dataclasses import fields
+
+    from pytps.measure.metrics import RequestMetrics, measure
+    from pytps.measure.records import RequestRecord
+
+    one = RequestRecord(index=1, t_send_ns=10, t_sched_ns=5, t_submit_ns=8, status=200, max_tokens=1)
+    one.output_times_ns = np.array([1_000_010], dtype=np.int64)
+    one.output_tokens = np.array([-1], dtype=np.int32)
+    one.first_output_ns = one.first_answer_ns = one.last_output_ns = one.end_ns = 1_000_010
+    one.usage = {"prompt_tokens": 17, "completion_tokens": 1}
+    one.server_timings = ("llama.cpp", '{"prompt_n":17,"prompt_ms":0.5,"predicted_n":1,"predicted_ms":0.0}')
+    many = RequestRecord(index=2, t_send_ns=0, status=200, max_tokens=5)
+    many.output_times_ns = np.array([100, 300, 600, 1000], dtype=np.int64)
+    many.output_tokens = np.array([1, 1, 2, 1], dtype=np.int32)
+    many.first_output_ns, many.end_ns = 100, 1000
+    body = RequestRecord(index=3, t_send_ns=0, status=200, stream=False, inputs=4, embedding_dim=384, end_ns=50)
+    failed = RequestRecord(index=4, warmup=True, error="http_500", status=500)
+    names = [f.name for f in fields(RequestMetrics)]
+    for rec in (one, many, body, failed):
+        m, _ = measure(rec)
+        assert type(m) is RequestMetrics and list(vars(m)) == names
+        assert m == RequestMetrics(**vars(m)) and m.as_fields() == RequestMetrics(**vars(m)).as_fields()
