@@ -19,7 +19,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from pytps._native import _core
@@ -285,24 +285,23 @@ class Runner:
 
     # ---- one request ------------------------------------------------------------------------
 
-    async def _completed(self, rec: RequestRecord, output: RunOutput, background: bool = False) -> None:
-        """A finished request: journaled at once when its answer must wait for a grader (a
-        user's function, a JSON Schema: up to --grader-timeout-s), then graded, then _finish.
-        A run stopped meanwhile finishes it without a verdict (_finish_ungraded).
+    def _completed(
+        self, rec: RequestRecord, output: RunOutput, background: bool = False
+    ) -> Coroutine[Any, Any, None] | None:
+        """A finished request: its body read and record prepared; finished at once when it has
+        nothing to grade (None: no coroutine per request, issue 42), else the grading to await:
+        journaled at once when its answer must wait for a grader (a user's function, a JSON
+        Schema: up to --grader-timeout-s), then graded, then _finish. A run stopped meanwhile
+        finishes it without a verdict (_finish_ungraded).
         background: grade it in a task of its own (the probe: the load must not wait for it)."""
-        item = self._ungraded(rec)
-        if item is None:
-            self._finish(rec, output)
-            return
-        await self._grade(rec, item, output, background)
-
-    def _ungraded(self, rec: RequestRecord) -> tuple[str, dict[str, Any] | None] | None:
-        """A finished request's body read and record prepared; its item when it has an answer to grade."""
         if not rec.stream:
             read_body(rec, self.cfg.api)
         item = self._items.pop(rec.index, None)
         self._prepare(rec)
-        return item
+        if item is None:
+            self._finish(rec, output)
+            return None
+        return self._grade(rec, item, output, background)
 
     async def _grade(
         self, rec: RequestRecord, item: tuple[str, dict[str, Any] | None], output: RunOutput, background: bool
@@ -426,7 +425,8 @@ class Runner:
                 )
                 or ""
             )
-        await self._completed(rec, output, background=True)
+        if (grading := self._completed(rec, output, background=True)) is not None:
+            await grading
 
     # ---- load -------------------------------------------------------------------------------
 
@@ -440,12 +440,8 @@ class Runner:
             rec = await self.transport.send(self._spec(i, model, warmup, t_sched_ns))
         finally:
             self._in_flight -= 1
-        # _completed, without a coroutine of its own for a request with nothing to grade (issue 42).
-        item = self._ungraded(rec)
-        if item is None:
-            self._finish(rec, output)
-        else:
-            await self._grade(rec, item, output, False)
+        if (grading := self._completed(rec, output)) is not None:
+            await grading
 
     async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
         """The share's slots each send the next index of the share as soon as their last finished."""
