@@ -52,18 +52,30 @@ def llama_embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     yield from _serve(tmp_path_factory, "llama-embed", "--embeddings", "--pooling", "mean")
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *extra: str) -> Iterator[str]:
+@pytest.fixture(scope="session")
+def llama_server_one_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A llama-server computing on one thread (`-t 1`), so one of the 2 cores stays free for its HTTP
+    thread and the client: for the test that holds pytps's TPOT to the server's. With `-t 2` the
+    server's two compute threads take both cores from the first token on, its HTTP thread waits for a
+    core to write that token, and pytps's span (first token read to last) comes out short by that wait:
+    measured on the quiet machine, 5 requests x 6 runs x 3 transports: with `-t 2` 19 of 90 requests
+    0.5-2.4% short and 2 of 18 medians beyond 0.5%; with `-t 1`, in three such rounds, 2 of 270
+    requests (worst -0.58%) and no median beyond 0.07%."""
+    yield from _serve(tmp_path_factory, "llama-one-thread", threads=1)
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *extra: str, threads: int = 2) -> Iterator[str]:
     binary, vocab = build()
     work = tmp_path_factory.mktemp(name)
     model = make_model(vocab, work / "tiny.gguf")
-    yield from serve(binary, model, work, *extra)
+    yield from serve(binary, model, work, *extra, threads=threads)
 
 
-def serve(binary: Path, model: Path, work: Path, *extra: str) -> Iterator[str]:
+def serve(binary: Path, model: Path, work: Path, *extra: str, threads: int = 2) -> Iterator[str]:
     """Runs llama-server on model (with extra flags) until the generator is closed; yields its URL."""
     port = _free_port()
     log_path = work / "llama-server.log"
-    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", "2", "--no-webui", "--metrics",
+    cmd = [str(binary), "-m", str(model), "-c", "4096", "-t", str(threads), "--no-webui", "--metrics",
            "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
