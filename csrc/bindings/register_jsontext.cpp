@@ -31,6 +31,19 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr char kHex[] = "0123456789abcdef";
 
+// A literal appended with its length known when compiled (append(const char*) measures it with
+// strlen at every call: a seventh of a journal line's time, issue 42).
+template <size_t N>
+void put(std::string& out, const char (&text)[N]) {
+    out.append(text, N - 1);
+}
+
+// ',' or ':' of the compact style, followed by a space in json.dumps's default one.
+void put_separator(std::string& out, bool spaced, char c) {
+    out.push_back(c);
+    if (spaced) out.push_back(' ');
+}
+
 void put_u(std::string& out, unsigned c) {
     const char esc[6] = {'\\', 'u', kHex[(c >> 12) & 15], kHex[(c >> 8) & 15], kHex[(c >> 4) & 15], kHex[c & 15]};
     out.append(esc, sizeof esc);
@@ -89,19 +102,43 @@ void put_float_repr(std::string& out, double x) {
         if (e < 10) out.push_back('0');
         out.append(std::to_string(e));
     } else if (decpt <= 0) {
-        out.append("0.");
+        put(out, "0.");
         out.append(static_cast<size_t>(-decpt), '0');
         out.append(digits, static_cast<size_t>(n));
     } else if (decpt >= n) {
         out.append(digits, static_cast<size_t>(n));
         out.append(static_cast<size_t>(decpt - n), '0');
-        out.append(".0");
+        put(out, ".0");
     } else {
         out.append(digits, static_cast<size_t>(decpt));
         out.push_back('.');
         out.append(digits + decpt, static_cast<size_t>(n - decpt));
     }
 #endif
+}
+
+bool plain_char(Py_UCS4 c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'; }
+
+// A character json.dumps escapes (ensure_ascii): the short escapes, else \uXXXX (a surrogate
+// pair past the BMP).
+void put_escaped(std::string& out, Py_UCS4 c) {
+    switch (c) {
+        case '"': put(out, "\\\""); break;
+        case '\\': put(out, "\\\\"); break;
+        case '\b': put(out, "\\b"); break;
+        case '\f': put(out, "\\f"); break;
+        case '\n': put(out, "\\n"); break;
+        case '\r': put(out, "\\r"); break;
+        case '\t': put(out, "\\t"); break;
+        default:
+            if (c >= 0x10000) {
+                const unsigned v = static_cast<unsigned>(c) - 0x10000;
+                put_u(out, 0xd800 | ((v >> 10) & 0x3ff));
+                put_u(out, 0xdc00 | (v & 0x3ff));
+            } else {
+                put_u(out, static_cast<unsigned>(c));
+            }
+    }
 }
 
 // false: the string is not ready (a legacy string on Python < 3.12): the caller falls back.
@@ -116,28 +153,25 @@ bool put_str(std::string& out, PyObject* s) {
     const int kind = PyUnicode_KIND(s);
     const void* data = PyUnicode_DATA(s);
     out.push_back('"');
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') {
-            out.push_back(static_cast<char>(c));
-            continue;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        // Runs of characters written as they are (a journal's keys and most of its text) are
+        // appended whole, not a character at a time (issue 42: about half of a line's time).
+        const auto* bytes = static_cast<const unsigned char*>(data);
+        Py_ssize_t i = 0;
+        while (i < n) {
+            Py_ssize_t j = i;
+            while (j < n && plain_char(bytes[j])) ++j;
+            out.append(reinterpret_cast<const char*>(bytes + i), static_cast<size_t>(j - i));
+            if (j < n) put_escaped(out, bytes[j++]);
+            i = j;
         }
-        switch (c) {
-            case '"': out.append("\\\""); break;
-            case '\\': out.append("\\\\"); break;
-            case '\b': out.append("\\b"); break;
-            case '\f': out.append("\\f"); break;
-            case '\n': out.append("\\n"); break;
-            case '\r': out.append("\\r"); break;
-            case '\t': out.append("\\t"); break;
-            default:
-                if (c >= 0x10000) {
-                    const unsigned v = static_cast<unsigned>(c) - 0x10000;
-                    put_u(out, 0xd800 | ((v >> 10) & 0x3ff));
-                    put_u(out, 0xdc00 | (v & 0x3ff));
-                } else {
-                    put_u(out, static_cast<unsigned>(c));
-                }
+    } else {
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (plain_char(c))
+                out.push_back(static_cast<char>(c));
+            else
+                put_escaped(out, c);
         }
     }
     out.push_back('"');
@@ -155,15 +189,15 @@ struct Style {
 // error (set: the caller raises it).
 bool put_value(std::string& out, PyObject* v, int depth, Style style) {
     if (v == Py_None) {
-        out.append("null");
+        put(out, "null");
         return true;
     }
     if (v == Py_True) {
-        out.append("true");
+        put(out, "true");
         return true;
     }
     if (v == Py_False) {
-        out.append("false");
+        put(out, "false");
         return true;
     }
     if (PyUnicode_CheckExact(v)) return put_str(out, v);
@@ -172,7 +206,9 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow == 0) {
             if (x == -1 && PyErr_Occurred()) return false;
-            out.append(std::to_string(x));
+            char digits[24];
+            const std::to_chars_result r = std::to_chars(digits, digits + sizeof digits, x);
+            out.append(digits, static_cast<size_t>(r.ptr - digits));
             return true;
         }
         PyObject* text = PyObject_Repr(v);
@@ -187,7 +223,7 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const double x = PyFloat_AS_DOUBLE(v);
         if (!std::isfinite(x)) {
             if (style.spaced) return false;
-            out.append("null");
+            put(out, "null");
             return true;
         }
         put_float_repr(out, x);
@@ -202,10 +238,10 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         bool first = true;
         while (PyDict_Next(v, &pos, &key, &item)) {
             if (!PyUnicode_CheckExact(key)) return false;
-            if (!first) out.append(style.spaced ? ", " : ",");
+            if (!first) put_separator(out, style.spaced, ',');
             first = false;
             if (!put_str(out, key)) return false;
-            out.append(style.spaced ? ": " : ":");
+            put_separator(out, style.spaced, ':');
             // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
             if (!put_value(out, item, depth + 1, style)) return false;
         }
@@ -217,7 +253,7 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const Py_ssize_t n = list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
         out.push_back('[');
         for (Py_ssize_t i = 0; i < n; ++i) {
-            if (i) out.append(style.spaced ? ", " : ",");
+            if (i) put_separator(out, style.spaced, ',');
             if (!put_value(out, list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), depth + 1, style))
                 return false;
         }
