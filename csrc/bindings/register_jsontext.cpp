@@ -19,7 +19,9 @@
 // been an integer beyond 64 bits in the text, which json.loads reads exactly).
 #include <Python.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <string>
 
@@ -31,20 +33,51 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr char kHex[] = "0123456789abcdef";
 
+// The text being written: a growing buffer whose appends are inlined here (std::string's
+// push_back and append are calls into the shared libstdc++, which were a fifth of a journal
+// line's time, issue 42).
+class Text {
+public:
+    explicit Text(size_t expected) : buf_(expected == 0 ? 64 : expected, '\0') {}
+    void push_back(char c) {
+        if (size_ == buf_.size()) grow(1);
+        buf_[size_++] = c;
+    }
+    void append(const char* text, size_t n) {
+        if (n > buf_.size() - size_) grow(n);
+        std::memcpy(&buf_[size_], text, n);
+        size_ += n;
+    }
+    void append(const char* text) { append(text, std::strlen(text)); }
+    void append(const std::string& text) { append(text.data(), text.size()); }
+    void append(size_t n, char c) {
+        if (n > buf_.size() - size_) grow(n);
+        std::memset(&buf_[size_], c, n);
+        size_ += n;
+    }
+    const char* data() const { return buf_.data(); }
+    size_t size() const { return size_; }
+
+private:
+    void grow(size_t n) { buf_.resize(std::max(2 * buf_.size(), size_ + n)); }
+    std::string buf_;
+    size_t size_ = 0;
+};
+
 // A literal appended with its length known when compiled (append(const char*) measures it with
 // strlen at every call: a seventh of a journal line's time, issue 42).
 template <size_t N>
-void put(std::string& out, const char (&text)[N]) {
+void put(Text& out, const char (&text)[N]) {
     out.append(text, N - 1);
 }
 
 // ',' or ':' of the compact style, followed by a space in json.dumps's default one.
-void put_separator(std::string& out, bool spaced, char c) {
+void put_separator(Text& out, bool spaced, char c) {
     out.push_back(c);
     if (spaced) out.push_back(' ');
 }
 
-void put_u(std::string& out, unsigned c) {
+void put_u(Text& out, unsigned c) {
     const char esc[6] = {'\\', 'u', kHex[(c >> 12) & 15], kHex[(c >> 8) & 15], kHex[(c >> 4) & 15], kHex[c & 15]};
     out.append(esc, sizeof esc);
 }
@@ -59,7 +92,7 @@ void put_u(std::string& out, unsigned c) {
 #define PYTPS_FLOAT_TO_CHARS 1
 #endif
 
-void put_float_repr(std::string& out, double x) {
+void put_float_repr(Text& out, double x) {
 #if !defined(PYTPS_FLOAT_TO_CHARS)
     // A standard library without floating-point to_chars: Python's own.
     char* text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
@@ -121,7 +154,7 @@ bool plain_char(Py_UCS4 c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '
 
 // A character json.dumps escapes (ensure_ascii): the short escapes, else \uXXXX (a surrogate
 // pair past the BMP).
-void put_escaped(std::string& out, Py_UCS4 c) {
+void put_escaped(Text& out, Py_UCS4 c) {
     switch (c) {
         case '"': put(out, "\\\""); break;
         case '\\': put(out, "\\\\"); break;
@@ -142,7 +175,7 @@ void put_escaped(std::string& out, Py_UCS4 c) {
 }
 
 // false: the string is not ready (a legacy string on Python < 3.12): the caller falls back.
-bool put_str(std::string& out, PyObject* s) {
+bool put_str(Text& out, PyObject* s) {
 #if PY_VERSION_HEX < 0x030C0000
     if (PyUnicode_READY(s) != 0) {
         PyErr_Clear();
@@ -187,7 +220,7 @@ struct Style {
 
 // false: a value the Python encoders must decide (no Python error is left set), or a Python
 // error (set: the caller raises it).
-bool put_value(std::string& out, PyObject* v, int depth, Style style) {
+bool put_value(Text& out, PyObject* v, int depth, Style style) {
     if (v == Py_None) {
         put(out, "null");
         return true;
@@ -287,11 +320,9 @@ bool no_big_float(PyObject* v, int depth) {
     return true;
 }
 
-// The JSON text of a plain value into `out` (room for `expected` bytes made first): false when the
-// value is not plain, and the caller returns None for its Python encoders to take it; a Python
-// error met on the way is raised.
-bool plain_json(py::handle value, Style style, size_t expected, std::string& out) {
-    out.reserve(expected);
+// The JSON text of a plain value into `out`: false when the value is not plain, and the caller
+// returns None for its Python encoders to take it; a Python error met on the way is raised.
+bool plain_json(py::handle value, Style style, Text& out) {
     if (put_value(out, value.ptr(), 0, style)) return true;
     if (PyErr_Occurred()) throw py::error_already_set();
     return false;
@@ -319,8 +350,8 @@ void register_jsontext(py::module_& m) {
     m.def(
         "json_line",
         [](py::handle fields) -> py::object {
-            std::string out;
-            if (!plain_json(fields, Style{false}, 2048, out)) return py::none();
+            Text out(2048);
+            if (!plain_json(fields, Style{false}, out)) return py::none();
             PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
             if (text == nullptr) throw py::error_already_set();
             return py::reinterpret_steal<py::object>(text);
@@ -334,8 +365,8 @@ void register_jsontext(py::module_& m) {
     m.def(
         "json_body",
         [](py::handle value) -> py::object {
-            std::string out;
-            if (!plain_json(value, Style{true}, 1024, out)) return py::none();
+            Text out(1024);
+            if (!plain_json(value, Style{true}, out)) return py::none();
             return py::bytes(out.data(), out.size());
         },
         py::arg("value"),

@@ -174,3 +174,15 @@ def test_every_kind_of_float_is_written_as_its_repr():
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_a_float_is_its_repr(x):
     assert json_line({"x": x}) == '{"x":' + repr(x) + "}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\"\\\n\x7f\xe9 ", max_size=300), max_size=12), st.integers(0, 3000))
+def test_runs_of_plain_characters_and_the_escapes_between_them(texts, pad):
+    """A one-byte string is written in runs between the characters it escapes, into a buffer that
+    grows past its first size (2,048 bytes for a line, 1,024 for a body)."""
+    from pytps._native import _core
+
+    value = {t: ["x" * pad, t] for t in texts} | {"k" * pad: texts}
+    assert json_line(value) == _dumps(value)
+    assert _core.json_body(value) == json.dumps(value).encode()
