@@ -359,7 +359,8 @@ def test_a_specs_record_is_the_one_its_constructor_makes(kind):
     }
     for name, value in vars(want).items():
         if isinstance(value, np.ndarray):
-            assert getattr(a, name).dtype == value.dtype and len(getattr(a, name)) == 0
+            assert getattr(a, name) is value  # the one shared empty array of its dtype, as the constructor's
+            assert len(value) == 0
         elif isinstance(value, (dict, list)):
             assert getattr(a, name) is not getattr(b, name)  # each record its own
     a.usage["x"] = 1
