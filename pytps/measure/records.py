@@ -273,8 +273,8 @@ def _record_template() -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], tup
     by a factory of a new value with their factories; and those whose factory gives the one
     shared empty array (_SharedEmpty) with theirs."""
     template: dict[str, Any] = {}
-    factories = []
-    shared = []
+    factories: list[tuple[str, Any]] = []
+    shared: list[tuple[str, Any]] = []
     for f in fields(RequestRecord):
         template[f.name] = None if f.default is MISSING else f.default
         if f.default_factory is not MISSING:
