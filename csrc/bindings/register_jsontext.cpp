@@ -24,8 +24,12 @@
 #include <cstring>
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "bindings/buffer.hpp"
 #include "bindings/register.hpp"
+#include "core/embedding_vectors.hpp"
 
 namespace pytps_bindings {
 namespace {
@@ -380,6 +384,25 @@ void register_jsontext(py::module_& m) {
         "True when no float in value (dict values and list items, walked) is 2**63 or more in size, or\n"
         "NaN: what orjson read is then what json.loads reads (pytps.measure.fast_json.loads). False\n"
         "also for nesting deeper than 64.");
+    m.def(
+        "json_empty_float_vectors",
+        [](py::handle body) -> py::object {
+            std::string out;
+            std::vector<pytps::CountedVector> counted;
+            {
+                const BytesArg bytes(body);
+                if (!pytps::empty_float_vectors(std::string_view(bytes.data(), bytes.size()), out, counted))
+                    return py::none();
+            }
+            py::dict lengths;
+            for (const auto& v : counted) lengths[py::int_(v.element)] = py::int_(v.components);
+            return py::make_tuple(py::bytes(out.data(), out.size()), lengths);
+        },
+        py::arg("body"),
+        "json_empty_float_vectors(body) -> tuple[bytes, dict[int, int]] | None\n\n"
+        "An OpenAI-style embeddings body with each data[i].embedding that is a non-empty array of\n"
+        "finite float literals emptied to [], and {i: its components} (core/embedding_vectors.hpp);\n"
+        "None when the body is not strict JSON of that shape or has no such vector.");
     m.def("json_float_vector_length", &float_vector_length, py::arg("value"),
           "json_float_vector_length(value) -> int | None\n\n"
           "An embedding's components when value is a non-empty list of floats only: its length, or -1\n"

@@ -56,6 +56,9 @@ from pytps._core.jsontext import (
     json_body as json_body,
 )
 from pytps._core.jsontext import (
+    json_empty_float_vectors as json_empty_float_vectors,
+)
+from pytps._core.jsontext import (
     json_float_vector_length as json_float_vector_length,
 )
 from pytps._core.jsontext import (

@@ -15,3 +15,8 @@ def json_no_big_float(value: Any) -> bool:
 
 def json_float_vector_length(value: Any) -> int | None:
     """A non-empty list of floats only: its length, or -1 when one is NaN or infinite; else None."""
+
+def json_empty_float_vectors(body: bytes | bytearray | memoryview) -> tuple[bytes, dict[int, int]] | None:
+    """An OpenAI-style embeddings body with each data[i].embedding that is a non-empty array of finite
+    float literals emptied to [], and {i: its components}; None when the body is not strict JSON of
+    that shape or has no such vector (csrc/core/embedding_vectors.hpp)."""

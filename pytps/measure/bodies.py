@@ -118,7 +118,27 @@ def _vector_length(value: Any) -> int | None:
     return None
 
 
-def _embeddings(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | None:
+_empty_float_vectors = _core.json_empty_float_vectors
+
+
+def _loads(body: bytes, api: str) -> tuple[Any, dict[int, int]]:
+    """fast_json.loads(body), and the lengths of the vectors counted instead of read: an OpenAI
+    embeddings body's data[i].embedding arrays of finite floats come emptied, their component
+    counts by i (_core.json_empty_float_vectors: a Python float per component was most of an
+    embeddings request's client CPU, issue 42). Every other value is json.loads's; a body of
+    another shape, or whose emptied text does not read, is read whole."""
+    if api == "openai-embeddings":
+        emptied = _empty_float_vectors(body)
+        if emptied is not None:
+            try:
+                return fast_json.loads(emptied[0]), emptied[1]
+            except ValueError:  # JSONDecodeError and UnicodeDecodeError: the whole body says which
+                pass
+    return fast_json.loads(body), {}
+
+
+def _embeddings(rec: RequestRecord, obj: Mapping[str, Any], api: str, counted: Mapping[int, int]) -> str | None:
+    """The embeddings' verdict; counted: the components of vectors _loads counted instead of read."""
     if api == "ollama-embed":
         vectors = obj.get("embeddings")
         if not isinstance(vectors, list):
@@ -136,7 +156,7 @@ def _embeddings(rec: RequestRecord, obj: Mapping[str, Any], api: str) -> str | N
     expected = rec.inputs or 0
     if len(vectors) != expected:
         return f"{len(vectors)} embeddings for {expected} inputs"
-    lengths = {_vector_length(v) for v in vectors}
+    lengths = {counted[i] if i in counted else _vector_length(v) for i, v in enumerate(vectors)}
     if None in lengths or 0 in lengths:
         return "an embedding is not a non-empty list of numbers (or base64 float32s)"
     if -1 in lengths:
@@ -275,7 +295,7 @@ def read_body(rec: RequestRecord, api: str) -> None:
     if rec.stream or rec.error is not None:
         return
     try:
-        obj = fast_json.loads(body)
+        obj, counted = _loads(body, api)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = " ".join(body[:80].decode("utf-8", "replace").split())
         _fail(rec, f"the response body is not JSON: {text!r}")
@@ -296,7 +316,7 @@ def read_body(rec: RequestRecord, api: str) -> None:
     rec.usage = {k: v for k, v in usage.items() if k not in bad}
     rec.usage_implausible = bad or None
     if api in ("openai-embeddings", "ollama-embed"):
-        why = _embeddings(rec, obj, api)
+        why = _embeddings(rec, obj, api, counted)
     elif api == "rerank":
         why = _rerank(rec, obj)
     else:
