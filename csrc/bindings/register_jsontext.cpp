@@ -222,6 +222,26 @@ struct Style {
     bool spaced;
 };
 
+bool put_value(Text& out, PyObject* v, int depth, Style style);
+
+// A dict's members, each after a separator but the first (`first`, cleared by the first one), as
+// put_value writes them between its braces.
+bool put_members(Text& out, PyObject* dict, int depth, Style style, bool& first) {
+    Py_ssize_t pos = 0;
+    PyObject* key = nullptr;
+    PyObject* item = nullptr;
+    while (PyDict_Next(dict, &pos, &key, &item)) {
+        if (!PyUnicode_CheckExact(key)) return false;
+        if (!first) put_separator(out, style.spaced, ',');
+        first = false;
+        if (!put_str(out, key)) return false;
+        put_separator(out, style.spaced, ':');
+        // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
+        if (!put_value(out, item, depth + 1, style)) return false;
+    }
+    return true;
+}
+
 // false: a value the Python encoders must decide (no Python error is left set), or a Python
 // error (set: the caller raises it).
 bool put_value(Text& out, PyObject* v, int depth, Style style) {
@@ -269,19 +289,8 @@ bool put_value(Text& out, PyObject* v, int depth, Style style) {
     if (depth >= kMaxDepth) return false;
     if (PyDict_CheckExact(v)) {
         out.push_back('{');
-        Py_ssize_t pos = 0;
-        PyObject* key = nullptr;
-        PyObject* item = nullptr;
         bool first = true;
-        while (PyDict_Next(v, &pos, &key, &item)) {
-            if (!PyUnicode_CheckExact(key)) return false;
-            if (!first) put_separator(out, style.spaced, ',');
-            first = false;
-            if (!put_str(out, key)) return false;
-            put_separator(out, style.spaced, ':');
-            // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
-            if (!put_value(out, item, depth + 1, style)) return false;
-        }
+        if (!put_members(out, v, depth, style, first)) return false;
         out.push_back('}');
         return true;
     }
@@ -366,6 +375,46 @@ void register_jsontext(py::module_& m) {
         "values made of dict (str keys), list, tuple, str, int, float, bool and None; None for\n"
         "anything else (numpy scalars, subclasses, other keys, nesting deeper than 64): the\n"
         "journal's line writer (pytps.results.folder.line_text) then takes the Python encoders.");
+    m.def(
+        "json_line_of",
+        [](py::handle fields, py::tuple names, py::tuple values) -> py::object {
+            PyObject* d = fields.ptr();
+            if (!PyDict_CheckExact(d) || names.size() != values.size()) return py::none();
+            Text out(2048);
+            out.push_back('{');
+            bool first = true;
+            if (!put_members(out, d, 0, Style{false}, first)) {
+                if (PyErr_Occurred()) throw py::error_already_set();
+                return py::none();
+            }
+            for (size_t i = 0; i < names.size(); ++i) {
+                PyObject* name = PyTuple_GET_ITEM(names.ptr(), static_cast<Py_ssize_t>(i));
+                if (!PyUnicode_CheckExact(name)) return py::none();
+                // {**fields, name: value} keeps a key fields has at its place: the dict's way.
+                const int has = PyDict_Contains(d, name);
+                if (has != 0) {
+                    if (has < 0) throw py::error_already_set();
+                    return py::none();
+                }
+                if (!first) out.push_back(',');
+                first = false;
+                if (!put_str(out, name)) return py::none();
+                out.push_back(':');
+                if (!put_value(out, PyTuple_GET_ITEM(values.ptr(), static_cast<Py_ssize_t>(i)), 1, Style{false})) {
+                    if (PyErr_Occurred()) throw py::error_already_set();
+                    return py::none();
+                }
+            }
+            out.push_back('}');
+            out.push_back('\n');
+            PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
+            if (text == nullptr) throw py::error_already_set();
+            return py::reinterpret_steal<py::object>(text);
+        },
+        py::arg("fields"), py::arg("names"), py::arg("values"),
+        "json_line_of(fields, names, values) -> str | None\n\n"
+        "json_line({**fields, **dict(zip(names, values))}) and a newline, without the merged dict: None\n"
+        "where json_line gives None, when a name is a key of fields, or names and values differ in length.");
     m.def(
         "json_body",
         [](py::handle value) -> py::object {

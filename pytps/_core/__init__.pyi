@@ -65,6 +65,9 @@ from pytps._core.jsontext import (
     json_line as json_line,
 )
 from pytps._core.jsontext import (
+    json_line_of as json_line_of,
+)
+from pytps._core.jsontext import (
     json_no_big_float as json_no_big_float,
 )
 from pytps._core.pacer import (
