@@ -91,7 +91,7 @@ def _emptied(value, counted):
     return value
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(_body())
 def test_emptied_text_reads_as_the_body_with_those_vectors_emptied(body):
     got = _core.json_empty_float_vectors(body)
@@ -115,7 +115,7 @@ def _verdict(body: bytes, api: str, dimensions: int | None = None) -> dict:
     return {k: getattr(rec, k) for k in (*keep, "done")}
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(_body(), st.sampled_from([None, 2, 3]))
 def test_the_verdict_is_the_one_the_body_read_whole_gives(body, dimensions):
     with pytest.MonkeyPatch.context() as mp:
@@ -135,7 +135,7 @@ def _answer(draw):
     return text.encode()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_answer(), st.sampled_from([None, 1, 3]))
 def test_an_answers_verdict_is_the_one_the_body_read_whole_gives(body, dimensions):
     with pytest.MonkeyPatch.context() as mp:

@@ -191,7 +191,7 @@ def test_runs_of_plain_characters_and_the_escapes_between_them(texts, pad):
 _NAMES = st.lists(st.sampled_from(["a", "b", "t_sched_ns", "usage", "é", "\n"]), unique=True, max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.sampled_from(["a", "x", "usage", "ok", "ü"]), _TREES, max_size=4), _NAMES, st.data())
 def test_a_line_of_fields_and_record_values_is_the_merged_dicts_line(fields, names, data):
     """json_line_of(fields, names, values): the line of {**fields, **dict(zip(names, values))} and
