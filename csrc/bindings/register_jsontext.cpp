@@ -19,11 +19,17 @@
 // been an integer beyond 64 bits in the text, which json.loads reads exactly).
 #include <Python.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "bindings/buffer.hpp"
 #include "bindings/register.hpp"
+#include "core/embedding_vectors.hpp"
 
 namespace pytps_bindings {
 namespace {
@@ -31,7 +37,51 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr char kHex[] = "0123456789abcdef";
 
-void put_u(std::string& out, unsigned c) {
+// The text being written: a growing buffer whose appends are inlined here (std::string's
+// push_back and append are calls into the shared libstdc++, which were a fifth of a journal
+// line's time, issue 42).
+class Text {
+public:
+    explicit Text(size_t expected) : buf_(expected == 0 ? 64 : expected, '\0') {}
+    void push_back(char c) {
+        if (size_ == buf_.size()) grow(1);
+        buf_[size_++] = c;
+    }
+    void append(const char* text, size_t n) {
+        if (n > buf_.size() - size_) grow(n);
+        std::memcpy(&buf_[size_], text, n);
+        size_ += n;
+    }
+    void append(const char* text) { append(text, std::strlen(text)); }
+    void append(const std::string& text) { append(text.data(), text.size()); }
+    void append(size_t n, char c) {
+        if (n > buf_.size() - size_) grow(n);
+        std::memset(&buf_[size_], c, n);
+        size_ += n;
+    }
+    const char* data() const { return buf_.data(); }
+    size_t size() const { return size_; }
+
+private:
+    void grow(size_t n) { buf_.resize(std::max(2 * buf_.size(), size_ + n)); }
+    std::string buf_;
+    size_t size_ = 0;
+};
+
+// A literal appended with its length known when compiled (append(const char*) measures it with
+// strlen at every call: a seventh of a journal line's time, issue 42).
+template <size_t N>
+void put(Text& out, const char (&text)[N]) {
+    out.append(text, N - 1);
+}
+
+// ',' or ':' of the compact style, followed by a space in json.dumps's default one.
+void put_separator(Text& out, bool spaced, char c) {
+    out.push_back(c);
+    if (spaced) out.push_back(' ');
+}
+
+void put_u(Text& out, unsigned c) {
     const char esc[6] = {'\\', 'u', kHex[(c >> 12) & 15], kHex[(c >> 8) & 15], kHex[(c >> 4) & 15], kHex[c & 15]};
     out.append(esc, sizeof esc);
 }
@@ -46,7 +96,7 @@ void put_u(std::string& out, unsigned c) {
 #define PYTPS_FLOAT_TO_CHARS 1
 #endif
 
-void put_float_repr(std::string& out, double x) {
+void put_float_repr(Text& out, double x) {
 #if !defined(PYTPS_FLOAT_TO_CHARS)
     // A standard library without floating-point to_chars: Python's own.
     char* text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
@@ -89,13 +139,13 @@ void put_float_repr(std::string& out, double x) {
         if (e < 10) out.push_back('0');
         out.append(std::to_string(e));
     } else if (decpt <= 0) {
-        out.append("0.");
+        put(out, "0.");
         out.append(static_cast<size_t>(-decpt), '0');
         out.append(digits, static_cast<size_t>(n));
     } else if (decpt >= n) {
         out.append(digits, static_cast<size_t>(n));
         out.append(static_cast<size_t>(decpt - n), '0');
-        out.append(".0");
+        put(out, ".0");
     } else {
         out.append(digits, static_cast<size_t>(decpt));
         out.push_back('.');
@@ -104,8 +154,32 @@ void put_float_repr(std::string& out, double x) {
 #endif
 }
 
+bool plain_char(Py_UCS4 c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'; }
+
+// A character json.dumps escapes (ensure_ascii): the short escapes, else \uXXXX (a surrogate
+// pair past the BMP).
+void put_escaped(Text& out, Py_UCS4 c) {
+    switch (c) {
+        case '"': put(out, "\\\""); break;
+        case '\\': put(out, "\\\\"); break;
+        case '\b': put(out, "\\b"); break;
+        case '\f': put(out, "\\f"); break;
+        case '\n': put(out, "\\n"); break;
+        case '\r': put(out, "\\r"); break;
+        case '\t': put(out, "\\t"); break;
+        default:
+            if (c >= 0x10000) {
+                const unsigned v = static_cast<unsigned>(c) - 0x10000;
+                put_u(out, 0xd800 | ((v >> 10) & 0x3ff));
+                put_u(out, 0xdc00 | (v & 0x3ff));
+            } else {
+                put_u(out, static_cast<unsigned>(c));
+            }
+    }
+}
+
 // false: the string is not ready (a legacy string on Python < 3.12): the caller falls back.
-bool put_str(std::string& out, PyObject* s) {
+bool put_str(Text& out, PyObject* s) {
 #if PY_VERSION_HEX < 0x030C0000
     if (PyUnicode_READY(s) != 0) {
         PyErr_Clear();
@@ -116,28 +190,25 @@ bool put_str(std::string& out, PyObject* s) {
     const int kind = PyUnicode_KIND(s);
     const void* data = PyUnicode_DATA(s);
     out.push_back('"');
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') {
-            out.push_back(static_cast<char>(c));
-            continue;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        // Runs of characters written as they are (a journal's keys and most of its text) are
+        // appended whole, not a character at a time (issue 42: about half of a line's time).
+        const auto* bytes = static_cast<const unsigned char*>(data);
+        Py_ssize_t i = 0;
+        while (i < n) {
+            Py_ssize_t j = i;
+            while (j < n && plain_char(bytes[j])) ++j;
+            out.append(reinterpret_cast<const char*>(bytes + i), static_cast<size_t>(j - i));
+            if (j < n) put_escaped(out, bytes[j++]);
+            i = j;
         }
-        switch (c) {
-            case '"': out.append("\\\""); break;
-            case '\\': out.append("\\\\"); break;
-            case '\b': out.append("\\b"); break;
-            case '\f': out.append("\\f"); break;
-            case '\n': out.append("\\n"); break;
-            case '\r': out.append("\\r"); break;
-            case '\t': out.append("\\t"); break;
-            default:
-                if (c >= 0x10000) {
-                    const unsigned v = static_cast<unsigned>(c) - 0x10000;
-                    put_u(out, 0xd800 | ((v >> 10) & 0x3ff));
-                    put_u(out, 0xdc00 | (v & 0x3ff));
-                } else {
-                    put_u(out, static_cast<unsigned>(c));
-                }
+    } else {
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (plain_char(c))
+                out.push_back(static_cast<char>(c));
+            else
+                put_escaped(out, c);
         }
     }
     out.push_back('"');
@@ -151,19 +222,39 @@ struct Style {
     bool spaced;
 };
 
+bool put_value(Text& out, PyObject* v, int depth, Style style);
+
+// A dict's members, each after a separator but the first (`first`, cleared by the first one), as
+// put_value writes them between its braces.
+bool put_members(Text& out, PyObject* dict, int depth, Style style, bool& first) {
+    Py_ssize_t pos = 0;
+    PyObject* key = nullptr;
+    PyObject* item = nullptr;
+    while (PyDict_Next(dict, &pos, &key, &item)) {
+        if (!PyUnicode_CheckExact(key)) return false;
+        if (!first) put_separator(out, style.spaced, ',');
+        first = false;
+        if (!put_str(out, key)) return false;
+        put_separator(out, style.spaced, ':');
+        // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
+        if (!put_value(out, item, depth + 1, style)) return false;
+    }
+    return true;
+}
+
 // false: a value the Python encoders must decide (no Python error is left set), or a Python
 // error (set: the caller raises it).
-bool put_value(std::string& out, PyObject* v, int depth, Style style) {
+bool put_value(Text& out, PyObject* v, int depth, Style style) {
     if (v == Py_None) {
-        out.append("null");
+        put(out, "null");
         return true;
     }
     if (v == Py_True) {
-        out.append("true");
+        put(out, "true");
         return true;
     }
     if (v == Py_False) {
-        out.append("false");
+        put(out, "false");
         return true;
     }
     if (PyUnicode_CheckExact(v)) return put_str(out, v);
@@ -172,7 +263,9 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow == 0) {
             if (x == -1 && PyErr_Occurred()) return false;
-            out.append(std::to_string(x));
+            char digits[24];
+            const std::to_chars_result r = std::to_chars(digits, digits + sizeof digits, x);
+            out.append(digits, static_cast<size_t>(r.ptr - digits));
             return true;
         }
         PyObject* text = PyObject_Repr(v);
@@ -187,7 +280,7 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const double x = PyFloat_AS_DOUBLE(v);
         if (!std::isfinite(x)) {
             if (style.spaced) return false;
-            out.append("null");
+            put(out, "null");
             return true;
         }
         put_float_repr(out, x);
@@ -196,19 +289,8 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
     if (depth >= kMaxDepth) return false;
     if (PyDict_CheckExact(v)) {
         out.push_back('{');
-        Py_ssize_t pos = 0;
-        PyObject* key = nullptr;
-        PyObject* item = nullptr;
         bool first = true;
-        while (PyDict_Next(v, &pos, &key, &item)) {
-            if (!PyUnicode_CheckExact(key)) return false;
-            if (!first) out.append(style.spaced ? ", " : ",");
-            first = false;
-            if (!put_str(out, key)) return false;
-            out.append(style.spaced ? ": " : ":");
-            // Borrowed references: no Python code runs while the dict is walked, so it cannot change.
-            if (!put_value(out, item, depth + 1, style)) return false;
-        }
+        if (!put_members(out, v, depth, style, first)) return false;
         out.push_back('}');
         return true;
     }
@@ -217,7 +299,7 @@ bool put_value(std::string& out, PyObject* v, int depth, Style style) {
         const Py_ssize_t n = list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
         out.push_back('[');
         for (Py_ssize_t i = 0; i < n; ++i) {
-            if (i) out.append(style.spaced ? ", " : ",");
+            if (i) put_separator(out, style.spaced, ',');
             if (!put_value(out, list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i), depth + 1, style))
                 return false;
         }
@@ -251,11 +333,9 @@ bool no_big_float(PyObject* v, int depth) {
     return true;
 }
 
-// The JSON text of a plain value into `out` (room for `expected` bytes made first): false when the
-// value is not plain, and the caller returns None for its Python encoders to take it; a Python
-// error met on the way is raised.
-bool plain_json(py::handle value, Style style, size_t expected, std::string& out) {
-    out.reserve(expected);
+// The JSON text of a plain value into `out`: false when the value is not plain, and the caller
+// returns None for its Python encoders to take it; a Python error met on the way is raised.
+bool plain_json(py::handle value, Style style, Text& out) {
     if (put_value(out, value.ptr(), 0, style)) return true;
     if (PyErr_Occurred()) throw py::error_already_set();
     return false;
@@ -283,8 +363,8 @@ void register_jsontext(py::module_& m) {
     m.def(
         "json_line",
         [](py::handle fields) -> py::object {
-            std::string out;
-            if (!plain_json(fields, Style{false}, 2048, out)) return py::none();
+            Text out(2048);
+            if (!plain_json(fields, Style{false}, out)) return py::none();
             PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
             if (text == nullptr) throw py::error_already_set();
             return py::reinterpret_steal<py::object>(text);
@@ -296,10 +376,50 @@ void register_jsontext(py::module_& m) {
         "anything else (numpy scalars, subclasses, other keys, nesting deeper than 64): the\n"
         "journal's line writer (pytps.results.folder.line_text) then takes the Python encoders.");
     m.def(
+        "json_line_of",
+        [](py::handle fields, py::tuple names, py::tuple values) -> py::object {
+            PyObject* d = fields.ptr();
+            if (!PyDict_CheckExact(d) || names.size() != values.size()) return py::none();
+            Text out(2048);
+            out.push_back('{');
+            bool first = true;
+            if (!put_members(out, d, 0, Style{false}, first)) {
+                if (PyErr_Occurred()) throw py::error_already_set();
+                return py::none();
+            }
+            for (size_t i = 0; i < names.size(); ++i) {
+                PyObject* name = PyTuple_GET_ITEM(names.ptr(), static_cast<Py_ssize_t>(i));
+                if (!PyUnicode_CheckExact(name)) return py::none();
+                // {**fields, name: value} keeps a key fields has at its place: the dict's way.
+                const int has = PyDict_Contains(d, name);
+                if (has != 0) {
+                    if (has < 0) throw py::error_already_set();
+                    return py::none();
+                }
+                if (!first) out.push_back(',');
+                first = false;
+                if (!put_str(out, name)) return py::none();
+                out.push_back(':');
+                if (!put_value(out, PyTuple_GET_ITEM(values.ptr(), static_cast<Py_ssize_t>(i)), 1, Style{false})) {
+                    if (PyErr_Occurred()) throw py::error_already_set();
+                    return py::none();
+                }
+            }
+            out.push_back('}');
+            out.push_back('\n');
+            PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
+            if (text == nullptr) throw py::error_already_set();
+            return py::reinterpret_steal<py::object>(text);
+        },
+        py::arg("fields"), py::arg("names"), py::arg("values"),
+        "json_line_of(fields, names, values) -> str | None\n\n"
+        "json_line({**fields, **dict(zip(names, values))}) and a newline, without the merged dict: None\n"
+        "where json_line gives None, when a name is a key of fields, or names and values differ in length.");
+    m.def(
         "json_body",
         [](py::handle value) -> py::object {
-            std::string out;
-            if (!plain_json(value, Style{true}, 1024, out)) return py::none();
+            Text out(1024);
+            if (!plain_json(value, Style{true}, out)) return py::none();
             return py::bytes(out.data(), out.size());
         },
         py::arg("value"),
@@ -313,6 +433,25 @@ void register_jsontext(py::module_& m) {
         "True when no float in value (dict values and list items, walked) is 2**63 or more in size, or\n"
         "NaN: what orjson read is then what json.loads reads (pytps.measure.fast_json.loads). False\n"
         "also for nesting deeper than 64.");
+    m.def(
+        "json_empty_float_vectors",
+        [](py::handle body) -> py::object {
+            std::string out;
+            std::vector<pytps::CountedVector> counted;
+            {
+                const BytesArg bytes(body);
+                if (!pytps::empty_float_vectors(std::string_view(bytes.data(), bytes.size()), out, counted))
+                    return py::none();
+            }
+            py::dict lengths;
+            for (const auto& v : counted) lengths[py::int_(v.element)] = py::int_(v.components);
+            return py::make_tuple(py::bytes(out.data(), out.size()), lengths);
+        },
+        py::arg("body"),
+        "json_empty_float_vectors(body) -> tuple[bytes, dict[int, int]] | None\n\n"
+        "An OpenAI-style embeddings body with each data[i].embedding that is a non-empty array of\n"
+        "finite float literals emptied to [], and {i: its components} (core/embedding_vectors.hpp);\n"
+        "None when the body is not strict JSON of that shape or has no such vector.");
     m.def("json_float_vector_length", &float_vector_length, py::arg("value"),
           "json_float_vector_length(value) -> int | None\n\n"
           "An embedding's components when value is a non-empty list of floats only: its length, or -1\n"

@@ -56,10 +56,16 @@ from pytps._core.jsontext import (
     json_body as json_body,
 )
 from pytps._core.jsontext import (
+    json_empty_float_vectors as json_empty_float_vectors,
+)
+from pytps._core.jsontext import (
     json_float_vector_length as json_float_vector_length,
 )
 from pytps._core.jsontext import (
     json_line as json_line,
+)
+from pytps._core.jsontext import (
+    json_line_of as json_line_of,
 )
 from pytps._core.jsontext import (
     json_no_big_float as json_no_big_float,

@@ -20,6 +20,8 @@ from pytps._native import _core
 #: for plain values (dict, list, tuple, str, int, float, bool, None), else None: the journal's
 #: line writer (results.folder.line_text), checked against json.dumps by property.
 json_line = _core.json_line
+#: json_line({**fields, **dict(zip(names, values))}) + "\n" without the merged dict, or None.
+json_line_of = _core.json_line_of
 _json_body = _core.json_body
 
 

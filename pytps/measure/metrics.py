@@ -252,6 +252,14 @@ class RequestMetrics:
         """as_dict()'s keys and values without its copies: a nested dict (server_timings) is this
         object's own. For a reader that only writes them out (the journal's line), in one C-level
         pass over the fields; a value of any other kind takes as_dict()'s conversion."""
+        state = self.__dict__
+        # measure() and RequestMetrics(...) lay the fields out in their order: a copy of the
+        # object's own dict is then the same keys in the same order (issue 42: ~1.7 us of every
+        # request against a getter over the fields); anything else takes the getter.
+        if len(state) == _FIELD_COUNT and tuple(state) == _METRIC_FIELDS:
+            if _ATOMS_AND_DICT.issuperset(map(type, state.values())):
+                return state.copy()
+            return self.as_dict()
         values = _FIELD_VALUES(self)
         if not _ATOMS_AND_DICT.issuperset(map(type, values)):
             return self.as_dict()
@@ -272,6 +280,7 @@ def _tree_copy(value: Any) -> Any:
 
 
 _METRIC_FIELDS = tuple(f.name for f in fields(RequestMetrics))
+_FIELD_COUNT = len(_METRIC_FIELDS)
 assert not hasattr(RequestMetrics, "__post_init__"), "measure() makes RequestMetrics without __init__"
 # What asdict hands back as it is (it deep-copies these to themselves).
 _ATOMS = frozenset((int, float, str, bool, type(None)))

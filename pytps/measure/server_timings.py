@@ -149,7 +149,10 @@ def read(
     if reader is None or not isinstance(fields, dict):
         return None
     figures = reader(fields, usage)
-    if not any(v is not None for v in figures.values()):
+    for value in figures.values():
+        if value is not None:
+            break
+    else:  # a loop, not any() over a generator: ~0.25 us of every request (issue 42)
         return None  # a report without figures (Groq's first chunk: x_groq holds only an id)
     out: dict[str, Any] = _EMPTY.copy()  # KEYS in order, each None
     out.update(figures)

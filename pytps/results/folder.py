@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pytps.measure.fast_json import json_line, orjson_module
+from pytps.measure.fast_json import json_line, json_line_of, orjson_module
 from pytps.measure.records import RequestRecord
 from pytps.results.files import JOURNAL, RESULTS, RUN_FILES
 
@@ -60,31 +61,19 @@ def journal_line(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: What a journal line takes from the record besides its metrics, after them: each the record's
+#: attribute of the same name.
+_RECORD_FIELDS = (
+    *("t_sched_ns", "t_headers_ns", "first_output_ns", "first_answer_ns", "last_output_ns", "end_ns"),
+    *("error_detail", "response_id", "request_id", "sent_request_id", "finish_reason", "usage"),
+    *("usage_implausible", "done", "events", "phases_ns", "retries", "connection_id", "session", "turn"),
+    "session_end",
+)
+_record_values = operator.attrgetter(*_RECORD_FIELDS)
+
+
 def _line_fields(rec: RequestRecord, scalars: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **scalars,
-        "t_sched_ns": rec.t_sched_ns,
-        "t_headers_ns": rec.t_headers_ns,
-        "first_output_ns": rec.first_output_ns,
-        "first_answer_ns": rec.first_answer_ns,
-        "last_output_ns": rec.last_output_ns,
-        "end_ns": rec.end_ns,
-        "error_detail": rec.error_detail,
-        "response_id": rec.response_id,
-        "request_id": rec.request_id,
-        "sent_request_id": rec.sent_request_id,
-        "finish_reason": rec.finish_reason,
-        "usage": rec.usage,
-        "usage_implausible": rec.usage_implausible,
-        "done": rec.done,
-        "events": rec.events,
-        "phases_ns": rec.phases_ns,
-        "retries": rec.retries,
-        "connection_id": rec.connection_id,
-        "session": rec.session,
-        "turn": rec.turn,
-        "session_end": rec.session_end,
-    }
+    return {**scalars, **dict(zip(_RECORD_FIELDS, _record_values(rec), strict=True))}
 
 
 def refuse_used_folder(directory: Path) -> None:
@@ -201,7 +190,10 @@ class Journal:
     def append(self, rec: RequestRecord, scalars: dict[str, Any]) -> None:
         # Scalars only: the per-event arrays go to the event log (pytps.results.event_log), which keeps
         # this file small however long the run.
-        self._f.write(line_text(_line_fields(rec, scalars)) + "\n")
+        # Written natively from the metrics and the record's values, without the merged dict
+        # (issue 42: ~1 us of every request); else line_text decides, as it did.
+        text = json_line_of(scalars, _RECORD_FIELDS, _record_values(rec))
+        self._f.write(text if text is not None else line_text(_line_fields(rec, scalars)) + "\n")
 
     def append_verdict(self, index: int, fields: dict[str, Any]) -> None:
         self._f.write(_compact({VERDICT_OF: index, **fields}) + "\n")

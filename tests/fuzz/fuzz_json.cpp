@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/embedding_vectors.hpp"
 #include "core/json_scan.hpp"
 
 using pytps::json::JsonReader;
@@ -204,5 +205,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pytps::json::append_utf8_sanitized(sanitized, text);
     if (!valid_utf8(sanitized)) fail("append_utf8_sanitized produced invalid UTF-8");
     if (valid_utf8(text) && sanitized != text) fail("append_utf8_sanitized changed valid UTF-8");
+
+    // An embeddings body's vectors counted (core/embedding_vectors): only in strict JSON, whose
+    // emptied text is strict JSON too, shorter by at least each vector's numbers and commas,
+    // with nothing left to count.
+    std::string emptied;
+    std::vector<pytps::CountedVector> counted;
+    if (pytps::empty_float_vectors(text, emptied, counted)) {
+        if (!ok_skip) fail("empty_float_vectors counted vectors in text JsonReader rejects");
+        if (counted.empty()) fail("empty_float_vectors succeeded without a vector");
+        size_t least = 0;
+        for (const auto& v : counted) {
+            if (v.components == 0) fail("a counted vector of no components");
+            least += 2 * v.components - 1;
+        }
+        if (emptied.size() + least > size) fail("the emptied text is not shorter by the vectors");
+        JsonReader again(emptied);
+        if (!(again.skip_value() && again.finish())) fail("the emptied text is not JSON");
+        std::string twice;
+        std::vector<pytps::CountedVector> none;
+        if (pytps::empty_float_vectors(emptied, twice, none)) fail("an emptied vector was counted again");
+    } else if (!emptied.empty() || !counted.empty()) {
+        fail("empty_float_vectors failed and left output behind");
+    }
     return 0;
 }

@@ -174,3 +174,35 @@ def test_every_kind_of_float_is_written_as_its_repr():
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_a_float_is_its_repr(x):
     assert json_line({"x": x}) == '{"x":' + repr(x) + "}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\"\\\n\x7f\xe9 ", max_size=300), max_size=12), st.integers(0, 3000))
+def test_runs_of_plain_characters_and_the_escapes_between_them(texts, pad):
+    """A one-byte string is written in runs between the characters it escapes, into a buffer that
+    grows past its first size (2,048 bytes for a line, 1,024 for a body)."""
+    from pytps._native import _core
+
+    value = {t: ["x" * pad, t] for t in texts} | {"k" * pad: texts}
+    assert json_line(value) == _dumps(value)
+    assert _core.json_body(value) == json.dumps(value).encode()
+
+
+_NAMES = st.lists(st.sampled_from(["a", "b", "t_sched_ns", "usage", "é", "\n"]), unique=True, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "x", "usage", "ok", "ü"]), _TREES, max_size=4), _NAMES, st.data())
+def test_a_line_of_fields_and_record_values_is_the_merged_dicts_line(fields, names, data):
+    """json_line_of(fields, names, values): the line of {**fields, **dict(zip(names, values))} and
+    a newline, or None where that line is not json_line's or a name is already a key of fields."""
+    from pytps._native import _core
+
+    values = tuple(data.draw(_TREES) for _ in names)
+    got = _core.json_line_of(fields, tuple(names), values)
+    merged = {**fields, **dict(zip(names, values, strict=True))}
+    if any(n in fields for n in names) or json_line(merged) is None:
+        assert got is None
+    else:
+        assert got == json_line(merged) + "\n" == _dumps(merged) + "\n"
+    assert _core.json_line_of(fields, tuple(names), (*values, 1)) is None  # lengths differ

@@ -257,6 +257,28 @@ def test_metrics_as_fields_are_as_dict_without_the_copies():
     assert replace(base, server_timings=timings).as_fields()["server_timings"] is timings  # shared, not copied
 
 
+
+def test_metrics_as_fields_keep_the_field_order_whatever_the_objects_dict_holds():
+    """as_fields() copies the object's own dict when it holds the fields in their order; a dict in
+    another order, or with an attribute more, still gives the fields in their order and no more."""
+    from dataclasses import asdict, fields
+
+    from pytps.measure.metrics import RequestMetrics
+
+    base = RequestMetrics(3, False, True, None, 200, 10, 20, 0.1, 0.1, 0.2, None, None, 5.0, 1, "usage", 1, 1.0, 14,
+                          None, 1e-05, None, None, None)  # fmt: skip
+    names = [f.name for f in fields(RequestMetrics)]
+    reordered = object.__new__(RequestMetrics)
+    reordered.__dict__ = {k: vars(base)[k] for k in reversed(names)}
+    extra = RequestMetrics(**vars(base))
+    extra.note = "not a field"  # type: ignore[attr-defined]
+    unusual = RequestMetrics(**{**vars(base), "output_tokens": np.int64(1)})
+    for m in (base, reordered, extra, unusual):
+        got = m.as_fields()
+        assert list(got) == names and got == asdict(m)
+    assert type(unusual.as_fields()["output_tokens"]) is np.int64  # as_dict's copy, as before
+    assert base.as_fields() is not vars(base)  # a copy: the journal's extra keys stay out of the object
+
 def test_a_record_filled_by_readout_is_the_one_filled_attribute_by_attribute():
     import dataclasses
 
@@ -337,7 +359,8 @@ def test_a_specs_record_is_the_one_its_constructor_makes(kind):
     }
     for name, value in vars(want).items():
         if isinstance(value, np.ndarray):
-            assert getattr(a, name).dtype == value.dtype and len(getattr(a, name)) == 0
+            assert getattr(a, name) is value  # the one shared empty array of its dtype, as the constructor's
+            assert len(value) == 0
         elif isinstance(value, (dict, list)):
             assert getattr(a, name) is not getattr(b, name)  # each record its own
     a.usage["x"] = 1
