@@ -30,7 +30,14 @@ from tiny_model import make_model
 pytestmark = pytest.mark.real_server
 
 TRANSPORTS = [t for t in TRANSPORT_NAMES if t != "auto"]
-TASKS, STEPS, AGENTS = 20, 3, 4
+# One task per agent and slot (-np AGENTS): llama-server gives a request the idle slot whose cached
+# prompt shares the longest prefix with it, so a task's next turn finds its own slot. A task started
+# while another waits between turns could take that one's slot instead: every new task shares the
+# tools' prefix (161 tokens) equally with each idle slot, takes the first, and overwrites the rest of
+# its context (CI saw it once with 20 tasks on 4 agents: a turn reused 161 tokens of its previous
+# 199-token prompt). With as many tasks as agents no task starts mid-way, and each transport's run
+# finds its tasks' slots by their whole first prompt. More steps keep the turns checked per run.
+TASKS, STEPS, AGENTS = 4, 5, 4
 TEMPLATE = Path(__file__).resolve().parent / "tool_calls.jinja"
 # One tool whose argument is an enum: the grammar then spells the whole call (a free string would
 # let the model's favourite token, the call marker, fill it up to max_tokens).
@@ -69,7 +76,7 @@ def test_live_tool_loop_every_call_parsed_and_the_cache_carries_the_context(
     calls = sum(t.calls for t in turns)
     print(f"\n[{transport}] {len(rows)} tasks, {len(turns)} turns, {calls} calls, "
           f"{sum(t.invalid_calls for t in turns)} invalid, {time.monotonic() - t0:.1f} s")  # fmt: skip
-    # 0 lost: every task ran its 3 steps, each turn answered.
+    # 0 lost: every task ran its STEPS steps, each turn answered.
     assert len(rows) == TASKS
     assert all(t.ok for t in turns), [t.error for t in turns if not t.ok]
     assert all(a.end == "step_cap" and len(a.turns) == STEPS for a in rows), [(a.trajectory, a.end) for a in rows]
