@@ -115,12 +115,17 @@ def _verdict(body: bytes, api: str, dimensions: int | None = None) -> dict:
     return {k: getattr(rec, k) for k in (*keep, "done")}
 
 
+def _verdict_read_whole(body: bytes, dimensions: int | None) -> dict:
+    """An embeddings body's verdict with no vector counted: the body read whole, as before."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bodies, "_empty_float_vectors", lambda _body: None)
+        return _verdict(body, "openai-embeddings", dimensions)
+
+
 @settings(max_examples=400, deadline=None)
 @given(_body(), st.sampled_from([None, 2, 3]))
 def test_the_verdict_is_the_one_the_body_read_whole_gives(body, dimensions):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bodies, "_empty_float_vectors", lambda _body: None)
-        whole = _verdict(body, "openai-embeddings", dimensions)
+    whole = _verdict_read_whole(body, dimensions)
     counted = _core.json_empty_float_vectors(body)
     event("counted" if counted is not None else "read whole")
     assert _verdict(body, "openai-embeddings", dimensions) == whole
@@ -138,9 +143,7 @@ def _answer(draw):
 @settings(max_examples=300, deadline=None)
 @given(_answer(), st.sampled_from([None, 1, 3]))
 def test_an_answers_verdict_is_the_one_the_body_read_whole_gives(body, dimensions):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bodies, "_empty_float_vectors", lambda _body: None)
-        whole = _verdict(body, "openai-embeddings", dimensions)
+    whole = _verdict_read_whole(body, dimensions)
     event("counted" if _core.json_empty_float_vectors(body) is not None else "read whole")
     event("accepted" if whole["error"] is None else "refused")
     assert _verdict(body, "openai-embeddings", dimensions) == whole
