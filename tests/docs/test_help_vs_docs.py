@@ -17,6 +17,7 @@ NOT_IN_HELP = {
     "--host": "llama-server's, in a --serve command (tuning.md)",
     "--api-key": "a served command's own option, masked in its log (tuning.md)",
     "--slot-save-path": "llama-server's, which its slot-erase preset needs (tuning.md)",
+    "--slot-prompt-similarity": "llama-server's (real-servers.md: tried for the live tool loop, and why not)",
     "--pacing": "bench/bench_realtime_precision.py's (voice.md: the sender thread against the loop's pacing)",
 }
 
