@@ -11,9 +11,8 @@ namespace {
 using json::JsonReader;
 using json::Type;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+using json::detail::is_digit;  // the reader's own character classes
+using json::detail::is_ws;
 
 // Reads one JSON number literal at body[i] (RFC 8259's grammar) and moves i past it: true when
 // it is one json.loads reads as a finite float: a fraction or an exponent present, and
