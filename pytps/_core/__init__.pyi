@@ -106,5 +106,8 @@ from pytps._core.sse import (
 from pytps._core.words import (
     shuffled_words as shuffled_words,
 )
+from pytps._core.words import (
+    shuffled_words_text as shuffled_words_text,
+)
 
 __version__: str

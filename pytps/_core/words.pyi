@@ -3,3 +3,6 @@
 def shuffled_words(seed: bytes, words: tuple[str, ...], k: int) -> list[str]:
     """pytps.workload.synthetic._shuffled_words(random.Random(int.from_bytes(seed)), k) over `words`:
     the same k words, drawn in C++."""
+
+def shuffled_words_text(seed: bytes, words: tuple[str, ...], k: int) -> str:
+    """" ".join(shuffled_words(seed, words, k)), without the list of words."""

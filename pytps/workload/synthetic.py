@@ -336,10 +336,10 @@ class SyntheticWorkload:
         body = total_words - len(prefix) - self._ID_WORDS
         tail = self._instruction if body >= 3 * len(self._instruction) else []
         body = max(1, body - len(tail))
-        words = _seeded_words(f"pytps:{self.seed}:{i}:words", body)
-        parts = [*prefix, f"[{self.salt}{tag}{i}]", *words, *tail]
-        text = " ".join(parts)
-        return Prompt(i, None, text, target, max_tokens, round(len(parts) * self._base))
+        # The words joined natively (body >= 1: the text is " ".join of prefix, id, words, tail).
+        words = _seeded_text(f"pytps:{self.seed}:{i}:words", body)
+        text = " ".join([*prefix, f"[{self.salt}{tag}{i}]", words, *tail])
+        return Prompt(i, None, text, target, max_tokens, round((len(prefix) + 1 + body + len(tail)) * self._base))
 
     def _prefix_words(self, k: int) -> list[str]:
         # Grown by extension only, so when calibration changes k the prefix keeps its start and a
@@ -382,6 +382,15 @@ def _seeded_words(seed_text: str, k: int) -> list[str]:
     text = seed_text.encode()
     # random.Random(str) seeds with int.from_bytes(text + sha512(text).digest()) (seed version 2).
     return _core.shuffled_words(text + hashlib.sha512(text).digest(), WORDS, k)
+
+
+def _seeded_text(seed_text: str, k: int) -> str:
+    """" ".join(_seeded_words(seed_text, k)), the words laid out natively without their list
+    (_core.shuffled_words_text: ~1.3 us of a 256-token prompt, issue 42)."""
+    if k <= 0:
+        return ""
+    text = seed_text.encode()
+    return _core.shuffled_words_text(text + hashlib.sha512(text).digest(), WORDS, k)
 
 
 def _shuffled_words(rng: random.Random, k: int) -> list[str]:

@@ -59,3 +59,29 @@ def test_prompts_keep_their_words():
         assert tag > 0 and parts[:tag] == _shuffled_words(random.Random("pytps:11:prefix"), tag)
         body = parts[tag + 1 : len(parts) - len(w._instruction)]
         assert len(body) > 10 and body == _shuffled_words(random.Random(f"pytps:11:{i}:words"), len(body))
+
+
+class _Word(str):
+    pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=20), k=_LENGTHS | st.integers(min_value=0, max_value=2 * len(WORDS)))
+def test_the_words_text_is_the_words_joined(text, k):
+    seed = text.encode() + hashlib.sha512(text.encode()).digest()
+    assert _core.shuffled_words_text(seed, WORDS, k) == " ".join(_core.shuffled_words(seed, WORDS, k))
+    # Words that are not plain ASCII str (another script, a subclass) are joined by Python's join.
+    for words in (("é", "b", "ß", "dd"), ("a", _Word("b"), "c"), ("🙂", "x")):
+        drawn = _core.shuffled_words(seed, words, k)
+        assert _core.shuffled_words_text(seed, words, k) == " ".join(drawn)
+
+
+def test_a_prompt_is_its_parts_joined_and_sized_by_their_count():
+    w = SyntheticWorkload(input_tokens="50-400", output_tokens="1", seed=3, shared_prefix_tokens=20, salt="s")
+    for i in range(40):
+        p = w.prompt(i)
+        parts = p.text.split(" ")
+        assert p.planned_tokens == round(len(parts) * w._base)
+        tag = parts.index(f"[s{i}]")
+        body = parts[tag + 1 : len(parts) - (len(w._instruction) if parts[-len(w._instruction):] == w._instruction else 0)]
+        assert body == _shuffled_words(random.Random(f"pytps:3:{i}:words"), len(body))
