@@ -5,4 +5,4 @@ def shuffled_words(seed: bytes, words: tuple[str, ...], k: int) -> list[str]:
     the same k words, drawn in C++."""
 
 def shuffled_words_text(seed: bytes, words: tuple[str, ...], k: int) -> str:
-    """" ".join(shuffled_words(seed, words, k)), without the list of words."""
+    """The words of shuffled_words(seed, words, k) joined by single spaces, without their list."""

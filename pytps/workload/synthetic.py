@@ -385,7 +385,7 @@ def _seeded_words(seed_text: str, k: int) -> list[str]:
 
 
 def _seeded_text(seed_text: str, k: int) -> str:
-    """" ".join(_seeded_words(seed_text, k)), the words laid out natively without their list
+    """The words of _seeded_words(seed_text, k) joined by single spaces, laid out natively without their list
     (_core.shuffled_words_text: ~1.3 us of a 256-token prompt, issue 42)."""
     if k <= 0:
         return ""

@@ -83,5 +83,7 @@ def test_a_prompt_is_its_parts_joined_and_sized_by_their_count():
         parts = p.text.split(" ")
         assert p.planned_tokens == round(len(parts) * w._base)
         tag = parts.index(f"[s{i}]")
-        body = parts[tag + 1 : len(parts) - (len(w._instruction) if parts[-len(w._instruction):] == w._instruction else 0)]
+        body = parts[
+            tag + 1 : len(parts) - (len(w._instruction) if parts[-len(w._instruction) :] == w._instruction else 0)
+        ]
         assert body == _shuffled_words(random.Random(f"pytps:3:{i}:words"), len(body))
