@@ -443,10 +443,9 @@ class Runner:
         if (grading := self._completed(rec, output)) is not None:
             await grading
 
-    async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
-        """The share's slots each send the next index of the share as soon as their last finished."""
-        if await self._start(self.transport.schedule_lead_ns) is None:
-            return
+    def _taker(self) -> Callable[[], int | None]:
+        """The concurrency mode's next index of the share, or None: nothing more to send (the share
+        is sent, the run's duration is over, or it was stopped; once None, always None)."""
         share, plan = self.share, self.cfg.plan
         indices = share.indices()
         # Duration is measurement time: it starts with the first measured request. (A scale
@@ -467,11 +466,70 @@ class Runner:
                     deadline = now + int(plan.duration_s * 1e9)
             return i
 
+        return take
+
+    async def _concurrency_loop(self, model: str, output: RunOutput) -> None:
+        """The share's slots each send the next index of the share as soon as their last finished."""
+        if await self._start(self.transport.schedule_lead_ns) is None:
+            return
+        if self._batches_fit():
+            await self._batch_concurrency_loop(model, output)
+            return
+        share, take = self.share, self._taker()
+
         async def slot() -> None:
             while (i := take()) is not None:
                 await self.send_one(i, model, output, share.is_warmup(i))
 
         await asyncio.gather(*(slot() for _ in range(share.slots or 1)))
+
+    def _batches_fit(self) -> bool:
+        """Whether the concurrency mode may run in batches (_batch_concurrency_loop): a transport
+        that hands finished requests back in batches (the native engine's), and nothing to wait
+        for between a request's end and the next send (no answer to grade)."""
+        return hasattr(self.transport, "start_batches") and not self.cfg.judge.grading.active
+
+    async def _batch_concurrency_loop(self, model: str, output: RunOutput) -> None:
+        """The concurrency mode without a coroutine per slot: each batch of finished requests (one
+        wake-up of the loop) is finished request by request, then as many next requests are built
+        and sent in one hand-over. The same requests, sent when the same slots free up, and each
+        finished by the same code as in the slots' loop; each stage runs over the whole batch,
+        which keeps its code in the CPU's caches (issue 42: ~20% of a 1-token request's client
+        CPU). A stage's exception ends the load as it would a slot's."""
+        transport: Any = self.transport
+        share, take = self.share, self._taker()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def send(free: int) -> None:
+            specs = []
+            for _ in range(free):
+                if (i := take()) is None:
+                    break
+                specs.append(self._spec(i, model, share.is_warmup(i)))
+            self._in_flight += len(specs)
+            try:
+                transport.submit_batch(specs)
+            except BaseException:
+                self._in_flight -= len(specs)
+                raise
+            if self._in_flight == 0 and not done.done():
+                done.set_result(None)
+
+        def on_batch(records: list[RequestRecord]) -> None:
+            if done.done():
+                return  # cancelled or failed: what still comes in is dropped, as the slots' loop drops it
+            try:
+                self._in_flight -= len(records)
+                for rec in records:
+                    if self._completed(rec, output) is not None:  # pragma: no cover - _batches_fit
+                        raise RuntimeError("a batch run has no answer to grade")
+                send(len(records))
+            except Exception as exc:  # ends the load, as a slot's exception does
+                done.set_exception(exc)
+
+        transport.start_batches(on_batch)
+        send(share.slots or 1)
+        await done
 
     async def _rate_loop(self, model: str, output: RunOutput) -> None:
         """Sends the share's arrivals on the absolute schedule t0 + offset_i, t0 from the start
