@@ -204,6 +204,30 @@ class RunOutput:
         self.finished += 1
         return m
 
+    def add_batch(self, records: list[RequestRecord]) -> list[RequestMetrics]:
+        """add() of each record (none journaled as pending), a stage at a time over the batch:
+        every record measured, then judged, then journaled, then its events logged, then counted
+        in the summary. The same lines, rows and columns, in the same order, as add() one by one;
+        a stage over a batch keeps its code in the CPU's caches (issue 42)."""
+        if self._pending or self.judge.keep_text:
+            return [self.add(rec) for rec in records]
+        measured = [measure(rec) for rec in records]
+        verdict = self.judge.verdict
+        verdicts = [verdict(rec, m) for rec, (m, _) in zip(records, measured, strict=True)]
+        journal, events, summary, records_kept = self.journal, self.events, self.summary, self.records
+        for rec, (m, _), v in zip(records, measured, verdicts, strict=True):
+            journal.append(rec, self._scalars(rec, m, v))
+        for rec, (_, layout) in zip(records, measured, strict=True):
+            events.append(rec, layout)
+        self._written()
+        for rec, (m, layout), v in zip(records, measured, verdicts, strict=True):
+            summary.add(rec, m, layout, v)
+            self.all_output_tokens += m.output_tokens
+        if records_kept is not None:
+            records_kept.extend(records)
+        self.finished += len(records)
+        return [m for m, _ in measured]
+
     def finish(self, metadata: dict[str, Any], envelope: dict[str, Any] | None = None) -> RunResult:
         """Summary, results.json and events.npz from whatever was measured: also after Ctrl-C.
         envelope: the saved trust envelope of this host and transport (pytps calibrate), if any."""

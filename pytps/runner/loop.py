@@ -28,6 +28,7 @@ from pytps.grading.grade import Grade
 from pytps.grading.graders import STOPPED_REASON
 from pytps.measure.bodies import read_body
 from pytps.measure.fast_json import dumps_body
+from pytps.measure.metrics import RequestMetrics
 from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.results.folder import GRADING_DONE, GRADING_STOPPED
@@ -356,7 +357,22 @@ class Runner:
             g = rec.grade
             red = self._redactor.optional
             rec.grade = dataclasses.replace(g, reason=red(g.reason), extracted=red(g.extracted), error=red(g.error))
-        m = output.add(rec, grading)
+        self._counted(rec, output.add(rec, grading))
+
+    def _finish_batch(self, records: list[RequestRecord], output: RunOutput) -> None:
+        """_finish() of each record (none graded), a stage at a time over the batch: prepared,
+        added to the results (RunOutput.add_batch), counted."""
+        for rec in records:
+            if not rec.stream:
+                read_body(rec, self.cfg.api)
+        for rec in records:
+            self._prepare(rec)
+        for rec, m in zip(records, output.add_batch(records), strict=True):
+            self._counted(rec, m)
+
+    def _counted(self, rec: RequestRecord, m: RequestMetrics) -> None:
+        """A request added to the results: its answer let go, the prompt's calibration, the live
+        counts and the run's stops (the error rate, saturation)."""
         rec.text = rec.reasoning_text = ""  # judged and counted: do not hold every answer in memory
         self.finished += 1
         reported = rec.usage.get("prompt_tokens")
@@ -520,9 +536,7 @@ class Runner:
                 return  # cancelled or failed: what still comes in is dropped, as the slots' loop drops it
             try:
                 self._in_flight -= len(records)
-                for rec in records:
-                    if self._completed(rec, output) is not None:  # pragma: no cover - _batches_fit
-                        raise RuntimeError("a batch run has no answer to grade")
+                self._finish_batch(records, output)
                 send(len(records))
             except Exception as exc:  # ends the load, as a slot's exception does
                 done.set_exception(exc)

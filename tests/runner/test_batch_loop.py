@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 import pytps
-from pytps.results.folder import load_journal
-from pytps.results.output import RunOutput
+from pytps.results.folder import Journal, load_journal
 from pytps.runner.config import make_config
 from pytps.runner.loop import Runner
 from pytps.transport.native_transport import NativeTransport
@@ -102,14 +101,14 @@ def test_the_error_rate_stops_a_batch_run(tmp_path):
 
 
 def test_an_error_while_finishing_ends_the_run_and_keeps_what_was_written(tmp_path, monkeypatch):
-    add = RunOutput.add
+    append = Journal.append
 
-    def failing(self: RunOutput, rec: Any, grading: str = "done") -> Any:
+    def failing(self: Journal, rec: Any, scalars: dict[str, Any]) -> None:
         if rec.index == 60:
             raise RuntimeError("a finishing step failed")
-        return add(self, rec, grading)
+        append(self, rec, scalars)
 
-    monkeypatch.setattr(RunOutput, "add", failing)
+    monkeypatch.setattr(Journal, "append", failing)
     with pytps.Emulator(ttft_ms=0, itl_us=50) as emu:
         cfg = make_config(emu.base_url, out=tmp_path / "o", model="m", requests=200, concurrency=4, output_tokens=2)
         with pytest.raises(RuntimeError, match="a finishing step failed"):
