@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytps._native import _core
 from pytps.errors import EndpointError
@@ -38,7 +38,7 @@ from pytps.runner.endpoint import Endpoint
 from pytps.runner.metadata import run_metadata
 from pytps.runner.provenance import host_facts, server_facts
 from pytps.runner.share import Share
-from pytps.transport.base import RequestSpec, Transport
+from pytps.transport.base import BatchTransport, RequestSpec, Transport
 from pytps.workload import request_formats
 from pytps.workload.inputs import body_request
 
@@ -512,7 +512,7 @@ class Runner:
         finished by the same code as in the slots' loop; each stage runs over the whole batch,
         which keeps its code in the CPU's caches (issue 42: ~20% of a 1-token request's client
         CPU). A stage's exception ends the load as it would a slot's."""
-        transport: Any = self.transport
+        transport = cast(BatchTransport, self.transport)  # _batches_fit
         share, take = self.share, self._taker()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 

@@ -27,6 +27,10 @@ What a transport must do:
   ``tls_library`` names the TLS stack that spoke https:// (None over http://);
   ``thread_cpu_s`` is the CPU of any thread of the transport's own (None when it has none).
 
+A transport that hands finished requests back in batches may also offer ``BatchTransport``'s
+pair, ``start_batches(on_batch)`` and ``submit_batch(specs)``: the runner's concurrency mode then
+fills its slots a batch at a time (the native engine's; issue 42).
+
 Requests that are not timed (listing models) do not go through a transport: pytps.runner.endpoint
 makes them.
 """
@@ -141,6 +145,17 @@ class Transport(Protocol):
 
     @property
     def thread_cpu_s(self) -> float | None: ...
+
+
+class BatchTransport(Transport, Protocol):
+    """A Transport that may also send without a coroutine per request: after start_batches,
+    the records of requests sent by submit_batch (each as send() would return it) come to
+    on_batch, every request that finished by a wake-up of the event loop in one call, on the
+    loop's thread."""
+
+    def start_batches(self, on_batch: Callable[[list[RequestRecord]], None]) -> None: ...
+
+    def submit_batch(self, specs: list[RequestSpec]) -> None: ...
 
 
 #: Response headers that carry the server's id of a request, in the order they are preferred;
