@@ -18,11 +18,13 @@ class RichProgress(RunProgress):
         self._task: Any = None
 
     def start(self, total: int | None, duration_s: float | None) -> None:
+        # Plain text, not markup: rich's markup columns replace emoji codes whatever the console
+        # says (Text.from_markup), which loads rich's table of codes (issue 42); the bar is the same.
         self._bar = Progress(
-            TextColumn("[bold]pytps run"),
+            TextColumn("pytps run", style="bold", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("{task.fields[status]}", markup=False),
             TimeElapsedColumn(),
             console=self.console,
             transient=True,

@@ -50,7 +50,15 @@ def _safe(obj: Any) -> Any:
 
 class SafeConsole(Console):
     """A rich Console whose print() and log() escape control characters in every string and
-    table cell (rich itself passes ESC through to a terminal)."""
+    table cell (rich itself passes ESC through to a terminal), and replace no emoji codes.
+
+    No emoji: pytps never writes a ":name:" code, so rich's replacement could only turn text a
+    server sent (a model name with ":fire:" in it) into something else; and its table of codes
+    (rich._emoji_codes, about 3 ms of import) was loaded by every run's report (issue 42)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         super().print(*(_safe(o) for o in objects), **kwargs)

@@ -71,7 +71,9 @@ def route_mtu(host: str | None, port: int | None) -> int | None:
     if not host:
         return None
     try:
-        infos = socket.getaddrinfo(host, port or 80, type=socket.SOCK_DGRAM)
+        from pytps.transport.network import resolver_host  # an ASCII host skips the idna codec
+
+        infos = socket.getaddrinfo(resolver_host(host), port or 80, type=socket.SOCK_DGRAM)
     except OSError:
         return None
     for family, _, _, _, addr in infos:

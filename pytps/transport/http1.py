@@ -15,6 +15,7 @@ from pytps.transport.base import (
     response_request_id,
 )
 from pytps.transport.base_url import BaseUrl
+from pytps.transport.network import resolver_host
 
 # Request heads kept per (path, headers) by Http1Target.render.
 _MAX_HEADS = 64
@@ -77,7 +78,7 @@ def resolve(host: str, port: int) -> list[str]:
     until one connects (a host may resolve to ::1 first while the server listens on 127.0.0.1
     only). Raises OSError (socket.gaierror) when nothing resolves."""
     out: list[str] = []
-    for family, _, _, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+    for family, _, _, _, addr in socket.getaddrinfo(resolver_host(host), port, type=socket.SOCK_STREAM):
         if family in (socket.AF_INET, socket.AF_INET6) and addr[0] not in out:
             out.append(str(addr[0]))
     if not out:

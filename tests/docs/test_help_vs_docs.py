@@ -19,6 +19,7 @@ NOT_IN_HELP = {
     "--slot-save-path": "llama-server's, which its slot-erase preset needs (tuning.md)",
     "--slot-prompt-similarity": "llama-server's (real-servers.md: tried for the live tool loop, and why not)",
     "--pacing": "bench/bench_realtime_precision.py's (voice.md: the sender thread against the loop's pacing)",
+    "--tree": "bench/bench_fixed_cost.py's (design.md: issue 42's fixed cost, before and after)",
 }
 
 
