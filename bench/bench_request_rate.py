@@ -11,12 +11,29 @@ own in the fixed-cost column, per run) does not inflate it at small N.
 
 Ratios measured in this run: each transport's CPU per request relative to native's, cell by cell.
 Targets (issue 42): native, concurrency 64, chat and embeddings: <= 60 us of client CPU per request,
->= 8,000 req/s where the emulator keeps up. Peers (vLLM's bench, aiperf) are run only when already
-installed; otherwise one line says they were skipped. CPU time is less sensitive to other load on
-the machine than wall time, but not immune: the load average is printed with the figures.
+>= 8,000 req/s where the emulator keeps up. CPU time is less sensitive to other load on the machine
+than wall time, but not immune: the load average is printed with the figures.
+
+Peers: aiperf, guidellm and vLLM's bench (`vllm bench serve`), each given by its executable in a
+bench-only venv (--aiperf PATH, --guidellm PATH, --vllm PATH) or found on PATH, are run as
+subprocesses against the same emulator in the same run, on 1-token streamed chat (16 prompt tokens,
+ignore_eos) and embeddings (16 tokens) at --peer-concurrency (default 64), and measured as pytps is:
+the CPU of the peer's whole process tree (RUSAGE_CHILDREN before/after: its worker processes count
+once reaped; a /proc sample of the tree is printed beside it as a check), marginal (a run of N less
+a run of N/10), N / wall, a marginal rate (N - N/10 over the wall-time difference, without the
+tool's start-up), the peer's own requests per second, and the emulator's CPU per request. Each gets
+a tokenizer made at run time by bench/tiny_tokenizer.py with the peer's own Python (no hub
+download). A peer absent is one line saying so. Never in pyproject.toml; the bench-only venvs:
+
+    python -m venv /work/venvs/aiperf && /work/venvs/aiperf/bin/pip install aiperf==0.13.0
+    python -m venv /work/venvs/guidellm && /work/venvs/guidellm/bin/pip install guidellm==0.8.1
+    python -m venv /work/venvs/vllm && /work/venvs/vllm/bin/pip install vllm==0.34.0
+    python bench/bench_request_rate.py --quick --transports native --requests 5000 \\
+        --aiperf /work/venvs/aiperf/bin/aiperf --guidellm /work/venvs/guidellm/bin/guidellm
 
     python bench/bench_request_rate.py [--quick] [--requests N] [--transports native,httpx]
         [--workloads chat,embeddings,rerank] [--concurrency 1,64,256] [--json FILE]
+        [--aiperf PATH] [--guidellm PATH] [--vllm PATH] [--peer-concurrency 64] [--no-peers]
 """
 
 from __future__ import annotations
