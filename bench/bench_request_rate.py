@@ -27,9 +27,15 @@ download). A peer absent is one line saying so. Never in pyproject.toml; the ben
 
     python -m venv /work/venvs/aiperf && /work/venvs/aiperf/bin/pip install aiperf==0.13.0
     python -m venv /work/venvs/guidellm && /work/venvs/guidellm/bin/pip install guidellm==0.8.1
-    python -m venv /work/venvs/vllm && /work/venvs/vllm/bin/pip install vllm==0.34.0
+    # vllm 0.34.0 pins flashinfer-python==0.7.3, which the registry here lacks: vllm without its
+    # dependencies, then its other requirements (torch included); the bench client needs no flashinfer
+    python -m venv /work/venvs/vllm && /work/venvs/vllm/bin/pip install --no-deps vllm==0.34.0
+    /work/venvs/vllm/bin/python -c "import importlib.metadata as m; print('\\n'.join(r for r in \\
+        m.requires('vllm') if 'extra ==' not in r and not r.startswith('flashinfer')))" > /tmp/vllm-reqs.txt
+    /work/venvs/vllm/bin/pip install -r /tmp/vllm-reqs.txt
     python bench/bench_request_rate.py --quick --transports native --requests 5000 \\
-        --aiperf /work/venvs/aiperf/bin/aiperf --guidellm /work/venvs/guidellm/bin/guidellm
+        --aiperf /work/venvs/aiperf/bin/aiperf --guidellm /work/venvs/guidellm/bin/guidellm \\
+        --vllm /work/venvs/vllm/bin/vllm
 
     python bench/bench_request_rate.py [--quick] [--requests N] [--transports native,httpx]
         [--workloads chat,embeddings,rerank] [--concurrency 1,64,256] [--json FILE]
