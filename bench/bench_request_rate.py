@@ -23,7 +23,8 @@ once reaped; a /proc sample of the tree is printed beside it as a check), margin
 a run of N/10), N / wall, a marginal rate (N - N/10 over the wall-time difference, without the
 tool's start-up), the peer's own requests per second, and the emulator's CPU per request. Each gets
 a tokenizer made at run time by bench/tiny_tokenizer.py with the peer's own Python (no hub
-download). A peer absent is one line saying so. Never in pyproject.toml; the bench-only venvs:
+download). Their start-up costs 8-20 s of CPU here, so their marginal figures are noise below
+--requests 5000. A peer absent is one line saying so. Never in pyproject.toml; the bench-only venvs:
 
     python -m venv /work/venvs/aiperf && /work/venvs/aiperf/bin/pip install aiperf==0.13.0
     python -m venv /work/venvs/guidellm && /work/venvs/guidellm/bin/pip install guidellm==0.8.1
@@ -211,6 +212,9 @@ class Peer:
                        stdout=subprocess.DEVNULL, env=self.env())  # fmt: skip
         self.version = self._version()
 
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
     def env(self) -> dict[str, str]:
         env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_DISABLE_TELEMETRY": "1",
                "DO_NOT_TRACK": "1", "NO_COLOR": "1"}  # fmt: skip
@@ -350,7 +354,7 @@ def peer_notes(rows: list[dict], peers: list[Peer]) -> None:
     """What the table's peer rows do not show: versions, the peer's own rate, the marginal rate,
     the /proc check of the tree's CPU, the emulator's CPU per request, and the commands."""
     for p in peers:
-        print(f"peer {p.name} {p.version} ({p.exe}), tokenizer made at run time in {p.tokenizer}")
+        print(f"peer {p.name} {p.version} ({p.exe}), its tokenizer made at run time by bench/tiny_tokenizer.py")
     for r in rows:
         print(f"  {r['transport']} {r['workload']} @{r['concurrency']}: its own report {r['peer_rps']:.0f} req/s; "
               f"N / wall {r['rps']:.0f}; marginal (N - N/10) / (wall difference) {r['marginal_rps']:.0f} req/s; "
@@ -425,6 +429,8 @@ def main() -> None:
     finally:
         if emu:
             emu.close()
+        for p in peers:
+            p.close()
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if a.no_peers:
         print("peers: not run (--no-peers)")
