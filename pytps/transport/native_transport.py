@@ -202,14 +202,10 @@ class NativeTransport:
         to the start_batches() callback. ValueError (the engine's) sends none of them."""
         items: list[tuple[int, bytes, str, int | None]] = []
         records: list[tuple[int, RequestRecord]] = []
-        render, ids = self._target.render, self._ids
         for spec in specs:
-            rec = spec.new_record(self.name)
-            payload = render(spec)
-            rid = next(ids)
-            rec.t_submit_ns = _now_ns()
-            items.append((rid, payload, spec.dialect, spec.t_sched_ns))
-            records.append((rid, rec))
+            rec, item = self._handed(spec)
+            items.append(item)
+            records.append((item[0], rec))
         if items:
             self._batch_records.update(records)
             try:
@@ -219,18 +215,24 @@ class NativeTransport:
                     self._batch_records.pop(rid, None)
                 raise
 
-    async def send(self, spec: RequestSpec) -> RequestRecord:
+    def _handed(self, spec: RequestSpec) -> tuple[RequestRecord, tuple[int, bytes, str, int | None]]:
+        """spec's record, stamped as handed over now, and its item for submit_many (its id first)."""
         rec = spec.new_record(self.name)
         payload = self._target.render(spec)
+        rid = next(self._ids)
+        rec.t_submit_ns = _now_ns()
+        return rec, (rid, payload, spec.dialect, spec.t_sched_ns)
+
+    async def send(self, spec: RequestSpec) -> RequestRecord:
         self._watch()
         assert self._loop is not None
-        rid = next(self._ids)
+        rec, item = self._handed(spec)
+        rid = item[0]
         fut = self._loop.create_future()
         self._waiting[rid] = fut
-        rec.t_submit_ns = _now_ns()
         try:
             # In rate mode the runner calls send() ahead of t_sched: the engine holds it till then.
-            self._queue(rid, (rid, payload, spec.dialect, spec.t_sched_ns))
+            self._queue(rid, item)
             result = await fut
         finally:
             # Cancelled: the engine finishes the request on its own; its result is dropped.
