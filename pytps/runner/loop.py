@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 
 _now_ns = _core.now_ns
 
+#: A request's steps that the batch loop does not call: a subclass that overrides one keeps the
+#: slots' loop (Runner._batches_fit).
+_STEPS = ("send_one", "_completed", "_finish")
+
 #: A start barrier: awaited once, after the probe and before the schedule's first send, with the
 #: transport's schedule lead (ns). Returns the schedule's t0 on this process's CLOCK_MONOTONIC
 #: (rate mode sends index i at t0 + offset_i; concurrency mode ignores it), or None: send nothing more.
@@ -501,9 +505,13 @@ class Runner:
 
     def _batches_fit(self) -> bool:
         """Whether the concurrency mode may run in batches (_batch_concurrency_loop): a transport
-        that hands finished requests back in batches (the native engine's), and nothing to wait
-        for between a request's end and the next send (no answer to grade)."""
-        return hasattr(self.transport, "start_batches") and not self.cfg.judge.grading.active
+        that hands finished requests back in batches (the native engine's), nothing to wait for
+        between a request's end and the next send (no answer to grade), and a request's step as
+        this class has it: the batches do not pass through send_one() or _finish(), so a runner
+        that changes them (pytps rank's turns, GatedRunner) keeps the slots' loop."""
+        cls = type(self)
+        own_steps = all(getattr(cls, name) is getattr(Runner, name) for name in _STEPS)
+        return own_steps and hasattr(self.transport, "start_batches") and not self.cfg.judge.grading.active
 
     async def _batch_concurrency_loop(self, model: str, output: RunOutput) -> None:
         """The concurrency mode without a coroutine per slot: each batch of finished requests (one

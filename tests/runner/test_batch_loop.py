@@ -13,6 +13,7 @@ import pytest
 
 import pytps
 from pytps.results.folder import Journal, load_journal
+from pytps.results.output import RunOutput
 from pytps.runner.config import make_config
 from pytps.runner.loop import Runner
 from pytps.transport.native_transport import NativeTransport
@@ -115,3 +116,37 @@ def test_an_error_while_finishing_ends_the_run_and_keeps_what_was_written(tmp_pa
             asyncio.run(Runner(cfg).run())
     written = {line["index"] for line in load_journal(tmp_path / "o")}
     assert 60 not in written and len(written) >= 55  # each request finished before it is on disk
+
+
+def test_a_runner_that_changes_a_requests_step_keeps_the_slots_loop(tmp_path):
+    # pytps rank's GatedRunner waits for its turn in send_one(): the batches would pass it by.
+    stepped: list[int] = []
+
+    class Stepped(Runner):
+        async def send_one(self, i: int, model: str, output: Any, warmup: bool, t_sched_ns: int | None = None) -> None:
+            stepped.append(i)
+            await super().send_one(i, model, output, warmup, t_sched_ns)
+
+    with pytps.Emulator(ttft_ms=0, itl_us=50) as emu:
+        cfg = make_config(emu.base_url, out=tmp_path / "o", model="m", requests=40, concurrency=4, output_tokens=2)
+        runner = Stepped(cfg)
+        result = asyncio.run(runner.run())
+    assert result.summary["requests_ok"] == 40 and sorted(stepped) == list(range(1, 40))  # the probe is apart
+
+
+def test_an_output_that_changes_add_gets_add_of_each_record(tmp_path):
+    # A scale worker's output shifts a skewed clock's records in add(): a batch must pass through it.
+    added: list[int] = []
+
+    class Counting(RunOutput):
+        def add(self, rec: Any, grading: str = "done") -> Any:
+            added.append(rec.index)
+            return super().add(rec, grading)
+
+    with pytps.Emulator(ttft_ms=0, itl_us=50) as emu:
+        cfg = make_config(emu.base_url, out=tmp_path / "o", model="m", requests=60, concurrency=4, output_tokens=2)
+        runner = Runner(cfg)
+        runner.output_type = Counting
+        result = asyncio.run(runner.run())
+    assert result.summary["requests_ok"] == 60 and sorted(added) == list(range(60))
+    assert len(load_journal(tmp_path / "o")) == 60
