@@ -379,9 +379,14 @@ def _seeded_words(seed_text: str, k: int) -> list[str]:
     tests/workload/test_native_words.py holds the two to the same words."""
     if k <= 0:
         return []
+    return _core.shuffled_words(_seed_key(seed_text), WORDS, k)
+
+
+def _seed_key(seed_text: str) -> bytes:
+    """The bytes random.Random(seed_text) seeds with: int.from_bytes(text + sha512(text).digest())
+    (seed version 2)."""
     text = seed_text.encode()
-    # random.Random(str) seeds with int.from_bytes(text + sha512(text).digest()) (seed version 2).
-    return _core.shuffled_words(text + hashlib.sha512(text).digest(), WORDS, k)
+    return text + hashlib.sha512(text).digest()
 
 
 def _seeded_text(seed_text: str, k: int) -> str:
@@ -389,8 +394,7 @@ def _seeded_text(seed_text: str, k: int) -> str:
     (_core.shuffled_words_text: ~1.3 us of a 256-token prompt, issue 42)."""
     if k <= 0:
         return ""
-    text = seed_text.encode()
-    return _core.shuffled_words_text(text + hashlib.sha512(text).digest(), WORDS, k)
+    return _core.shuffled_words_text(_seed_key(seed_text), WORDS, k)
 
 
 def _shuffled_words(rng: random.Random, k: int) -> list[str]:
