@@ -407,13 +407,12 @@ void register_jsontext(py::module_& m) {
             }
             out.push_back('}');
             out.push_back('\n');
-            PyObject* text = PyUnicode_DecodeASCII(out.data(), static_cast<Py_ssize_t>(out.size()), nullptr);
-            if (text == nullptr) throw py::error_already_set();
-            return py::reinterpret_steal<py::object>(text);
+            // Bytes: the journal is written as bytes, so the line is made into no str (issue 42).
+            return py::bytes(out.data(), out.size());
         },
         py::arg("fields"), py::arg("names"), py::arg("values"),
-        "json_line_of(fields, names, values) -> str | None\n\n"
-        "json_line({**fields, **dict(zip(names, values))}) and a newline, without the merged dict: None\n"
+        "json_line_of(fields, names, values) -> bytes | None\n\n"
+        "json_line({**fields, **dict(zip(names, values))}) and a newline, ASCII-encoded, without the merged dict: None\n"
         "where json_line gives None, when a name is a key of fields, or names and values differ in length.");
     m.def(
         "json_body",

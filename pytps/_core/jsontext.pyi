@@ -6,8 +6,8 @@ def json_line(value: Any) -> str | None:
     """json.dumps(value, separators=(",", ":")) with NaN and the infinities as null, for values made of
     dict (str keys), list, tuple, str, int, float, bool and None; None for anything else."""
 
-def json_line_of(fields: dict[str, Any], names: tuple[str, ...], values: tuple[Any, ...]) -> str | None:
-    """json_line({**fields, **dict(zip(names, values))}) and a newline, without the merged dict; None
+def json_line_of(fields: dict[str, Any], names: tuple[str, ...], values: tuple[Any, ...]) -> bytes | None:
+    """json_line({**fields, **dict(zip(names, values))}) and a newline, ASCII-encoded, without the merged dict; None
     where json_line gives None, when a name is a key of fields, or names and values differ in length."""
 
 def json_body(value: Any) -> bytes | None:

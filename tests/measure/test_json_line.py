@@ -195,7 +195,7 @@ _NAMES = st.lists(st.sampled_from(["a", "b", "t_sched_ns", "usage", "é", "\n"])
 @given(st.dictionaries(st.sampled_from(["a", "x", "usage", "ok", "ü"]), _TREES, max_size=4), _NAMES, st.data())
 def test_a_line_of_fields_and_record_values_is_the_merged_dicts_line(fields, names, data):
     """json_line_of(fields, names, values): the line of {**fields, **dict(zip(names, values))} and
-    a newline, or None where that line is not json_line's or a name is already a key of fields."""
+    a newline as ASCII bytes, or None where that line is not json_line's or a name is already a key of fields."""
     from pytps._native import _core
 
     values = tuple(data.draw(_TREES) for _ in names)
@@ -204,5 +204,5 @@ def test_a_line_of_fields_and_record_values_is_the_merged_dicts_line(fields, nam
     if any(n in fields for n in names) or json_line(merged) is None:
         assert got is None
     else:
-        assert got == json_line(merged) + "\n" == _dumps(merged) + "\n"
+        assert got == (json_line(merged) + "\n").encode() == (_dumps(merged) + "\n").encode("ascii")
     assert _core.json_line_of(fields, tuple(names), (*values, 1)) is None  # lengths differ
