@@ -2,6 +2,10 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+namespace pytps {
+class StreamRecorder;
+}
+
 namespace pytps_bindings {
 namespace py = pybind11;
 
@@ -17,6 +21,11 @@ void register_io(py::module_& m);
 void register_pacer(py::module_& m);
 void register_jsontext(py::module_& m);
 void register_words(py::module_& m);
+
+// A finished StreamRecorder's read-outs, shared by StreamRecorder.readout() and
+// HttpStreamRecorder.readout() (register_recorder.cpp): the tuple, and the error as a dict or None.
+py::tuple recorder_readout(const pytps::StreamRecorder& r);
+py::object recorder_error(const pytps::StreamRecorder& r);
 
 // Raises pytps.errors.ProtocolError (a Python class, so the whole error family lives in one place).
 [[noreturn]] void raise_protocol_error(const std::string& message);

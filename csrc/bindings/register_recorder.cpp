@@ -15,6 +15,14 @@ using pytps::StreamRecorder;
 
 template <class T>
 py::array_t<T> to_array(const std::vector<T>& v) {
+    if (v.empty()) {
+        // One empty array per type, shared by every read-out (a whole body's record has four):
+        // as records share theirs (pytps.measure.records._empty), an array of no elements has
+        // nothing to write in place, and resize() refuses one referenced elsewhere. Made once,
+        // with the GIL held; never freed (it must outlive the interpreter's teardown order).
+        static const auto* empty = new py::array_t<T>(0);
+        return *empty;
+    }
     py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
     if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
     return out;
@@ -82,9 +90,11 @@ py::object audio_format_of(const StreamRecorder& r) {
     return d;
 }
 
+}  // namespace
+
 // Every read-out a finished request's record takes, in one call (RequestRecord.fill_from_recorder):
 // one Python call per attribute was ~3% of a 1-token request's client CPU (issue 42).
-py::tuple readout(const StreamRecorder& r) {
+py::tuple recorder_readout(const StreamRecorder& r) {
     const auto& st = r.state();
     return py::make_tuple(optional_text(st.response_id), optional_text(st.model), finish_reason_of(r),
                           usage_dict(st.usage), server_timings_of(r), st.done, r.events(),
@@ -96,7 +106,16 @@ py::tuple readout(const StreamRecorder& r) {
                           time_or_none(r.first_body_ns()));
 }
 
-}  // namespace
+py::object recorder_error(const StreamRecorder& r) {
+    const auto& e = r.error();
+    if (!e.present) return py::none();
+    py::dict d;
+    d["kind"] = e.kind;
+    d["message"] = decode_text(e.message);
+    d["event_index"] = e.event_index;
+    d["payload"] = e.has_payload ? py::object(decode_text(e.payload)) : py::object(py::none());
+    return d;
+}
 
 void register_recorder(py::module_& m) {
     m.attr("KIND_CONTENT") = static_cast<int>(pytps::kContent);
@@ -186,7 +205,7 @@ void register_recorder(py::module_& m) {
             "audio_format", &audio_format_of,
             "speech-wav: {sample_rate, channels, bits_per_sample, format_tag} from the WAV header; None otherwise "
             "(PCM's format is the request's).")
-        .def("readout", &readout,
+        .def("readout", &recorder_readout,
              "readout() -> tuple\n\n"
              "Every read-out at once, in this order: response_id, model, finish_reason, usage,\n"
              "server_timings, done, events, output_times_ns, output_kinds, output_tokens, output_chars,\n"
@@ -198,16 +217,7 @@ void register_recorder(py::module_& m) {
         .def_property_readonly("events", &StreamRecorder::events)
         .def_property_readonly("output_events", [](const StreamRecorder& r) { return r.output_times_ns().size(); })
         .def_property_readonly("protocol_errors", &StreamRecorder::protocol_errors)
-        .def_property_readonly("error", [](const StreamRecorder& r) -> py::object {
-            const auto& e = r.error();
-            if (!e.present) return py::none();
-            py::dict d;
-            d["kind"] = e.kind;
-            d["message"] = decode_text(e.message);
-            d["event_index"] = e.event_index;
-            d["payload"] = e.has_payload ? py::object(decode_text(e.payload)) : py::object(py::none());
-            return d;
-        });
+        .def_property_readonly("error", &recorder_error);
 }
 
 }  // namespace pytps_bindings

@@ -1,6 +1,6 @@
 """Stubs of what csrc/bindings/register_http.cpp adds to pytps._core."""
 
-from typing import Final
+from typing import Any, Final
 
 from pytps._core.recorder import StreamRecorder
 
@@ -41,6 +41,11 @@ class HttpStreamRecorder:
         """Forget everything, ready for the next response on the same keep-alive connection."""
     def header(self, name: str) -> str | None:
         """The first value of a header (name compared case-insensitively), or None."""
+    def readout(self, request_id_headers: tuple[str, ...]) -> tuple[Any, ...]:
+        """Every read-out at once, in this order: t_headers_ns, status, headers_done, the first
+        non-empty value of request_id_headers (tried in order) and content-encoding (both None
+        until headers_done), content-type (as header() gives it), error, closed_early,
+        error_body, body_start, recorder.readout(), recorder.error."""
     status: Final[int | None]
     """The final response's status once its status line is parsed, else None."""
     headers: Final[list[tuple[str, str]]]

@@ -142,7 +142,7 @@ def _readout(rec: Any) -> tuple[Any, ...]:
     """StreamRecorder.readout() of a recorder without it, read attribute by attribute (audio_format
     and first_body_ns None where it has neither)."""
     return (
-        rec.response_id, rec.model, rec.finish_reason, rec.usage, *(getattr(rec, name) for name in _RECORDER_AS_IS),
+        rec.response_id, rec.model, rec.finish_reason, dict(rec.usage), *(getattr(rec, name) for name in _RECORDER_AS_IS),
         rec.tool_calls, getattr(rec, "audio_format", None), getattr(rec, "first_body_ns", None),
     )  # fmt: skip
 
@@ -250,17 +250,22 @@ class RequestRecord:
         its readout() (one call instead of one per attribute, issue 42), else attribute by attribute
         (a stand-in with the same attributes)."""
         readout = getattr(rec, "readout", None)
+        self.fill_from_readout(readout() if readout is not None else _readout(rec))
+
+    def fill_from_readout(self, readout: tuple[Any, ...]) -> None:
+        """fill_from_recorder() of the recorder whose readout() this is."""
         (
             response_id, self.model, self.finish_reason, usage, self.server_timings, self.done, self.events,
             self.output_times_ns, self.output_kinds, self.output_tokens, self.output_chars, self.first_output_ns,
             self.first_answer_ns, self.last_output_ns, self.end_ns, self.text, self.reasoning_text, self.body,
             tool_calls, self.audio_format, self.first_body_ns,
-        ) = readout() if readout is not None else _readout(rec)  # fmt: skip
+        ) = readout  # fmt: skip
         self.response_id = response_id
         self.request_id = self.request_id or response_id
-        self.usage = dict(usage)
-        # The server's counts are untrusted: an implausible one is set aside, never used.
-        bad = implausible_counts(self.usage, self.events, self.max_tokens, self.request_bytes)
+        self.usage = usage  # a dict of its own: readout() makes one, _readout() copies
+        # The server's counts are untrusted: an implausible one is set aside, never used. (An
+        # empty usage has nothing to check: a whole body's is read, and checked, with the body.)
+        bad = implausible_counts(usage, self.events, self.max_tokens, self.request_bytes) if usage else None
         if bad:
             self.usage = {k: v for k, v in self.usage.items() if k not in bad}
             self.usage_implausible = bad

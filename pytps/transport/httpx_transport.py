@@ -341,6 +341,7 @@ class HttpxTransport:
             rec.error_detail = describe_exception(body_error)
         else:
             classify_answer(
-                rec, response.status_code, response.headers.get, error_body, coding, body_start, recorder.error
-            )
+                rec, response.status_code, response.headers.get, error_body, coding, body_start, recorder.error,
+                response.headers.get("content-type"),
+            )  # fmt: skip
         return rec
