@@ -33,6 +33,7 @@ from pytps.measure.records import RequestRecord
 from pytps.measure.redact import Redactor
 from pytps.results.folder import GRADING_DONE, GRADING_STOPPED
 from pytps.results.output import RunOutput, RunResult, default_out_dir, write_results
+from pytps.runner.body_templates import BodyTemplates
 from pytps.runner.config import RunConfig
 from pytps.runner.endpoint import Endpoint
 from pytps.runner.metadata import run_metadata
@@ -142,6 +143,7 @@ class Runner:
         # --request-id-header: the header's name, and this run's prefix of the ids sent in it.
         self._id_header: str | None = cfg.settings.get("request_id_header")
         self._shared_headers: dict[str, str] | None = None  # see _request_headers
+        self._bodies: BodyTemplates | None = None  # generation bodies by shape, made at the first request
         self._id_prefix = f"pytps-{os.urandom(6).hex()}-"  # 48 random bits (uuid4 is not imported for them)
         self._include_usage = True
         self._usage_note: str | None = None
@@ -237,7 +239,7 @@ class Runner:
             return self._new_spec(
                 i,
                 path,
-                body,
+                dumps_body(body),
                 warmup,
                 t_sched_ns,
                 dialect=request_formats.JSON_DIALECT,
@@ -254,14 +256,10 @@ class Runner:
         if prompt.item is not None and self.cfg.judge.grading.active:
             self._items[i] = (prompt.item, prompt.reference)
         images = cfg.images.images(i) if cfg.images.count else prompt.images
-        path, body = request_formats.build_request(
-            cfg.api,
-            model,
-            prompt,
-            stream=cfg.stream,
-            include_usage=self._include_usage,
-            extra_body=cfg.extra_body,
-            images=images,
+        if self._bodies is None:
+            self._bodies = BodyTemplates(cfg.api, cfg.extra_body)
+        path, body = self._bodies.request(
+            model, prompt, stream=cfg.stream, include_usage=self._include_usage, images=images
         )
         return self._new_spec(
             i,
@@ -279,14 +277,14 @@ class Runner:
             usage_requested=self._include_usage,
         )
 
-    def _new_spec(self, i: int, path: str, body: Any, warmup: bool, t_sched_ns: int | None, **kind: Any) -> RequestSpec:
-        """What every request's spec carries (its JSON body, headers and sent id, when it is
-        scheduled), with the fields its kind sets (a whole-body API's, or a generation's)."""
+    def _new_spec(self, i: int, path: str, body: bytes, warmup: bool, t_sched_ns: int | None, **kind: Any) -> RequestSpec:
+        """What every request's spec carries (its JSON body's bytes, headers and sent id, when it
+        is scheduled), with the fields its kind sets (a whole-body API's, or a generation's)."""
         headers, sent_id = self._request_headers(i)
         return RequestSpec(
             index=i,
             path=path,
-            body=dumps_body(body),
+            body=body,
             headers=headers,
             sent_request_id=sent_id,
             warmup=warmup,
