@@ -142,8 +142,9 @@ def _readout(rec: Any) -> tuple[Any, ...]:
     """StreamRecorder.readout() of a recorder without it, read attribute by attribute (audio_format
     and first_body_ns None where it has neither)."""
     return (
-        rec.response_id, rec.model, rec.finish_reason, dict(rec.usage), *(getattr(rec, name) for name in _RECORDER_AS_IS),
-        rec.tool_calls, getattr(rec, "audio_format", None), getattr(rec, "first_body_ns", None),
+        rec.response_id, rec.model, rec.finish_reason, dict(rec.usage),
+        *(getattr(rec, name) for name in _RECORDER_AS_IS), rec.tool_calls, getattr(rec, "audio_format", None),
+        getattr(rec, "first_body_ns", None),
     )  # fmt: skip
 
 

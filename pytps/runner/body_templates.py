@@ -43,6 +43,7 @@ class BodyTemplates:
     def __init__(self, api: str, extra_body: Mapping[str, Any] | None) -> None:
         self.api = api
         self.extra_body = extra_body
+        # A shape's template, or None where it has none (built whole).
         self._shapes: dict[tuple[str, int, bool, bool], tuple[str, bytes, bytes] | None] = {}
 
     def request(
@@ -68,9 +69,7 @@ class BodyTemplates:
             and messages[0].get("role") == "user"
         ):
             key = (model, prompt.max_tokens, stream, include_usage)
-            shape = self._shapes.get(key, False)
-            if shape is False:
-                shape = self._shape(*key)
+            shape = self._shapes[key] if key in self._shapes else self._shape(*key)
             if shape is not None:
                 path, before, after = shape
                 return path, before + dumps_body(text) + after
@@ -80,9 +79,7 @@ class BodyTemplates:
         )  # fmt: skip
         return path, dumps_body(body)
 
-    def _shape(
-        self, model: str, max_tokens: int, stream: bool, include_usage: bool
-    ) -> tuple[str, bytes, bytes] | None:
+    def _shape(self, model: str, max_tokens: int, stream: bool, include_usage: bool) -> tuple[str, bytes, bytes] | None:
         """The shape's (path, bytes before the text, bytes after), or None when the marker is not
         in the body exactly once (an extra body that replaces the prompt, say): built whole then.
         A shape build_request refuses (a bad max_tokens) is not kept: the request raises as before."""

@@ -258,13 +258,13 @@ class Runner:
         images = cfg.images.images(i) if cfg.images.count else prompt.images
         if self._bodies is None:
             self._bodies = BodyTemplates(cfg.api, cfg.extra_body)
-        path, body = self._bodies.request(
+        path, data = self._bodies.request(
             model, prompt, stream=cfg.stream, include_usage=self._include_usage, images=images
         )
         return self._new_spec(
             i,
             path,
-            body,
+            data,
             warmup,
             t_sched_ns,
             dialect=request_formats.response_dialect(cfg.api, cfg.stream),
@@ -277,7 +277,9 @@ class Runner:
             usage_requested=self._include_usage,
         )
 
-    def _new_spec(self, i: int, path: str, body: bytes, warmup: bool, t_sched_ns: int | None, **kind: Any) -> RequestSpec:
+    def _new_spec(
+        self, i: int, path: str, body: bytes, warmup: bool, t_sched_ns: int | None, **kind: Any
+    ) -> RequestSpec:
         """What every request's spec carries (its JSON body's bytes, headers and sent id, when it
         is scheduled), with the fields its kind sets (a whole-body API's, or a generation's)."""
         headers, sent_id = self._request_headers(i)

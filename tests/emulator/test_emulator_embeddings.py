@@ -43,7 +43,8 @@ def test_each_component_is_the_draws_float32_written_as_printf_writes_it():
         with pytps.Emulator(seed=seed, embed_ms=0.0, embed_us_per_token=0.0, embedding_dim=48) as emu:
             for dim in (None, 1, 5, 257):
                 body = {"model": "m", "input": texts} | ({"dimensions": dim} if dim else {})
-                r = call(emu.port, "POST", "/v1/embeddings", json.dumps(body).encode(), {"Content-Type": "application/json"})
+                headers = {"Content-Type": "application/json"}
+                r = call(emu.port, "POST", "/v1/embeddings", json.dumps(body).encode(), headers)
                 assert r.status == 200, r.body[:200]
                 raw = r.body.decode()
                 for i, text in enumerate(texts):

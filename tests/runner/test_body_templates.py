@@ -26,7 +26,9 @@ _EXTRA = st.sampled_from(
         {"options": {"seed": 3}},
     ]
 )
-_TEXT = st.text(max_size=40) | st.sampled_from(["", '"quoted" \\ back', "\x00pytps-prompt-text\x00", "é ü 日本 \U0001f600"])
+_TEXT = st.text(max_size=40) | st.sampled_from(
+    ["", '"quoted" \\ back', "\x00pytps-prompt-text\x00", "é ü 日本 \U0001f600"]
+)
 
 
 def _whole(api, model, prompt, stream, include_usage, extra, images=()):
