@@ -4,6 +4,7 @@
 
 namespace pytps {
 class StreamRecorder;
+class HttpStreamRecorder;
 }
 
 namespace pytps_bindings {
@@ -26,6 +27,8 @@ void register_words(py::module_& m);
 // HttpStreamRecorder.readout() (register_recorder.cpp): the tuple, and the error as a dict or None.
 py::tuple recorder_readout(const pytps::StreamRecorder& r);
 py::object recorder_error(const pytps::StreamRecorder& r);
+// HttpStreamRecorder.readout(), shared with ClientResult.readout() (register_http.cpp).
+py::tuple http_readout(const pytps::HttpStreamRecorder& r, const py::tuple& request_id_headers);
 
 // Raises pytps.errors.ProtocolError (a Python class, so the whole error family lives in one place).
 [[noreturn]] void raise_protocol_error(const std::string& message);

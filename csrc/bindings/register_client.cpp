@@ -111,6 +111,24 @@ void register_client(py::module_& m) {
                                "int64 array (kernel_timestamps only): the kernel's software receive stamp of\n"
                                "the same reads, moved onto CLOCK_MONOTONIC. For TCP it is the stamp of the\n"
                                "last segment a read took, so it is <= the engine's stamp of that read.")
+        .def(
+            "readout",
+            [](const ClientResult& r, const py::tuple& request_id_headers) {
+                // Every read-out a finished request's record takes, in one call (pytps.transport.
+                // native_transport): an attribute at a time, and the response's own, were ~20
+                // calls a request (issue 42).
+                return py::make_tuple(
+                    time_or_none(r.t_done_ns), time_or_none(r.t_send_ns), time_or_none(r.t_write_start_ns),
+                    r.retries, r.connection_id == 0 ? py::object(py::none()) : py::object(py::int_(r.connection_id)),
+                    r.connect_ns < 0 ? py::object(py::none()) : py::object(py::int_(r.connect_ns)),
+                    r.tls_ns < 0 ? py::object(py::none()) : py::object(py::int_(r.tls_ns)),
+                    r.error_class.empty() ? py::object(py::none()) : py::object(py::str(r.error_class)),
+                    py::str(r.error_detail), http_readout(*r.http, request_id_headers));
+            },
+            py::arg("request_id_headers"),
+            "readout(request_id_headers) -> tuple\n\n"
+            "Every read-out at once, in this order: t_done_ns, t_send_ns, t_write_start_ns, retries,\n"
+            "connection_id, connect_ns, tls_ns, error, error_detail, http.readout(request_id_headers).")
         .def_property_readonly(
             "http", [](ClientResult& r) -> HttpStreamRecorder& { return *r.http; },
             py::return_value_policy::reference_internal,

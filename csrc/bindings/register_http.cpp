@@ -21,6 +21,32 @@ py::str latin1(const std::string& s) {
 
 }  // namespace
 
+// Every read-out a finished response's record takes, in one call (pytps.transport.http1.
+// fill_from_http): an attribute and a header at a time were ~14 calls, ~3 us of a short
+// request's client CPU (issue 42).
+py::tuple http_readout(const HttpStreamRecorder& r, const py::tuple& request_id_headers) {
+    const auto& p = r.parser();
+    const bool headers_done = p.headers_done();
+    auto header_or_none = [&](const char* name, bool when) -> py::object {
+        const std::string* v = when ? p.header(name) : nullptr;
+        return v ? py::object(latin1(*v)) : py::object(py::none());
+    };
+    py::object request_id = py::none();
+    for (const auto& name : request_id_headers) {
+        const std::string* v = headers_done ? p.header(name.cast<std::string>()) : nullptr;
+        if (v && !v->empty()) {
+            request_id = latin1(*v);
+            break;
+        }
+    }
+    return py::make_tuple(
+        r.t_headers_ns() == HttpStreamRecorder::kNoTime ? py::object(py::none()) : py::object(py::int_(r.t_headers_ns())),
+        p.status() == 0 ? py::object(py::none()) : py::object(py::int_(p.status())), headers_done, request_id,
+        header_or_none("content-encoding", headers_done), header_or_none("content-type", true),
+        p.failed() ? py::object(py::str(p.error())) : py::object(py::none()), p.closed_early(),
+        py::bytes(r.error_body()), py::bytes(r.body_start()), recorder_readout(r.recorder()), recorder_error(r.recorder()));
+}
+
 void register_http(py::module_& m) {
     py::class_<HttpStreamRecorder>(
         m, "HttpStreamRecorder",
@@ -128,34 +154,7 @@ void register_http(py::module_& m) {
         .def_property_readonly(
             "body_start", [](const HttpStreamRecorder& r) { return py::bytes(r.body_start()); },
             "The first 256 bytes of a 2xx response's (decoded) body: what a body that is not a stream began with.")
-        .def(
-            "readout",
-            [](const HttpStreamRecorder& r, const py::tuple& request_id_headers) {
-                // Every read-out a finished response's record takes, in one call (pytps.transport.
-                // http1.fill_from_http): an attribute and a header at a time were ~14 calls, ~3 us
-                // of a short request's client CPU (issue 42).
-                const auto& p = r.parser();
-                const bool headers_done = p.headers_done();
-                auto header_or_none = [&](const char* name, bool when) -> py::object {
-                    const std::string* v = when ? p.header(name) : nullptr;
-                    return v ? py::object(latin1(*v)) : py::object(py::none());
-                };
-                py::object request_id = py::none();
-                for (const auto& name : request_id_headers) {
-                    const std::string* v = headers_done ? p.header(name.cast<std::string>()) : nullptr;
-                    if (v && !v->empty()) {
-                        request_id = latin1(*v);
-                        break;
-                    }
-                }
-                return py::make_tuple(
-                    r.t_headers_ns() == HttpStreamRecorder::kNoTime ? py::object(py::none()) : py::object(py::int_(r.t_headers_ns())),
-                    p.status() == 0 ? py::object(py::none()) : py::object(py::int_(p.status())), headers_done,
-                    request_id, header_or_none("content-encoding", headers_done), header_or_none("content-type", true),
-                    p.failed() ? py::object(py::str(p.error())) : py::object(py::none()), p.closed_early(),
-                    py::bytes(r.error_body()), py::bytes(r.body_start()), recorder_readout(r.recorder()),
-                    recorder_error(r.recorder()));
-            },
+        .def("readout", &http_readout,
             py::arg("request_id_headers"),
             "readout(request_id_headers) -> tuple\n\n"
             "Every read-out at once, in this order: t_headers_ns, status, headers_done, the first non-empty\n"

@@ -23,6 +23,9 @@ class ClientResult:
 
     id: Final[int]
     """The id given to submit()."""
+    def readout(self, request_id_headers: tuple[str, ...]) -> tuple[Any, ...]:
+        """Every read-out at once, in this order: t_done_ns, t_send_ns, t_write_start_ns, retries,
+        connection_id, connect_ns, tls_ns, error, error_detail, http.readout(request_id_headers)."""
     t_send_ns: Final[int | None]
     """Stamp taken right before the write that completed the request; None if never sent."""
     t_write_start_ns: Final[int | None]

@@ -4,6 +4,7 @@ addresses, and how a finished HttpStreamRecorder becomes a RequestRecord's statu
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from pytps.measure.records import ERROR_PROTOCOL, ERROR_TIMEOUT, ERROR_TRUNCATED, RequestRecord
@@ -92,15 +93,25 @@ def address_text(ip: str, port: int) -> str:
 
 
 def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None = None) -> None:
-    """Status, stream read-outs and error class from a closed HttpStreamRecorder, all read in one
-    call (its readout(): an attribute and a header at a time were ~3 us of a short request's
-    client CPU, issue 42).
+    """Status, stream read-outs and error class from a closed HttpStreamRecorder.
 
     timeout_detail: the transport gave up waiting (error class "timeout", whatever was read)."""
+    fill_from_readout(rec, recorder.readout(REQUEST_ID_HEADERS), recorder.header, timeout_detail)
+
+
+def fill_from_readout(
+    rec: RequestRecord,
+    readout: tuple[Any, ...],
+    header: Callable[[str], str | None],
+    timeout_detail: str | None = None,
+) -> None:
+    """fill_from_http() of the closed HttpStreamRecorder whose readout(REQUEST_ID_HEADERS) this
+    is, and whose header() is `header`: a finished response is read in one native call (an
+    attribute and a header at a time were ~3 us of a short request's client CPU, issue 42)."""
     (
         rec.t_headers_ns, rec.status, headers_done, request_id, encoding, content_type, error, closed_early,
         error_body, body_start, stream, stream_error,
-    ) = recorder.readout(REQUEST_ID_HEADERS)  # fmt: skip
+    ) = readout  # fmt: skip
     if headers_done:
         rec.request_id = request_id
     rec.fill_from_readout(stream)
@@ -120,4 +131,4 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     elif rec.status is None:
         rec.error, rec.error_detail = ERROR_TRUNCATED, "the connection closed before a response"
     else:
-        classify_answer(rec, rec.status, recorder.header, error_body, coding, body_start, stream_error, content_type)
+        classify_answer(rec, rec.status, header, error_body, coding, body_start, stream_error, content_type)
