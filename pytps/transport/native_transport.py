@@ -244,13 +244,14 @@ class NativeTransport:
         """rec completed from the engine's ClientResult: times, connection, phases, the response,
         all read in one native call (ClientResult.readout: ~20 calls before, issue 42)."""
         (
-            rec.t_done_ns, t_send_ns, t_write_start_ns, rec.retries, rec.connection_id, connect_ns, tls_ns, error,
+            rec.t_done_ns, t_written_ns, t_write_start_ns, rec.retries, rec.connection_id, connect_ns, tls_ns, error,
             error_detail, http,
         ) = result.readout(REQUEST_ID_HEADERS)  # fmt: skip
-        if t_send_ns is None:  # never written: the hand-over's time stands in
+        if t_written_ns is None:  # never written: the hand-over's time stands in
             assert rec.t_submit_ns is not None, "set when the request was handed to the engine"
-            t_send_ns = rec.t_submit_ns
-        rec.t_send_ns = t_send_ns
+            rec.t_send_ns = rec.t_submit_ns
+        else:
+            rec.t_send_ns = t_written_ns
         if connect_ns is not None:
             rec.phases_ns["connect"] = connect_ns
         if tls_ns is not None:
@@ -264,7 +265,7 @@ class NativeTransport:
             rec.error, rec.error_detail = error, error_detail
         else:
             fill_from_readout(rec, http, header)
-        record_send_phases(rec, t_write_start_ns, t_send_ns)
+        record_send_phases(rec, t_write_start_ns, t_written_ns)
         if self.kernel_timestamps:
             rec.output_kernel_times_ns = kernel_times_for(
                 rec.output_times_ns, result.recv_times_ns, result.recv_kernel_times_ns
