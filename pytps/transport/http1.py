@@ -96,10 +96,10 @@ def fill_from_http(rec: RequestRecord, recorder: Any, timeout_detail: str | None
     """Status, stream read-outs and error class from a closed HttpStreamRecorder.
 
     timeout_detail: the transport gave up waiting (error class "timeout", whatever was read)."""
-    fill_from_readout(rec, recorder.readout(REQUEST_ID_HEADERS), recorder.header, timeout_detail)
+    fill_from_response(rec, recorder.readout(REQUEST_ID_HEADERS), recorder.header, timeout_detail)
 
 
-def fill_from_readout(
+def fill_from_response(
     rec: RequestRecord,
     readout: tuple[Any, ...],
     header: Callable[[str], str | None],

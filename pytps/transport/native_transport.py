@@ -34,7 +34,7 @@ import numpy as np
 from pytps._native import _core
 from pytps.measure.records import MAX_RESPONSE_BYTES, RequestRecord
 from pytps.transport.base import REQUEST_ID_HEADERS, RequestSpec, Timeouts
-from pytps.transport.http1 import Http1Target, fill_from_readout, resolve
+from pytps.transport.http1 import Http1Target, fill_from_response, resolve
 from pytps.transport.phases import record_send_phases
 
 NO_TLS = (
@@ -259,12 +259,12 @@ class NativeTransport:
         # The response's header() only for what the read-out leaves out (a redirect's Location).
         header = _header_of(result)
         if error == "timeout":
-            fill_from_readout(rec, http, header, error_detail)
+            fill_from_response(rec, http, header, error_detail)
         elif error is not None:
-            fill_from_readout(rec, http, header)
+            fill_from_response(rec, http, header)
             rec.error, rec.error_detail = error, error_detail
         else:
-            fill_from_readout(rec, http, header)
+            fill_from_response(rec, http, header)
         record_send_phases(rec, t_write_start_ns, t_written_ns)
         if self.kernel_timestamps:
             rec.output_kernel_times_ns = kernel_times_for(
