@@ -24,7 +24,7 @@ py::array_t<T> to_array(const std::vector<T>& v) {
         return *empty;
     }
     py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
-    if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
+    std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
     return out;
 }
 

@@ -14,6 +14,7 @@ A prompt of messages of its own, or with images, is built whole, as before.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,8 +44,8 @@ class BodyTemplates:
     def __init__(self, api: str, extra_body: Mapping[str, Any] | None) -> None:
         self.api = api
         self.extra_body = extra_body
-        # A shape's template, or None where it has none (built whole).
-        self._shapes: dict[tuple[str, int, bool, bool], tuple[str, bytes, bytes] | None] = {}
+        # Each shape's template, or None where it has none (built whole), made once.
+        self._shape = functools.lru_cache(maxsize=_MAX_SHAPES)(self._template)
 
     def request(
         self,
@@ -68,8 +69,7 @@ class BodyTemplates:
             and messages[0].get("content") is text
             and messages[0].get("role") == "user"
         ):
-            key = (model, prompt.max_tokens, stream, include_usage)
-            shape = self._shapes[key] if key in self._shapes else self._shape(*key)
+            shape = self._shape(model, prompt.max_tokens, stream, include_usage)
             if shape is not None:
                 path, before, after = shape
                 return path, before + dumps_body(text) + after
@@ -79,7 +79,9 @@ class BodyTemplates:
         )  # fmt: skip
         return path, dumps_body(body)
 
-    def _shape(self, model: str, max_tokens: int, stream: bool, include_usage: bool) -> tuple[str, bytes, bytes] | None:
+    def _template(
+        self, model: str, max_tokens: int, stream: bool, include_usage: bool
+    ) -> tuple[str, bytes, bytes] | None:
         """The shape's (path, bytes before the text, bytes after), or None when the marker is not
         in the body exactly once (an extra body that replaces the prompt, say): built whole then.
         A shape build_request refuses (a bad max_tokens) is not kept: the request raises as before."""
@@ -88,11 +90,7 @@ class BodyTemplates:
             extra_body=self.extra_body,
         )  # fmt: skip
         data = dumps_body(body)
-        shape: tuple[str, bytes, bytes] | None = None
-        if data.count(_MARKER_JSON) == 1:
-            before, _, after = data.partition(_MARKER_JSON)
-            shape = (path, before, after)
-        if len(self._shapes) >= _MAX_SHAPES:
-            self._shapes.clear()
-        self._shapes[(model, max_tokens, stream, include_usage)] = shape
-        return shape
+        if data.count(_MARKER_JSON) != 1:
+            return None
+        before, _, after = data.partition(_MARKER_JSON)
+        return path, before, after

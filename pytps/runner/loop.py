@@ -143,7 +143,7 @@ class Runner:
         # --request-id-header: the header's name, and this run's prefix of the ids sent in it.
         self._id_header: str | None = cfg.settings.get("request_id_header")
         self._shared_headers: dict[str, str] | None = None  # see _request_headers
-        self._bodies: BodyTemplates | None = None  # generation bodies by shape, made at the first request
+        self._bodies = BodyTemplates(cfg.api, cfg.extra_body)  # generation requests' bodies, by shape
         self._id_prefix = f"pytps-{os.urandom(6).hex()}-"  # 48 random bits (uuid4 is not imported for them)
         self._include_usage = True
         self._usage_note: str | None = None
@@ -256,8 +256,6 @@ class Runner:
         if prompt.item is not None and self.cfg.judge.grading.active:
             self._items[i] = (prompt.item, prompt.reference)
         images = cfg.images.images(i) if cfg.images.count else prompt.images
-        if self._bodies is None:
-            self._bodies = BodyTemplates(cfg.api, cfg.extra_body)
         path, data = self._bodies.request(
             model, prompt, stream=cfg.stream, include_usage=self._include_usage, images=images
         )

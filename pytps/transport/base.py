@@ -37,6 +37,7 @@ makes them.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -253,18 +254,13 @@ def classify_redirect(rec: RequestRecord, status: int, location: str | None) -> 
 #: Media types a streaming answer comes as (SSE; NDJSON for Ollama; JSON for a server that
 #: answers a stream request with one object).
 _STREAM_TYPES = ("text/event-stream", "ndjson", "json")
-# Whether each media type seen is one of them: a server sends one or two types a run, and the
-# test was ~1 us of every whole-body request (issue 42). Bounded: emptied when full.
-_STREAMED: dict[str, bool] = {}
 
 
+@functools.lru_cache(maxsize=64)
 def _streamed_type(media: str) -> bool:
-    streamed = _STREAMED.get(media)
-    if streamed is None:
-        if len(_STREAMED) >= 64:
-            _STREAMED.clear()
-        streamed = _STREAMED[media] = any(t in media for t in _STREAM_TYPES)
-    return streamed
+    """Whether a media type is one of _STREAM_TYPES, kept per type: a server sends one or two
+    types a run, and the test was ~1 us of every whole-body request (issue 42)."""
+    return any(t in media for t in _STREAM_TYPES)
 
 
 def classify_not_a_stream(rec: RequestRecord, content_type: str | None, body_start: bytes) -> bool:

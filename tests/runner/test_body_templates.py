@@ -60,7 +60,7 @@ def test_a_prompt_of_its_own_messages_is_built_whole():
     assert templates.request("m", prompt, stream=True, include_usage=True) == _whole(
         "openai-chat", "m", prompt, True, True, None
     )
-    assert templates._shapes == {}  # no template was made for it
+    assert templates._shape.cache_info().currsize == 0  # no template was made for it
     # One user message whose content is not the prompt's own text object: built whole too.
     other = Prompt(1, [{"role": "user", "content": "a b"}], "a b", None, 5)
     assert templates.request("m", other, stream=True, include_usage=True) == _whole(
@@ -81,4 +81,4 @@ def test_one_template_per_shape():
     templates = BodyTemplates("openai-chat", None)
     for i in range(50):
         templates.request("m", Prompt(i, None, f"words {i}", None, 1 + i % 3), stream=True, include_usage=True)
-    assert len(templates._shapes) == 3
+    assert templates._shape.cache_info().currsize == 3
